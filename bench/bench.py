@@ -1,0 +1,154 @@
+"""slurmlet benchmarks: prints medians and throughput against the targets of the issues.
+
+    .venv/bin/python bench/bench.py [--quick]
+
+Starts its own local clusters (`slurmlet up --port 0`) in temporary state directories and
+stops them afterwards. Figures are wall-clock on this machine; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class LocalCluster:
+    def __init__(self, nodes: int, cpus: int = 8):
+        self.state = tempfile.mkdtemp(prefix="slurmlet-bench-")
+        r = subprocess.run([str(BIN / "slurmlet"), "up", "--nodes", str(nodes), "--cpus-per-node", str(cpus),
+                            "--state-dir", self.state, "--port", "0"], capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"slurmlet up failed: {r.stderr}")
+        self.env = dict(os.environ)
+        for line in r.stdout.splitlines():
+            k, _, v = line.removeprefix("export ").partition("=")
+            if k == "SLURMLET_CONTROLLER":
+                self.env[k] = v
+        self.env["PATH"] = f"{BIN}{os.pathsep}{self.env['PATH']}"
+        self.work = Path(self.state) / "work"
+        self.work.mkdir()
+
+    def run(self, *argv: str, check: bool = True) -> str:
+        r = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=self.env,
+                           cwd=self.work)
+        if check and r.returncode:
+            raise SystemExit(f"{argv} failed: {r.stderr}")
+        return r.stdout
+
+    def timed(self, *argv: str) -> float:
+        t = time.perf_counter()
+        self.run(*argv)
+        return time.perf_counter() - t
+
+    def down(self) -> None:
+        subprocess.run([str(BIN / "slurmlet"), "down", "--state-dir", self.state], capture_output=True)
+
+    def api(self, path: str) -> dict:
+        sys.path.insert(0, str(ROOT))
+        from cli import http
+        return http.request("GET", path, url=self.env["SLURMLET_CONTROLLER"])
+
+
+def median_ms(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000
+
+
+def row(name: str, value: str, target: str, slurm: str) -> None:
+    print(f"{name:<48} {value:>12} {target:>12} {slurm:>14}")
+
+
+def wait_all_done(c: LocalCluster, ids: list[int], timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    want = set(ids)
+    while time.monotonic() < deadline:
+        jobs = c.api("/api/v1/jobs?ids=" + ",".join(map(str, ids)))["jobs"]
+        if all(j["state"] not in ("PENDING", "RUNNING", "COMPLETING") for j in jobs if j["job_id"] in want):
+            return
+        time.sleep(0.05)
+    raise SystemExit("jobs did not finish in time")
+
+
+def bench_latency(n: int) -> None:
+    c = LocalCluster(2)
+    try:
+        for _ in range(3):
+            c.run("sbatch", "--wrap", "true")  # warm up
+        sb = [c.timed("sbatch", "--wrap", "true") for _ in range(n)]
+        sq = [c.timed("squeue") for _ in range(n)]
+        jid = c.run("sbatch", "--parsable", "--wrap", "true").strip()
+        sa = [c.timed("sacct", "-j", jid) for _ in range(n)]
+        lat = []
+        for i in range(max(5, n // 3)):
+            stamp = c.work / f"stamp{i}"
+            t0 = time.time()
+            c.run("sbatch", "--wrap", f"python3 -c 'import time; print(time.time())' > {stamp}")
+            deadline = time.monotonic() + 30
+            while not (stamp.exists() and stamp.read_text().strip()) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            lat.append(float(stamp.read_text()) - t0)
+        print(f"\n2-node local cluster, medians of {n} runs")
+        row("benchmark", "slurmlet", "target", "real Slurm")
+        row("sbatch --wrap true (round trip)", f"{median_ms(sb):.1f} ms", "<= 20 ms", "5.4 ms")
+        row("squeue", f"{median_ms(sq):.1f} ms", "<= 20 ms", "5.0 ms")
+        row("sacct -j ID", f"{median_ms(sa):.1f} ms", "<= 20 ms", "90 ms")
+        row("submit -> script running (idle cluster)", f"{median_ms(lat):.1f} ms", "<= 50 ms", "0.5-2 s")
+        py = [_timed([sys.executable, "-c", "pass"]) for _ in range(n)]
+        row("(python3 -c pass, for scale)", f"{median_ms(py):.1f} ms", "", "")
+    finally:
+        c.down()
+
+
+def _timed(argv: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, capture_output=True)
+    return time.perf_counter() - t
+
+
+def bench_throughput(n: int) -> None:
+    c = LocalCluster(4)
+    try:
+        t = time.perf_counter()
+        for _ in range(n):
+            c.run("sbatch", "-o", "/dev/null", "--wrap", "true")
+        seq = n / (time.perf_counter() - t)
+        ids = [int(c.run("sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "true").strip())
+               for _ in range(n)]
+        deadline = time.monotonic() + 300
+        while any(not j["held"] for j in c.api("/api/v1/jobs?states=PENDING,RUNNING")["jobs"]) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)  # the sequential batch drains before the release is timed
+        t = time.perf_counter()
+        c.run("scontrol", "release", ",".join(map(str, ids)))
+        wait_all_done(c, ids)
+        rel = time.perf_counter() - t
+        diag = c.api("/api/v1/diag")
+        print(f"\n4-node local cluster (8 CPUs each), {n} jobs")
+        row("benchmark", "slurmlet", "target", "real Slurm")
+        row(f"{n} sequential sbatch --wrap true", f"{seq:.1f} jobs/s", ">= 60/s", "58 jobs/s")
+        row(f"{n} held jobs released until all finished", f"{rel:.2f} s", "<= 5 s", "14.6 s")
+        row("scheduler pass (mean / max)", f"{diag['mean_cycle_us'] / 1000:.1f}/{diag['max_cycle_us'] / 1000:.0f} ms",
+            "", "")
+    finally:
+        c.down()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = ap.parse_args()
+    bench_latency(10 if args.quick else 30)
+    bench_throughput(100 if args.quick else 500)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Console-script entry points. Each imports only its own command module, lazily."""
+
+from __future__ import annotations
+
+import sys
+
+
+def _run(module: str, prog: str) -> int:
+    import importlib
+    mod = importlib.import_module(f"cli.{module}")
+    try:
+        return mod.main(sys.argv[1:]) or 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _cli(module: str, prog: str) -> int:
+    from cli.http import ControllerError, Unreachable
+    try:
+        return _run(module, prog)
+    except Unreachable as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    except ControllerError as e:
+        for line in e.pre:
+            print(f"{prog}: error: {line}", file=sys.stderr)
+        print(f"{prog}: error: {e.error}", file=sys.stderr)
+        return e.code or 1
+
+
+def sbatch() -> int:
+    return _cli("sbatch", "sbatch")
+
+
+def srun() -> int:
+    return _cli("srun", "srun")
+
+
+def squeue() -> int:
+    return _cli("squeue", "squeue")
+
+
+def scancel() -> int:
+    return _cli("scancel", "scancel")
+
+
+def sacct() -> int:
+    return _cli("sacct", "sacct")
+
+
+def scontrol() -> int:
+    return _cli("scontrol", "scontrol")
+
+
+def sinfo() -> int:
+    return _cli("sinfo", "sinfo")
+
+
+def slurmlet() -> int:
+    """`slurmlet controller|agent|up|down ...`"""
+    argv = sys.argv[1:]
+    usage = "usage: slurmlet {controller,agent,up,down} [options]\n"
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage)
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "controller":
+        from controller.daemon import main
+        return main(rest)
+    if cmd == "agent":
+        from nodeagent.agent import main
+        return main(rest)
+    if cmd in ("up", "down", "status"):
+        from cli import cluster
+        return getattr(cluster, cmd)(rest)
+    sys.stderr.write(f"slurmlet: unknown command '{cmd}'\n{usage}")
+    return 2

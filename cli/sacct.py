@@ -1,0 +1,155 @@
+"""sacct: accounting records of jobs and their steps."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from cli import common, http
+from cli.argv import Opt, UsageError, parse
+
+TABLE: list[Opt] = [
+    ("j", "jobs", 1, "jobs"), ("o", "format", 1, "format"), ("P", "parsable2", 0, "parsable2"),
+    ("p", "parsable", 0, "parsable"), ("n", "noheader", 0, "noheader"), ("X", "allocations", 0, "allocations"),
+    ("S", "starttime", 1, "starttime"), ("E", "endtime", 1, "endtime"), ("", "name", 1, "name"),
+    ("s", "state", 1, "state"), ("u", "user", 1, "user"), ("A", "account", 1, "account"),
+    ("r", "partition", 1, "partition"), ("a", "allusers", 0, "allusers"), ("l", "long", 0, "long"),
+    ("b", "brief", 0, "brief"), ("D", "duplicates", 0, "duplicates"), ("", "json", 0, "json"),
+    ("L", "allclusters", 0, "allclusters"), ("M", "clusters", 1, "clusters"), ("", "delimiter", 1, "delimiter"),
+    ("T", "truncate", 0, "truncate"), ("h", "help", 0, "help"), ("V", "version", 0, "version"),
+    ("", "usage", 0, "usage"), ("e", "helpformat", 0, "helpformat"), ("", "units", 1, "units"),
+    ("N", "nodelist", 1, "nodelist"), ("q", "qos", 1, "qos"), ("x", "associations", 1, "associations"),
+]
+
+
+def parse_when(value: str, now: float) -> float | None:
+    """sacct -S/-E forms: now[{+|-}N[units]], today, midnight, YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS],
+    MM/DD[/YY], MMDD[YY]."""
+    v = value.strip().lower()
+    lt = time.localtime(now)
+    midnight = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+    if v in ("today", "midnight"):
+        return midnight
+    if v == "now":
+        return now
+    if v.startswith("now") and v[3:4] in "+-" and len(v) > 4:
+        sign = 1 if v[3] == "+" else -1
+        num = "".join(ch for ch in v[4:] if ch.isdigit())
+        unit = v[4 + len(num):] or "seconds"
+        mult = next((m for u, m in (("s", 1), ("min", 60), ("h", 3600), ("d", 86400), ("w", 604800))
+                     if unit.startswith(u)), None)
+        if not num or mult is None:
+            return None
+        return now + sign * int(num) * mult
+    try:
+        if "-" in v[:10] and len(v) >= 10:
+            date, _, clock = v.partition("t")
+            y, m, d = (int(x) for x in date.split("-"))
+            hh, mm, ss = (list(map(int, clock.split(":"))) + [0, 0, 0])[:3] if clock else (0, 0, 0)
+            return time.mktime((y, m, d, hh, mm, ss, 0, 0, -1))
+        if ":" in v:
+            hh, mm, ss = (list(map(int, v.split(":"))) + [0, 0])[:3]
+            return time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, hh, mm, ss, 0, 0, -1))
+        if "/" in v:
+            parts = [int(x) for x in v.split("/")]
+            y = lt.tm_year if len(parts) < 3 else 2000 + parts[2] % 100
+            return time.mktime((y, parts[0], parts[1], 0, 0, 0, 0, 0, -1))
+        if v.isdigit() and len(v) in (4, 6):
+            y = lt.tm_year if len(v) == 4 else 2000 + int(v[4:6])
+            return time.mktime((y, int(v[:2]), int(v[2:4]), 0, 0, 0, 0, 0, -1))
+    except (ValueError, OverflowError):
+        return None
+    return None
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts, pos = parse("sacct", argv, TABLE, help_hint=False)
+    except UsageError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    o: dict[str, list] = {}
+    for k, v in opts:
+        o.setdefault(k, []).append(v)
+    if "version" in o:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if "help" in o or "usage" in o:
+        print("Usage: sacct [-j jobid[.step]] [-o fields] [-P|-p] [-n] [-X] [-S time] [-E time] [-s states]\n"
+              "             [-u users] [-A accounts] [-r partitions] [--name names] [-a] [-l] [--json]")
+        return 0
+    now = time.time()
+    ids: list[int] = []
+    step_filter: dict[int, set[str]] = {}
+    for tok in common.split_list(o.get("jobs", [])):
+        base = tok.split(".")[0].split("_")[0]
+        if not base.isdigit():
+            print(f"sacct: fatal: Bad job/step specified: {tok}", file=sys.stderr)
+            return 1
+        ids.append(int(base))
+        if "." in tok:
+            step_filter.setdefault(int(base), set()).add(tok.split(".", 1)[1])
+    q = ["history=1"]
+    if ids:
+        q.append("ids=" + ",".join(map(str, ids)))
+    since = until = None
+    if "starttime" in o:
+        since = parse_when(o["starttime"][-1], now)
+        if since is None:
+            print(f"sacct: error: invalid time format: {o['starttime'][-1]}", file=sys.stderr)
+            return 1
+    elif not ids:
+        since = parse_when("midnight", now)  # sacct's default window: since 00:00 today
+    if "endtime" in o:
+        until = parse_when(o["endtime"][-1], now)
+        if until is None:
+            print(f"sacct: error: invalid time format: {o['endtime'][-1]}", file=sys.stderr)
+            return 1
+    if since is not None:
+        q.append(f"since={since}")
+    if until is not None:
+        q.append(f"until={until}")
+    import os
+    users = common.split_list(o.get("user", []))
+    if not users and "allusers" not in o and os.getuid() != 0 and not ids:
+        users = [common.current_user()]
+    if users:
+        q.append("users=" + ",".join(users))
+    if "name" in o:
+        q.append("names=" + ",".join(common.split_list(o["name"])))
+    if "partition" in o:
+        q.append("partitions=" + ",".join(common.split_list(o["partition"])))
+    jobs = http.request("GET", "/api/v1/jobs?" + "&".join(q))["jobs"]
+    if "account" in o:
+        accts = set(common.split_list(o["account"]))
+        jobs = [j for j in jobs if j["account"] in accts]
+    if "state" in o:
+        try:
+            states = set(common.parse_states(",".join(o["state"])) or common.JOB_STATES)
+        except ValueError as e:
+            print(f"sacct: error: Invalid state: {e}", file=sys.stderr)
+            return 1
+        jobs = [j for j in jobs if j["state"] in states]
+    if step_filter:
+        for j in jobs:
+            want = step_filter.get(j["job_id"])
+            if want:
+                j["steps"] = [s for s in j["steps"] if str(s["step"]) in want]
+    if "json" in o:
+        import json
+        print(json.dumps({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
+        return 0
+    from cli import render
+    parsable = "P" if "parsable2" in o else ("p" if "parsable" in o else None)
+    fields = ",".join(common.split_list(o["format"])) if "format" in o else None
+    if "brief" in o and not fields:
+        fields = "JobID,State,ExitCode"
+    try:
+        lines = render.sacct_lines(jobs, fields=fields, parsable=parsable, noheader="noheader" in o,
+                                   allocations_only="allocations" in o, now=now, long="long" in o,
+                                   delimiter=o["delimiter"][-1] if "delimiter" in o else "|")
+    except ValueError as e:
+        print(f"sacct: error: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0

@@ -1,0 +1,93 @@
+"""scancel: cancel or signal jobs by id or by filter."""
+
+from __future__ import annotations
+
+import sys
+
+from cli import common, http
+from cli.argv import Opt, UsageError, parse
+
+TABLE: list[Opt] = [
+    ("u", "user", 1, "user"), ("", "me", 0, "me"), ("n", "name", 1, "name"), ("", "jobname", 1, "name"),
+    ("p", "partition", 1, "partition"), ("t", "state", 1, "state"), ("s", "signal", 1, "signal"),
+    ("v", "verbose", 0, "verbose"), ("Q", "quiet", 0, "quiet"), ("b", "batch", 0, "batch"),
+    ("f", "full", 0, "full"), ("i", "interactive", 0, "interactive"), ("A", "account", 1, "account"),
+    ("q", "qos", 1, "qos"), ("w", "nodelist", 1, "nodelist"), ("V", "version", 0, "version"),
+    ("", "help", 0, "help"), ("", "usage", 0, "usage"), ("M", "clusters", 1, "clusters"),
+    ("R", "reservation", 1, "reservation"), ("H", "hurry", 0, "hurry"), ("", "wckey", 1, "wckey"),
+]
+
+
+def signal_number(value: str) -> int | None:
+    import signal
+    v = value.upper()
+    if v.isdigit():
+        return int(v)
+    if not v.startswith("SIG"):
+        v = "SIG" + v
+    s = getattr(signal, v, None)
+    return int(s) if s is not None else None
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts, pos = parse("scancel", argv, TABLE)
+    except UsageError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    o: dict[str, list] = {}
+    for k, v in opts:
+        o.setdefault(k, []).append(v)
+    if "version" in o:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if "help" in o or "usage" in o:
+        print("Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
+              "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
+              "               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n"
+              "               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]")
+        return 0
+    verbose = "verbose" in o
+    ids: list[int] = []
+    for tok in common.split_list(pos):
+        base = tok.split("_")[0].split(".")[0]
+        if not base.isdigit():
+            print(f"scancel: error: Invalid job id {tok}", file=sys.stderr)
+            return 1
+        ids.append(int(base))
+    users = common.split_list(o.get("user", []))
+    if "me" in o:
+        users.append(common.current_user())
+    names = common.split_list(o.get("name", []))
+    parts = common.split_list(o.get("partition", []))
+    states: list[str] = []
+    if "state" in o:
+        try:
+            states = common.parse_states(",".join(o["state"])) or []
+        except ValueError as e:
+            print(f"scancel: error: Invalid job state specified: {e}", file=sys.stderr)
+            return 1
+    if not (ids or users or names or parts or states or "account" in o or "nodelist" in o):
+        print("scancel: error: No job identification provided", file=sys.stderr)
+        return 1
+    sig = None
+    if "signal" in o:
+        sig = signal_number(o["signal"][-1])
+        if sig is None:
+            print(f"scancel: error: Invalid job signal: {o['signal'][-1]}", file=sys.stderr)
+            return 1
+        if sig == 9 and not ("batch" in o or "full" in o):
+            sig = None  # SIGKILL is a plain cancel
+    import os
+    body = {"ids": ids, "users": users, "names": names, "partitions": parts, "states": states,
+            "signal": sig, "uid": os.getuid()}
+    if verbose:
+        for jid in ids:
+            print(f"scancel: Terminating job {jid}", file=sys.stderr)
+    res = http.request("POST", "/api/v1/jobs/cancel", body)
+    for r in res["results"]:
+        if not r["ok"] and verbose:
+            print(f"scancel: error: Kill job error on job id {r['job_id']}: {r['error']}", file=sys.stderr)
+        elif r["ok"] and verbose and r["job_id"] not in ids:
+            print(f"scancel: Terminating job {r['job_id']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,228 @@
+"""scontrol: show, hold/release/requeue, update, ping, hostnames/hostlist."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from cli import http
+
+ENTITIES = ("job", "jobs", "node", "nodes", "partition", "partitions", "config", "hostnames", "hostlist",
+            "hostlistsorted")
+
+
+def main(argv: list[str]) -> int:
+    one_liner = details = False
+    words: list[str] = []
+    for a in argv:
+        if a in ("-o", "--oneliner"):
+            one_liner = True
+        elif a in ("-d", "--details"):
+            details = True
+        elif a in ("-V", "--version"):
+            print("slurm-wlm 22.05.8")
+            return 0
+        elif a in ("-h", "--help", "--usage"):
+            print("Usage: scontrol [<OPTION>] [<COMMAND>]\n  commands: show, hold, release, requeue, "
+                  "requeuehold, update, ping")
+            return 0
+        elif a.startswith("-") and len(words) == 0 and a not in ("-",):
+            print(f"scontrol: unrecognized option '{a}'\nTry \"scontrol --help\" for more information",
+                  file=sys.stderr)
+            return 1
+        else:
+            words.append(a)
+    if not words:
+        print("scontrol: error: no command given (interactive mode is not supported)", file=sys.stderr)
+        return 1
+    cmd, args = words[0].lower(), words[1:]
+    if cmd == "show":
+        return show(args, one_liner=one_liner, details=details)
+    if cmd == "ping":
+        url = http.controller_url()
+        host = url.split("://", 1)[-1].split(":")[0]
+        try:
+            http.request("GET", "/api/v1/ping", timeout=5)
+            print(f"Slurmctld(primary) at {host} is UP")
+            return 0
+        except http.Unreachable:
+            print(f"Slurmctld(primary) at {host} is DOWN")
+            return 1
+    if cmd in ("hold", "uhold", "release", "requeue", "requeuehold"):
+        return job_action(cmd, args)
+    if cmd == "update":
+        return update(args)
+    print(f"invalid keyword: {words[0]}", file=sys.stderr)
+    return 1
+
+
+def _job_ids(args: list[str]) -> list[int] | None:
+    out = []
+    for a in args:
+        for part in a.replace("jobid=", "").replace("JobId=", "").split(","):
+            if not part:
+                continue
+            try:
+                out.append(int(part.split("_")[0]))
+            except ValueError:
+                return None
+    return out
+
+
+def job_action(cmd: str, args: list[str]) -> int:
+    ids = _job_ids(args)
+    if not ids:
+        print(f"Invalid job id specified", file=sys.stderr)
+        return 1
+    if cmd == "release" and len(ids) > 1:
+        http.request("POST", "/api/v1/jobs/release", {"ids": ids})
+        return 0
+    rc = 0
+    for jid in ids:
+        try:
+            if cmd in ("hold", "uhold"):
+                http.request("POST", f"/api/v1/jobs/{jid}/hold?who={'admin' if cmd == 'hold' else 'user'}")
+            elif cmd == "release":
+                http.request("POST", f"/api/v1/jobs/{jid}/release")
+            else:
+                http.request("POST", f"/api/v1/jobs/{jid}/requeue?hold={'true' if cmd == 'requeuehold' else 'false'}")
+        except http.ControllerError as e:
+            print(f"{e.error} for job {jid}", file=sys.stderr)
+            rc = 1
+    return rc
+
+
+def update(args: list[str]) -> int:
+    kv: dict[str, str] = {}
+    for a in args:
+        if "=" not in a:
+            print(f"Invalid input: {a}\nRequest aborted", file=sys.stderr)
+            return 1
+        k, v = a.split("=", 1)
+        kv[k.lower()] = v
+    if "nodename" in kv:
+        body = {"state": kv.get("state", ""), "reason": kv.get("reason")}
+        rc = 0
+        from cli.fmt import expand_hostlist
+        for name in expand_hostlist(kv["nodename"]):
+            try:
+                http.request("POST", f"/api/v1/nodes/{name}/update", body)
+            except http.ControllerError as e:
+                print(e.error, file=sys.stderr)
+                rc = 1
+        return rc
+    jid_s = kv.pop("jobid", None) or kv.pop("job", None)
+    if jid_s is None:
+        print("No valid entity in update command\nInput line must include \"NodeName\", "
+              "\"PartitionName\", \"Reservation/ReservationName\", or \"JobId\"", file=sys.stderr)
+        return 1
+    body: dict = {}
+    for k, v in kv.items():
+        if k == "timelimit":
+            from cli.opts import OptError, parse_time
+            try:
+                body["time_limit"] = parse_time(v)
+            except OptError:
+                print(f"Invalid TimeLimit value: {v}", file=sys.stderr)
+                return 1
+        elif k == "partition":
+            body["partition"] = v
+        elif k in ("name", "jobname"):
+            body["name"] = v
+        elif k == "comment":
+            body["comment"] = v
+        elif k == "nice":
+            body["nice"] = int(v)
+        else:
+            print(f"Update of this parameter is not supported: {k}=", file=sys.stderr)
+            return 1
+    try:
+        http.request("PATCH", f"/api/v1/jobs/{int(jid_s)}", body)
+    except ValueError:
+        print(f"Invalid job id specified for job {jid_s}", file=sys.stderr)
+        return 1
+    except http.ControllerError as e:
+        print(f"{e.error} for job {jid_s}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def show(args: list[str], *, one_liner: bool, details: bool) -> int:
+    if not args:
+        print("invalid entity: for keyword:show ", file=sys.stderr)
+        return 1
+    ent = args[0].lower()
+    target = args[1] if len(args) > 1 else None
+    if ent not in ENTITIES:
+        print(f"invalid entity:{args[0]} for keyword:show ", file=sys.stderr)
+        return 1
+    if ent in ("hostnames", "hostlist", "hostlistsorted"):
+        from cli.fmt import compress_hostlist, expand_hostlist
+        expr = target or os.environ.get("SLURM_JOB_NODELIST")
+        if not expr:
+            print("Usage: scontrol show hostnames <hostlist>", file=sys.stderr)
+            return 1
+        if ent == "hostnames":
+            sys.stdout.write("".join(h + "\n" for h in expand_hostlist(expr)))
+        else:
+            names = expand_hostlist(expr.replace("\n", ","))
+            print(compress_hostlist(sorted(names) if ent == "hostlistsorted" else names))
+        return 0
+    from cli import render
+    now = time.time()
+    if ent in ("job", "jobs"):
+        if target:
+            try:
+                jid = int(target.split("_")[0].split(".")[0])
+            except ValueError:
+                print(f"Invalid job id specified", file=sys.stderr)
+                return 1
+            try:
+                jobs = http.request("GET", f"/api/v1/jobs?ids={jid}")["jobs"]
+            except http.ControllerError:
+                jobs = []
+            if "_" in target:
+                task = target.split("_", 1)[1]
+                jobs = [j for j in jobs if str(j.get("array_task_id")) == task]
+            if not jobs:
+                print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+                return 1
+        else:
+            jobs = http.request("GET", "/api/v1/jobs")["jobs"]
+            if not jobs:
+                print("No jobs in the system")
+                return 0
+        out = [render.scontrol_show_job(j, one_liner=one_liner, details=details, now=now) for j in jobs]
+        sys.stdout.write("".join(out))
+        return 0
+    if ent in ("node", "nodes"):
+        nodes = http.request("GET", "/api/v1/nodes")["nodes"]
+        if target:
+            from cli.fmt import expand_hostlist
+            want = set(expand_hostlist(target))
+            nodes = [n for n in nodes if n["name"] in want]
+            if not nodes:
+                print(f"Node {target} not found")
+                return 1
+        sys.stdout.write("".join(render.scontrol_show_node(n, one_liner=one_liner, now=now) for n in nodes))
+        return 0
+    if ent in ("partition", "partitions"):
+        parts = http.request("GET", "/api/v1/partitions")["partitions"]
+        if target:
+            parts = [p for p in parts if p["name"] == target]
+            if not parts:
+                print(f"Partition {target} not found")
+                return 1
+        sys.stdout.write("".join(render.scontrol_show_partition(p, one_liner=one_liner) for p in parts))
+        return 0
+    cfg = http.request("GET", "/api/v1/config")
+    print(f"Configuration data as of {time.strftime('%Y-%m-%dT%H:%M:%S')}")
+    rows = [("ClusterName", cfg["cluster_name"]), ("KillWait", f"{cfg['kill_wait']} sec"),
+            ("MinJobAge", f"{cfg['min_job_age']} sec"), ("SLURM_VERSION", cfg["version"]),
+            ("SchedulerType", cfg["scheduler_type"]), ("SlurmctldAddr", cfg["listen"]),
+            ("SlurmdTimeout", f"{cfg['slurmd_timeout']} sec"), ("MaxArraySize", cfg["max_array_size"]),
+            ("DefMemPerCPU", cfg["def_mem_per_cpu"] or "UNLIMITED"), ("JobRequeue", int(cfg["job_requeue"]))]
+    for k, v in sorted(rows):
+        print(f"{k:<23}= {v}")
+    return 0

@@ -1,0 +1,73 @@
+"""sinfo: partitions and nodes."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from cli import common, http
+from cli.argv import Opt, UsageError, parse
+
+TABLE: list[Opt] = [
+    ("N", "Node", 0, "node"), ("l", "long", 0, "long"), ("s", "summarize", 0, "summarize"),
+    ("o", "format", 1, "format"), ("O", "Format", 1, "Format"), ("R", "list-reasons", 0, "reasons"),
+    ("h", "noheader", 0, "noheader"), ("p", "partition", 1, "partition"), ("n", "nodes", 1, "nodes"),
+    ("t", "states", 1, "states"), ("S", "sort", 1, "sort"), ("a", "all", 0, "all"), ("d", "dead", 0, "dead"),
+    ("r", "responding", 0, "responding"), ("e", "exact", 0, "exact"), ("i", "iterate", 1, "iterate"),
+    ("v", "verbose", 0, "verbose"), ("V", "version", 0, "version"), ("", "help", 0, "help"),
+    ("", "usage", 0, "usage"), ("", "json", 0, "json"), ("M", "clusters", 1, "clusters"),
+    ("", "hide", 0, "hide"), ("", "local", 0, "local"), ("T", "reservation", 0, "reservation"),
+]
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts, _pos = parse("sinfo", argv, TABLE)
+    except UsageError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    o: dict[str, list] = {}
+    for k, v in opts:
+        o.setdefault(k, []).append(v)
+    if "version" in o:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if "help" in o or "usage" in o:
+        print("Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]\n"
+              "             [-S fields] [-o format] [-O Format] [--json]")
+        return 0
+    data = http.request("GET", "/api/v1/cluster")
+    nodes, parts = data["nodes"], data["partitions"]
+    if "partition" in o:
+        want = set(common.split_list(o["partition"]))
+        parts = [p for p in parts if p["name"] in want]
+    if "nodes" in o:
+        from cli.fmt import expand_hostlist
+        want_nodes = set(x for v in o["nodes"] for x in expand_hostlist(v))
+        nodes = [n for n in nodes if n["name"] in want_nodes]
+    if "states" in o:
+        want_states = {s.strip().upper() for s in common.split_list(o["states"])}
+        alias = {"ALLOC": "ALLOCATED", "MIX": "MIXED", "DRAIN": "DRAINED", "DRNG": "DRAINING"}
+        want_states = {alias.get(s, s) for s in want_states}
+        nodes = [n for n in nodes if n["state"].rstrip("*") in want_states or
+                 (n["state"].startswith("DRAIN") and "DRAIN" in want_states)]
+    if "responding" in o:
+        nodes = [n for n in nodes if n["state"] != "DOWN"]
+    if "dead" in o:
+        nodes = [n for n in nodes if n["state"] == "DOWN"]
+    if "json" in o:
+        import json
+        print(json.dumps({"nodes": nodes, "partitions": parts}, indent=2))
+        return 0
+    from cli import render
+    try:
+        lines = render.sinfo_lines(nodes, parts, node_oriented="node" in o, long="long" in o,
+                                   summarize="summarize" in o, fmt=o["format"][-1] if "format" in o else None,
+                                   long_fmt=o["Format"][-1] if "Format" in o else None,
+                                   noheader="noheader" in o, reasons="reasons" in o, now=time.time(),
+                                   sort=o["sort"][-1] if "sort" in o else None)
+    except ValueError as e:
+        print(f"sinfo: error: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0

@@ -1,0 +1,101 @@
+"""squeue: the queue, in Slurm's formats."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from cli import common, http
+from cli.argv import Opt, UsageError, parse
+
+TABLE: list[Opt] = [
+    ("h", "noheader", 0, "noheader"), ("o", "format", 1, "format"), ("O", "Format", 1, "Format"),
+    ("u", "user", 1, "user"), ("", "me", 0, "me"), ("j", "jobs", 2, "jobs"), ("p", "partition", 1, "partition"),
+    ("t", "states", 1, "states"), ("n", "name", 1, "name"), ("", "start", 0, "start"), ("l", "long", 0, "long"),
+    ("r", "array", 0, "array"), ("S", "sort", 1, "sort"), ("a", "all", 0, "all"), ("A", "account", 1, "account"),
+    ("q", "qos", 1, "qos"), ("w", "nodelist", 1, "nodelist"), ("i", "iterate", 1, "iterate"),
+    ("v", "verbose", 0, "verbose"), ("V", "version", 0, "version"), ("", "help", 0, "help"),
+    ("", "usage", 0, "usage"), ("", "json", 0, "json"), ("M", "clusters", 1, "clusters"),
+    ("s", "steps", 2, "steps"), ("", "local", 0, "local"), ("", "federation", 0, "federation"),
+]
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts, pos = parse("squeue", argv, TABLE)
+    except UsageError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    o: dict[str, list] = {}
+    for k, v in opts:
+        o.setdefault(k, []).append(v)
+    if "version" in o:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if "help" in o or "usage" in o:
+        print("Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid] [-n name] [-o format]\n"
+              "              [-p partitions] [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
+              "              [--step step_id] [-t states] [-u user_name] [--usage] [-w nodes] [-ahjlrsv]")
+        return 0
+    if pos and "jobs" in o and o["jobs"][-1] is None:
+        o["jobs"][-1] = pos.pop(0)
+    ids: list[int] | None = None
+    task_filter: set[str] = set()
+    if "jobs" in o:
+        ids = []
+        for tok in common.split_list([v or "" for v in o["jobs"]]):
+            base = tok.split("_")[0].split(".")[0]
+            if not base.isdigit():
+                print(f"squeue: error: Invalid job id: {tok}", file=sys.stderr)
+                return 1
+            ids.append(int(base))
+            if "_" in tok:
+                task_filter.add(tok)
+    states = list(common.DEFAULT_QUEUE_STATES)
+    if "states" in o:
+        try:
+            parsed = common.parse_states(",".join(o["states"]))
+        except ValueError as e:
+            print(f"squeue: error: Invalid job state specified: {e}\nsqueue: error: Valid job states include: "
+                  f"{','.join(common.JOB_STATES)}\n", file=sys.stderr)
+            return 1
+        states = parsed  # None: all
+    users = common.split_list(o.get("user", []))
+    if "me" in o:
+        users.append(common.current_user())
+    q = []
+    if ids:
+        q.append("ids=" + ",".join(map(str, ids)))
+    if users:
+        q.append("users=" + ",".join(users))
+    if "partition" in o:
+        q.append("partitions=" + ",".join(common.split_list(o["partition"])))
+    if "name" in o:
+        q.append("names=" + ",".join(common.split_list(o["name"])))
+    jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(q) if q else ""))["jobs"]
+    if ids and not jobs:
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+        return 1
+    if states is not None:
+        keep = set(states)
+        jobs = [j for j in jobs if j["state"] in keep]
+    if task_filter:
+        jobs = [j for j in jobs if j.get("array_task_id") is None or
+                f"{j['array_job_id']}_{j['array_task_id']}" in task_filter or str(j["array_job_id"]) in
+                {t.split("_")[0] for t in task_filter if not t.split("_")[1]}]
+    if "json" in o:
+        import json
+        print(json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},
+                                             "release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
+        return 0
+    from cli import render
+    try:
+        lines = render.squeue_lines(
+            jobs, fmt=o["format"][-1] if "format" in o else None, long_fmt=o["Format"][-1] if "Format" in o else None,
+            noheader="noheader" in o, long="long" in o, now=time.time(), array_collapse="array" not in o,
+            start="start" in o, sort=o["sort"][-1] if "sort" in o else None)
+    except ValueError as e:
+        print(f"squeue: error: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from controller.daemon import main
+
+sys.exit(main())

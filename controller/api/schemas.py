@@ -1,0 +1,122 @@
+"""Wire models. Unknown fields are refused (422 names them)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MAX_SCRIPT = 4 * 1024 * 1024  # bytes; Slurm's default max_script_size
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobSubmit(Strict):
+    script: str = Field(max_length=MAX_SCRIPT)
+    name: str = Field("sbatch", max_length=256)
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    nodes_min: int = Field(1, ge=1, le=100000)
+    nodes_max: int | None = Field(None, ge=1, le=100000)
+    ntasks: int | None = Field(None, ge=1, le=1000000)
+    ntasks_per_node: int | None = Field(None, ge=1, le=100000)
+    cpus_per_task: int = Field(1, ge=1, le=100000)
+    mem_per_node: int | None = Field(None, ge=0)
+    mem_per_cpu: int | None = Field(None, ge=0)
+    time_limit: int | None = Field(None, ge=0)
+    gpus: int | None = Field(None, ge=0)
+    gpus_per_node: int | None = Field(None, ge=0)
+    gpus_per_task: int | None = Field(None, ge=0)
+    exclusive: bool = False
+    requeue: bool | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    workdir: str = "/"
+    submit_dir: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    stdin: str | None = None
+    open_mode: Literal["truncate", "append"] = "truncate"
+    hold: bool = False
+    begin_time: float | None = None
+    signal: str | None = None
+    comment: str | None = None
+    dependency: str | None = None
+    array: str | None = None
+    nice: int = Field(0, ge=-2147483645, le=2147483645)
+    nodelist: str | None = None
+    exclude: str | None = None
+    user: str = "root"
+    uid: int = 0
+    gid: int = 0
+    group: str = "root"
+    submit_host: str = "localhost"
+    argv: list[str] = Field(default_factory=list)
+    test_only: bool = False
+    kill_on_invalid_dep: bool = False
+
+    @model_validator(mode="after")
+    def _nodes_range(self) -> JobSubmit:
+        if self.nodes_max is not None and self.nodes_max < self.nodes_min:
+            raise ValueError("nodes_max must be >= nodes_min")
+        return self
+
+
+class JobUpdate(Strict):
+    time_limit: int | None = Field(None, ge=0)
+    partition: str | None = None
+    name: str | None = None
+    comment: str | None = None
+    nice: int | None = None
+
+
+class CancelRequest(Strict):
+    ids: list[int] = Field(default_factory=list)
+    signal: int | None = Field(None, ge=1, le=64)
+    users: list[str] = Field(default_factory=list)
+    names: list[str] = Field(default_factory=list)
+    partitions: list[str] = Field(default_factory=list)
+    states: list[str] = Field(default_factory=list)
+    uid: int = 0
+
+
+class IdsRequest(Strict):
+    ids: list[int] = Field(default_factory=list)
+
+
+class NodeResources(Strict):
+    cpus: int = Field(ge=1)
+    memory: int = Field(ge=1)
+    gpus: int = Field(0, ge=0)
+    gpu_type: str | None = None
+    addr: str | None = None
+    hostname: str | None = None
+    boot_time: float | None = None
+    arch: str | None = None
+    os: str | None = None
+    version: str | None = None
+
+
+class Finished(Strict):
+    job_id: int
+    exit_code: int = 0
+    signal: int = 0
+    timeout: bool = False
+    launch_failed: bool = False
+    end_time: float | None = None
+
+
+class NodeSync(Strict):
+    resources: NodeResources | None = None
+    running: list[int] = Field(default_factory=list)
+    finished: list[Finished] = Field(default_factory=list)
+    wait: float = Field(0.0, ge=0, le=30)
+    cpu_load: float | None = None
+    free_mem: int | None = None
+
+
+class NodeUpdate(Strict):
+    state: str
+    reason: str | None = None

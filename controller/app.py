@@ -1,0 +1,334 @@
+"""create_app(settings) -> FastAPI. Routes validate, call the store, then wake the loops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse
+
+from controller.api.schemas import CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate
+from controller.config import ClusterConfig
+from controller.core.model import PendingJob
+from controller.core.plan import plan
+from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
+from controller.store.engine import make_engine
+from controller.store.jobs import JobStore, request_of
+from controller.views import node_public, partition_public, validate_submit
+
+log = logging.getLogger("slurmlet.controller")
+VERSION = "22.05.8"
+
+
+@dataclass
+class Settings:
+    db_url: str
+    config: ClusterConfig
+    listen: str = "127.0.0.1:6817"
+    #: how long an agent's sync may wait for orders (the agent asks; this caps it)
+    max_long_poll: float = 5.0
+    #: periodic scheduling pass even without events (BeginTime, node changes)
+    sched_interval: float = 1.0
+    clock: Callable[[], float] = time.time
+
+
+@dataclass
+class Stats:
+    cycles: int = 0
+    last_cycle_us: int = 0
+    max_cycle_us: int = 0
+    total_cycle_us: int = 0
+    started: float = field(default_factory=time.time)
+
+
+class Controller:
+    """The daemon's live state: the store, the wake-up events and the scheduling pass."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.config = settings.config
+        self.clock = settings.clock
+        self.store = JobStore(make_engine(settings.db_url), settings.config)
+        self.wake = asyncio.Event()
+        self.node_events: dict[str, asyncio.Event] = {}
+        self.stats = Stats()
+        self.next_begin: float | None = None
+
+    def node_event(self, name: str) -> asyncio.Event:
+        ev = self.node_events.get(name)
+        if ev is None:
+            ev = self.node_events[name] = asyncio.Event()
+        return ev
+
+    def notify(self, hosts) -> None:  # noqa: ANN001
+        for h in hosts:
+            if h:
+                self.node_event(h).set()
+
+    def schedule_pass(self) -> None:
+        t0 = time.perf_counter()
+        now = self.clock()
+        snap = self.store.snapshot(now)
+        p = plan(snap)
+        woken = self.store.apply(p, now)
+        future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
+        self.next_begin = min(future) if future else None
+        self.notify(woken)
+        us = int((time.perf_counter() - t0) * 1e6)
+        s = self.stats
+        s.cycles += 1
+        s.last_cycle_us = us
+        s.max_cycle_us = max(s.max_cycle_us, us)
+        s.total_cycle_us += us
+
+    async def scheduler_loop(self) -> None:
+        interval = self.settings.sched_interval
+        self.wake.set()
+        while True:
+            timeout = interval
+            if self.next_begin is not None:
+                timeout = max(0.0, min(interval, self.next_begin - self.clock()))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+            self.wake.clear()
+            await asyncio.sleep(0)  # let a burst of requests land before the pass
+            try:
+                self.schedule_pass()
+            except Exception:  # a failing pass must not kill the daemon; log loudly and go on
+                log.exception("scheduling pass failed", extra={"action": "schedule"})
+                await asyncio.sleep(interval)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    ctl_holder: dict[str, Controller] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        ctl = Controller(settings)
+        ctl_holder["ctl"] = ctl
+        app.state.ctl = ctl
+        for w in settings.config.warnings:
+            log.warning("slurm.conf: %s (ignored)", w)
+        task = asyncio.create_task(ctl.scheduler_loop())
+        task.add_done_callback(_crash_on_failure)
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            ctl.store.engine.dispose()
+
+    app = FastAPI(title="slurmlet controller", version="0.1.0", lifespan=lifespan)
+
+    def ctl() -> Controller:
+        return ctl_holder["ctl"]
+
+    @app.exception_handler(DomainError)
+    async def _domain_error(_request: Request, exc: DomainError) -> JSONResponse:
+        return JSONResponse(status_code=exc.status, content={"detail": exc.to_json()})
+
+    # ------------------------------------------------------------------ jobs
+    @app.post("/api/v1/jobs", status_code=201)
+    async def submit(body: JobSubmit):  # noqa: ANN202
+        """Submit a batch job (sbatch)."""
+        c = ctl()
+        data = body.model_dump()
+        data = validate_submit(data, c.config, c.store.node_rows())
+        if data.get("test_only"):
+            return JSONResponse(status_code=200, content=_test_only(c, data))
+        job_id = c.store.submit(data, c.clock())
+        c.wake.set()
+        return {"job_id": job_id}
+
+    @app.get("/api/v1/jobs")
+    async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,
+                        partitions: str | None = None, names: str | None = None,
+                        history: bool = False, since: float | None = None, until: float | None = None):  # noqa: ANN202
+        """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
+        c = ctl()
+        try:
+            id_list = [int(x) for x in ids.split(",")] if ids else None
+        except ValueError:
+            raise InvalidRequest("Invalid job id specified") from None
+        rows = c.store.job_rows(ids=id_list, states=_split(states), users=_split(users),
+                                partitions=_split(partitions), names=_split(names), since=since, until=until,
+                                now=c.clock(), history=history)
+        return {"jobs": [c.store.public(r) for r in rows]}
+
+    @app.get("/api/v1/jobs/{job_id}")
+    async def get_job(job_id: int):  # noqa: ANN202
+        c = ctl()
+        return c.store.public(c.store.get_row(job_id))
+
+    @app.post("/api/v1/jobs/cancel")
+    async def cancel(body: CancelRequest):  # noqa: ANN202
+        """scancel: by ids and/or filters. Answers per-job results."""
+        c = ctl()
+        now = c.clock()
+        ids = list(body.ids)
+        if body.users or body.names or body.partitions or body.states:
+            rows = c.store.job_rows(ids=ids or None, users=body.users or None, names=body.names or None,
+                                    partitions=body.partitions or None,
+                                    states=body.states or ["PENDING", "RUNNING", "SUSPENDED"], now=now)
+            ids = [r.id for r in rows]
+        results = []
+        for jid in ids:
+            try:
+                host = c.store.cancel(jid, now, signal=body.signal, uid=body.uid)
+                c.notify([host])
+                results.append({"job_id": jid, "ok": True})
+            except DomainError as e:
+                results.append({"job_id": jid, "ok": False, "error": e.error})
+        c.wake.set()
+        return {"results": results}
+
+    @app.post("/api/v1/jobs/{job_id}/hold")
+    async def hold(job_id: int, who: str = "user"):  # noqa: ANN202
+        ctl().store.hold(job_id, "admin" if who == "admin" else "user")
+        return {"ok": True}
+
+    @app.post("/api/v1/jobs/{job_id}/release")
+    async def release(job_id: int):  # noqa: ANN202
+        c = ctl()
+        c.store.release(job_id, c.clock())
+        c.wake.set()
+        return {"ok": True}
+
+    @app.post("/api/v1/jobs/release")
+    async def release_many(body: IdsRequest):  # noqa: ANN202
+        c = ctl()
+        n = c.store.release_all_held(c.clock(), body.ids or None)
+        c.wake.set()
+        return {"released": n}
+
+    @app.post("/api/v1/jobs/{job_id}/requeue")
+    async def requeue(job_id: int, hold: bool = False):  # noqa: ANN202
+        c = ctl()
+        c.notify([c.store.requeue(job_id, c.clock(), hold=hold)])
+        c.wake.set()
+        return {"ok": True}
+
+    @app.patch("/api/v1/jobs/{job_id}")
+    async def update_job(job_id: int, body: JobUpdate):  # noqa: ANN202
+        c = ctl()
+        c.store.update_job(job_id, body.model_dump(exclude_unset=True))
+        c.wake.set()
+        return {"ok": True}
+
+    # ------------------------------------------------------------------ nodes
+    @app.get("/api/v1/nodes")
+    async def nodes():  # noqa: ANN202
+        c = ctl()
+        return {"nodes": _nodes(c)}
+
+    @app.get("/api/v1/partitions")
+    async def partitions():  # noqa: ANN202
+        c = ctl()
+        return {"partitions": partition_public(c.config, _nodes(c))}
+
+    @app.get("/api/v1/cluster")
+    async def cluster():  # noqa: ANN202
+        """Nodes and partitions in one round trip (sinfo)."""
+        c = ctl()
+        ns = _nodes(c)
+        return {"nodes": ns, "partitions": partition_public(c.config, ns)}
+
+    @app.post("/api/v1/nodes/{name}/update")
+    async def node_update(name: str, body: NodeUpdate):  # noqa: ANN202
+        c = ctl()
+        state = body.state.upper()
+        mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
+        if state not in mapping:
+            raise InvalidRequest(f"Invalid node state specified")
+        if mapping[state] in ("DRAIN", "DOWN") and not body.reason:
+            raise InvalidRequest("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+        c.store.set_node_state(name, mapping[state], body.reason if mapping[state] != "UP" else None, c.clock())
+        c.wake.set()
+        return {"ok": True}
+
+    @app.post("/api/v1/nodes/{name}/sync")
+    async def node_sync(name: str, body: NodeSync):  # noqa: ANN202
+        """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
+        c = ctl()
+        ev = c.node_event(name)
+        ev.clear()
+        data = body.model_dump()
+        orders = c.store.node_sync(name, data, c.clock())
+        if body.finished or body.resources:
+            c.wake.set()
+        wait = min(body.wait, c.settings.max_long_poll)
+        if not orders and wait > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(ev.wait(), wait)
+            if ev.is_set():
+                orders = c.store.node_sync(name, {"running": body.running}, c.clock())
+        return {"orders": orders}
+
+    # ------------------------------------------------------------------ misc
+    @app.get("/api/v1/ping")
+    async def ping():  # noqa: ANN202
+        return {"ok": True, "cluster": settings.config.cluster_name, "version": VERSION}
+
+    @app.get("/api/v1/config")
+    async def config():  # noqa: ANN202
+        cfg = settings.config
+        return {"cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
+                "min_job_age": cfg.min_job_age, "slurmd_timeout": cfg.slurmd_timeout,
+                "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
+                "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
+                "raw": cfg.raw, "listen": settings.listen}
+
+    @app.get("/api/v1/diag")
+    async def diag():  # noqa: ANN202
+        s = ctl().stats
+        return {"cycles": s.cycles, "last_cycle_us": s.last_cycle_us, "max_cycle_us": s.max_cycle_us,
+                "mean_cycle_us": s.total_cycle_us // s.cycles if s.cycles else 0, "started": s.started}
+
+    return app
+
+
+def _nodes(c: Controller) -> list[dict]:
+    return node_public(c.store.node_rows(), c.store.active_allocs(), c.config, c.clock(), c.store.node_up)
+
+
+def _split(v: str | None) -> list[str] | None:
+    return [x for x in v.split(",") if x] if v else None
+
+
+def _test_only(c: Controller, data: dict) -> dict:
+    """sbatch --test-only: plan the queue with this job added, store nothing."""
+    import dataclasses
+    now = c.clock()
+    snap = c.store.snapshot(now)
+    fake_id = c.store.max_job_id() + 1
+    job = PendingJob(job_id=fake_id, partition=data["partition"], request=request_of(data),
+                     priority=1 << 30, submit_time=now, time_limit=data.get("time_limit"),
+                     begin_time=data.get("begin_time"))
+    p = plan(dataclasses.replace(snap, pending=snap.pending + (job,)))
+    for s in p.starts:
+        if s.job_id == fake_id:
+            from controller.store.jobs import compress
+            return {"job_id": fake_id, "start_time": now, "nodes": compress(s.node_names),
+                    "partition": data["partition"], "cpus": sum(a.cpus for a in s.allocs)}
+    reason = p.reasons.get(fake_id)
+    if reason is not None and reason.value in ("PartitionNodeLimit", "PartitionConfig"):
+        raise InvalidRequest("Requested node configuration is not available", code=1)
+    return {"job_id": fake_id, "start_time": None, "nodes": "", "partition": data["partition"],
+            "cpus": 0}
+
+
+def _crash_on_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.critical("scheduler loop died: %r", task.exception())
+        import os
+        import signal
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+__all__ = ["create_app", "Settings", "Controller", "Conflict", "NotFound"]

@@ -1,0 +1,311 @@
+"""Cluster configuration in slurm.conf syntax (the subset real sites use).
+
+`parse_slurm_conf(text)` turns the file into a frozen `ClusterConfig`. Unknown keys are
+collected in `ClusterConfig.warnings` (the daemon logs them) and never stop it; malformed
+values raise `ConfigError` naming the key and the line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import hostlist
+
+UNLIMITED = None
+
+
+class ConfigError(ValueError):
+    """The configuration file is malformed."""
+
+
+@dataclass(frozen=True)
+class NodeConf:
+    name: str
+    cpus: int | None = None  # None: what the agent reports
+    real_memory: int | None = None  # MB
+    gpus: int | None = None
+    gpu_type: str | None = None
+    addr: str | None = None
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class PartitionConf:
+    name: str
+    nodes: tuple[str, ...] | None  # None: ALL nodes
+    default: bool = False
+    max_time: int | None = UNLIMITED  # minutes
+    default_time: int | None = None
+    priority_tier: int = 1
+    priority_job_factor: int = 1
+    preempt_mode: str = "OFF"
+    grace_time: int = 0
+    state: str = "UP"
+    max_nodes: int | None = None
+    min_nodes: int = 0
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    cluster_name: str = "slurmlet"
+    nodes: tuple[NodeConf, ...] = ()
+    partitions: tuple[PartitionConf, ...] = ()
+    kill_wait: int = 30
+    min_job_age: int = 300
+    slurmd_timeout: int = 300
+    def_mem_per_cpu: int | None = None
+    job_requeue: bool = True
+    max_array_size: int = 1001
+    requeue_delay: int = 120  # seconds a requeued job waits (Slurm's fixed BeginTime delay)
+    preempt_mode: str = "OFF"
+    scheduler_type: str = "sched/backfill"
+    raw: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def dynamic_nodes(self) -> bool:
+        """True when slurm.conf names no nodes: any registering agent becomes a node."""
+        return not self.nodes
+
+    def node(self, name: str) -> NodeConf | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def default_partition(self) -> PartitionConf | None:
+        for p in self.partitions:
+            if p.default:
+                return p
+        return self.partitions[0] if self.partitions else None
+
+    def partition(self, name: str) -> PartitionConf | None:
+        for p in self.partitions:
+            if p.name == name:
+                return p
+        return None
+
+    def partition_nodes(self, part: PartitionConf, known: list[str]) -> list[str]:
+        """Node names of a partition; `known` is every node the controller knows."""
+        return list(known) if part.nodes is None else list(part.nodes)
+
+
+_GLOBAL_KEYS = {
+    "clustername": "cluster_name",
+    "killwait": "kill_wait",
+    "minjobage": "min_job_age",
+    "slurmdtimeout": "slurmd_timeout",
+    "defmempercpu": "def_mem_per_cpu",
+    "jobrequeue": "job_requeue",
+    "maxarraysize": "max_array_size",
+    "slurmletrequeuedelay": "requeue_delay",
+    "preemptmode": "preempt_mode",
+    "schedulertype": "scheduler_type",
+}
+_INT_FIELDS = {"kill_wait", "min_job_age", "slurmd_timeout", "def_mem_per_cpu", "max_array_size", "requeue_delay"}
+
+# Keys real slurm.conf files carry that slurmlet accepts silently (no behaviour here, or later issues).
+_KNOWN_QUIET = {
+    "slurmctldhost", "controlmachine", "slurmuser", "slurmduser", "authtype", "credtype", "mpidefault",
+    "proctracktype", "tasktype", "taskplugin", "prologflags", "returntoservice", "slurmdparameters",
+    "slurmctldpidfile", "slurmdpidfile", "slurmdspooldir", "statesavelocation", "slurmctldlogfile",
+    "slurmdlogfile", "slurmctlddebug", "slurmddebug", "slurmctldtimeout", "inactivelimit", "waittime",
+    "selecttype", "selecttypeparameters", "grestypes", "prioritytype", "prioritydecayhalflife",
+    "prioritymaxage", "priorityweightage", "priorityweightfairshare", "priorityweightjobsize",
+    "priorityweightpartition", "priorityweightqos", "priorityweightassoc", "priorityweighttres",
+    "priorityfavorsmall", "priorityflags", "schedulerparameters", "preempttype", "preemptexempttime",
+    "accountingstoragetype", "accountingstorageenforce", "accountingstoragehost", "accountingstorageport",
+    "jobacctgathertype", "jobacctgatherfrequency", "jobcomptype", "slurmctldport", "slurmdport",
+    "switchtype", "mailprog", "include", "prolog", "epilog", "prologslurmctld", "epilogslurmctld",
+    "maxjobcount", "firstjobid", "tmpfs", "usepam", "healthcheckprogram", "healthcheckinterval",
+    "schedulertimeslice", "overtimelimit", "accountingstoragetres", "clusterid",
+}
+
+
+def parse_time_minutes(value: str, key: str) -> int | None:
+    """A slurm.conf time value (`UNLIMITED`, `30`, `1:00:00`, `2-00:00:00`) in minutes."""
+    v = value.strip()
+    if v.upper() in ("UNLIMITED", "INFINITE", "-1"):
+        return None
+    days = 0
+    if "-" in v:
+        d, v = v.split("-", 1)
+        days = _int(d, key)
+    parts = [_int(p, key) for p in v.split(":")] if v else [0]
+    if len(parts) == 1:
+        minutes = parts[0] if not days else parts[0] * 60
+    elif len(parts) == 2:
+        minutes = parts[0] * 60 + parts[1] if days else parts[0] + (1 if parts[1] else 0)
+    elif len(parts) == 3:
+        minutes = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
+    else:
+        raise ConfigError(f"{key}: invalid time {value!r}")
+    return days * 1440 + minutes
+
+
+def _int(v: str, key: str) -> int:
+    try:
+        return int(v)
+    except ValueError:
+        raise ConfigError(f"{key}: expected a number, got {v!r}") from None
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    out = []
+    for tok in line.split():
+        if "=" not in tok:
+            raise ConfigError(f"expected Key=Value, got {tok!r}")
+        k, v = tok.split("=", 1)
+        out.append((k, v))
+    return out
+
+
+def _gres_gpus(value: str) -> tuple[int, str | None]:
+    """`gpu:8` or `gpu:h100:8` -> (8, 'h100'). Other GRES are ignored."""
+    total, gtype = 0, None
+    for item in value.split(","):
+        parts = item.split(":")
+        if parts[0] != "gpu":
+            continue
+        if len(parts) == 2:
+            total += _int(parts[1].split("(")[0], "Gres")
+        elif len(parts) >= 3:
+            gtype = parts[1]
+            total += _int(parts[2].split("(")[0], "Gres")
+        else:
+            total += 1
+    return total, gtype
+
+
+def _parse_node_line(pairs: list[tuple[str, str]], warnings: list[str]) -> list[NodeConf]:
+    names_expr = pairs[0][1]
+    if names_expr.upper() == "DEFAULT":
+        return []
+    kw: dict = {}
+    addrs: list[str] | None = None
+    for k, v in pairs[1:]:
+        lk = k.lower()
+        if lk in ("cpus", "procs"):
+            kw["cpus"] = _int(v, k)
+        elif lk == "realmemory":
+            kw["real_memory"] = _int(v, k)
+        elif lk == "gres":
+            kw["gpus"], kw["gpu_type"] = _gres_gpus(v)
+        elif lk == "nodeaddr":
+            addrs = hostlist.expand_hostlist(v)
+        elif lk == "weight":
+            kw["weight"] = _int(v, k)
+        elif lk in ("sockets", "corespersocket", "threadspercore", "boards", "state", "feature",
+                    "features", "tmpdisk", "nodehostname", "port", "reason", "socketsperboard"):
+            continue
+        else:
+            warnings.append(f"NodeName: unknown key {k}")
+    try:
+        names = hostlist.expand_hostlist(names_expr)
+    except hostlist.BadHostlist as e:
+        raise ConfigError(f"NodeName: bad host list {names_expr!r}: {e}") from None
+    return [NodeConf(name=n, addr=addrs[i] if addrs and i < len(addrs) else None, **kw)
+            for i, n in enumerate(names)]
+
+
+def _parse_partition_line(pairs: list[tuple[str, str]], warnings: list[str]) -> PartitionConf | None:
+    name = pairs[0][1]
+    if name.upper() == "DEFAULT":
+        return None
+    kw: dict = {"nodes": None}
+    for k, v in pairs[1:]:
+        lk = k.lower()
+        if lk == "nodes":
+            kw["nodes"] = None if v.upper() == "ALL" else tuple(hostlist.expand_hostlist(v))
+        elif lk == "default":
+            kw["default"] = v.upper() == "YES"
+        elif lk == "maxtime":
+            kw["max_time"] = parse_time_minutes(v, k)
+        elif lk == "defaulttime":
+            kw["default_time"] = parse_time_minutes(v, k)
+        elif lk == "prioritytier":
+            kw["priority_tier"] = _int(v, k)
+        elif lk == "priorityjobfactor":
+            kw["priority_job_factor"] = _int(v, k)
+        elif lk == "preemptmode":
+            kw["preempt_mode"] = v.upper()
+        elif lk == "gracetime":
+            kw["grace_time"] = _int(v, k)
+        elif lk == "state":
+            kw["state"] = v.upper()
+        elif lk == "maxnodes":
+            kw["max_nodes"] = None if v.upper() == "UNLIMITED" else _int(v, k)
+        elif lk == "minnodes":
+            kw["min_nodes"] = _int(v, k)
+        elif lk in ("oversubscribe", "shared", "allowaccounts", "allowgroups", "allowqos", "qos",
+                    "exclusiveuser", "hidden", "rootonly", "lln", "defmempercpu", "maxmempercpu",
+                    "overtimelimit", "disablerootjobs", "reqresv", "alternate", "tresbillingweights"):
+            continue
+        else:
+            warnings.append(f"PartitionName={name}: unknown key {k}")
+    return PartitionConf(name=name, **kw)
+
+
+def parse_slurm_conf(text: str) -> ClusterConfig:
+    """Parse slurm.conf text. Unknown keys become warnings; bad values raise ConfigError."""
+    warnings: list[str] = []
+    values: dict = {}
+    raw: dict[str, str] = {}
+    nodes: list[NodeConf] = []
+    parts: list[PartitionConf] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            pairs = _pairs(line)
+            key = pairs[0][0].lower()
+            if key == "nodename":
+                nodes.extend(_parse_node_line(pairs, warnings))
+                continue
+            if key == "partitionname":
+                p = _parse_partition_line(pairs, warnings)
+                if p:
+                    parts.append(p)
+                continue
+            for k, v in pairs:
+                raw[k] = v
+                lk = k.lower()
+                attr = _GLOBAL_KEYS.get(lk)
+                if attr is None:
+                    if lk not in _KNOWN_QUIET:
+                        warnings.append(f"unknown key {k}")
+                    continue
+                if attr in _INT_FIELDS:
+                    values[attr] = _int(v, k)
+                elif attr == "job_requeue":
+                    values[attr] = v.strip() not in ("0", "no", "NO")
+                elif attr == "preempt_mode":
+                    values[attr] = v.upper()
+                else:
+                    values[attr] = v
+        except ConfigError as e:
+            raise ConfigError(f"line {lineno}: {e}") from None
+    seen = set()
+    for n in nodes:
+        if n.name in seen:
+            raise ConfigError(f"NodeName {n.name} defined twice")
+        seen.add(n.name)
+    if not parts:
+        parts.append(PartitionConf(name="debug", nodes=None, default=True))
+    elif not any(p.default for p in parts):
+        parts[0] = dataclasses.replace(parts[0], default=True)
+    return ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
+                         warnings=tuple(warnings), **values)
+
+
+def load_config(path: str | None) -> ClusterConfig:
+    if path is None:
+        return parse_slurm_conf("")
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    return parse_slurm_conf(text)

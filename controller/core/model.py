@@ -1,0 +1,127 @@
+"""Immutable inputs and outputs of the scheduling core.
+
+Everything here is plain data: the store builds a `Snapshot` from the database, `plan()` turns
+it into a `Plan`, and the store applies the plan in one transaction. No clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Reason(str, Enum):
+    """Why a job is pending (Slurm's `job_state_reason` names)."""
+
+    NONE = "None"
+    RESOURCES = "Resources"  #: the highest-priority job that does not fit yet
+    PRIORITY = "Priority"  #: queued behind a higher-priority job of its partition
+    HELD_USER = "JobHeldUser"
+    HELD_ADMIN = "JobHeldAdmin"
+    BEGIN_TIME = "BeginTime"  #: --begin (or a requeue delay) lies in the future
+    PARTITION_TIME_LIMIT = "PartitionTimeLimit"
+    PARTITION_NODE_LIMIT = "PartitionNodeLimit"
+    PARTITION_CONFIG = "PartitionConfig"  #: more CPUs than the partition has in all
+    PARTITION_DOWN = "PartitionDown"
+    REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"
+    NODE_DOWN = "NodeDown"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER = "DependencyNeverSatisfied"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node as the scheduler sees it: capacity and what running jobs already hold."""
+
+    name: str
+    cpus: int
+    memory: int  # MB
+    gpus: int
+    available: bool = True  # False when DOWN, DRAIN or not registered
+    weight: int = 1
+    cpus_used: int = 0
+    memory_used: int = 0
+    gpus_used: tuple[int, ...] = ()  # GPU indices held by running jobs
+    exclusive_used: bool = False  # a running --exclusive job holds the whole node
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...]
+    max_time: int | None = None  # minutes; None = UNLIMITED
+    priority_tier: int = 1
+    up: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What one job asks for. Exactly Slurm's knobs, before any layout is chosen."""
+
+    nodes_min: int = 1
+    nodes_max: int | None = None  # None: as many as the tasks need
+    ntasks: int | None = None  # None: one per node
+    ntasks_per_node: int | None = None
+    cpus_per_task: int = 1
+    mem_per_node: int | None = None  # MB
+    mem_per_cpu: int | None = None  # MB
+    gpus: int | None = None  # total (-G)
+    gpus_per_node: int | None = None
+    gpus_per_task: int | None = None
+    exclusive: bool = False
+    nodelist: tuple[str, ...] = ()  # -w: these nodes must be part of the allocation
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    job_id: int
+    partition: str
+    request: Request
+    priority: int = 1
+    submit_time: float = 0.0
+    time_limit: int | None = None  # minutes
+    begin_time: float | None = None
+    held: str | None = None  # None, "user" or "admin"
+    blocked_reason: Reason | None = None  # set by the store (e.g. dependencies)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    nodes: tuple[Node, ...]
+    partitions: tuple[Partition, ...]
+    pending: tuple[PendingJob, ...]
+    def_mem_per_cpu: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAlloc:
+    node: str
+    cpus: int
+    memory: int
+    gpu_ids: tuple[int, ...]
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: int
+    allocs: tuple[NodeAlloc, ...]
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(a.node for a in self.allocs)
+
+
+@dataclass(slots=True)
+class Plan:
+    starts: list[Start] = field(default_factory=list)
+    reasons: dict[int, Reason] = field(default_factory=dict)
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that puts node2 before node10."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return (head, int(tail) if tail else -1, name)

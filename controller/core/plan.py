@@ -1,0 +1,86 @@
+"""`plan(snapshot) -> Plan`: the only entry point of the scheduling core.
+
+Priority-ordered first fit: jobs are taken in (partition tier desc, priority desc, submit time,
+job id) order; a job that fits starts; the first job of a partition that does not fit gets
+`Resources` and blocks the rest of that partition (`Priority`), as Slurm's main scheduler does.
+Jobs that can never run where they are queued carry the partition-limit reasons instead.
+Deterministic and independent of the order of the snapshot's tuples.
+"""
+
+from __future__ import annotations
+
+from .alloc import Free, fit
+from .model import Node, Partition, PendingJob, Plan, Reason, Request, Snapshot, Start, natural_key
+
+
+def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
+    return (-tiers.get(job.partition, 0), -job.priority, job.submit_time, job.job_id)
+
+
+def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node], def_mem: int,
+                  now: float) -> Reason | None:
+    """A reason that holds whatever else runs: holds, begin time, partition limits."""
+    if job.held == "admin":
+        return Reason.HELD_ADMIN
+    if job.held == "user":
+        return Reason.HELD_USER
+    if job.blocked_reason is not None:
+        return job.blocked_reason
+    if job.begin_time is not None and job.begin_time > now:
+        return Reason.BEGIN_TIME
+    if part is None:
+        return Reason.PARTITION_CONFIG
+    if not part.up:
+        return Reason.PARTITION_DOWN
+    if part.max_time is not None and job.time_limit is not None and job.time_limit > part.max_time:
+        return Reason.PARTITION_TIME_LIMIT
+    req = job.request
+    members = [nodes[n] for n in part.nodes if n in nodes]
+    if req.nodes_min > len(members):
+        return Reason.PARTITION_NODE_LIMIT
+    if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
+        return Reason.PARTITION_CONFIG
+    if any(n not in part.nodes for n in req.nodelist):
+        return Reason.REQ_NODE_NOT_AVAIL
+    if fit(req, [Free.empty(n) for n in _ordered(members)], def_mem) is None:
+        return Reason.PARTITION_CONFIG
+    return None
+
+
+def _ordered(nodes: list[Node]) -> list[Node]:
+    return sorted(nodes, key=lambda n: (n.weight, natural_key(n.name)))
+
+
+def plan(snap: Snapshot) -> Plan:
+    nodes = {n.name: n for n in snap.nodes}
+    parts = {p.name: p for p in snap.partitions}
+    tiers = {p.name: p.priority_tier for p in snap.partitions}
+    members = {p.name: frozenset(p.nodes) for p in snap.partitions}
+    free = {n.name: Free.of(n) for n in _ordered(list(snap.nodes)) if n.available}
+    order = sorted(snap.pending, key=lambda j: order_key(j, tiers))
+    out = Plan()
+    blocked: set[str] = set()
+    for job in order:
+        part = parts.get(job.partition)
+        reason = static_reason(job, part, nodes, snap.def_mem_per_cpu, snap.now)
+        if reason is not None:
+            out.reasons[job.job_id] = reason
+            continue
+        if job.partition in blocked:
+            out.reasons[job.job_id] = Reason.PRIORITY
+            continue
+        assert part is not None
+        cands = [f for name, f in free.items() if name in members[part.name]]
+        allocs = fit(job.request, cands, snap.def_mem_per_cpu)
+        if allocs is None:
+            down = [n for n in part.nodes if n in nodes and not nodes[n].available]
+            out.reasons[job.job_id] = Reason.RESOURCES if not down or len(down) < len(part.nodes) else Reason.NODE_DOWN
+            blocked.add(job.partition)
+            continue
+        for a in allocs:
+            free[a.node].take(a, job.request.exclusive)
+        out.starts.append(Start(job.job_id, allocs))
+    return out
+
+
+__all__ = ["plan", "static_reason", "order_key", "Request", "Snapshot", "Plan"]

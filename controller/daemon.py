@@ -1,0 +1,46 @@
+"""`slurmlet controller`: the slurmctld."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+DEFAULT_PORT = 6817
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    return host or "127.0.0.1", int(port or DEFAULT_PORT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="slurmlet controller", description="Run the slurmlet controller (slurmctld).")
+    ap.add_argument("--config", "-f", help="slurm.conf (default: $SLURM_CONF, else a built-in one-partition cluster)")
+    ap.add_argument("--db", help="database URL (default: SQLite in --state-dir)")
+    ap.add_argument("--state-dir", default=os.environ.get("SLURMLET_STATE_DIR", "./state"),
+                    help="directory for the SQLite database (default ./state)")
+    ap.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT (default 127.0.0.1:6817)")
+    ap.add_argument("--log-level", default="info")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    from controller.app import Settings, create_app
+    from controller.config import ConfigError, load_config
+    from controller.store.engine import sqlite_url
+
+    try:
+        config = load_config(args.config or os.environ.get("SLURM_CONF"))
+    except ConfigError as e:
+        print(f"slurmlet controller: error: {e}", file=sys.stderr)
+        return 1
+    host, port = parse_listen(args.listen)
+    settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}")
+    import uvicorn
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

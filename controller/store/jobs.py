@@ -1,0 +1,539 @@
+"""JobStore: the only place with SQL. Every state change is one transaction and a compare-and-set."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any, Iterable
+
+import hostlist
+from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
+
+from cli.opts import default_output, expand_pattern
+from controller.config import ClusterConfig
+from controller.core.model import Node, Partition, PendingJob, Plan, Request, Snapshot, natural_key
+from controller.errors import Conflict, InvalidRequest, NotFound
+
+from .tables import jobs as J
+from .tables import nodes as N
+
+ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
+FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+                "BOOT_FAIL", "DEADLINE")
+_SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
+              "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
+              "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
+              "stderr", "kill_on_invalid_dep")
+
+
+def compress(names: Iterable[str]) -> str:
+    names = list(names)
+    return hostlist.collect_hostlist(names) if names else ""
+
+
+def request_of(spec: dict) -> Request:
+    return Request(
+        nodes_min=spec.get("nodes_min") or 1,
+        nodes_max=spec.get("nodes_max"),
+        ntasks=spec.get("ntasks"),
+        ntasks_per_node=spec.get("ntasks_per_node"),
+        cpus_per_task=spec.get("cpus_per_task") or 1,
+        mem_per_node=spec.get("mem_per_node"),
+        mem_per_cpu=spec.get("mem_per_cpu"),
+        gpus=spec.get("gpus"),
+        gpus_per_node=spec.get("gpus_per_node"),
+        gpus_per_task=spec.get("gpus_per_task"),
+        exclusive=bool(spec.get("exclusive")),
+        nodelist=tuple(hostlist.expand_hostlist(spec["nodelist"])) if spec.get("nodelist") else (),
+        exclude=tuple(hostlist.expand_hostlist(spec["exclude"])) if spec.get("exclude") else (),
+    )
+
+
+def requested_cpus(req: Request) -> int:
+    if req.ntasks is not None:
+        return req.ntasks * req.cpus_per_task
+    return req.nodes_min * (req.ntasks_per_node or 1) * req.cpus_per_task
+
+
+class JobStore:
+    """All reads and writes of jobs and nodes."""
+
+    def __init__(self, engine: Engine, config: ClusterConfig):
+        self.engine = engine
+        self.config = config
+
+    # ---------------------------------------------------------------- jobs: intake
+    def submit(self, body: dict, now: float) -> int:
+        spec = {k: body.get(k) for k in _SPEC_KEYS}
+        part = body["partition"]
+        time_limit = body.get("time_limit")
+        pconf = self.config.partition(part)
+        if time_limit is None and pconf is not None and pconf.default_time is not None:
+            time_limit = pconf.default_time
+        requeue = body.get("requeue")
+        row = dict(
+            name=body["name"], user=body["user"], uid=body["uid"], gid=body["gid"], grp=body["group"],
+            account=body.get("account") or body["user"], qos=body.get("qos") or "normal", partition=part,
+            state="PENDING", reason="None", priority=self._base_priority(body), nice=body.get("nice") or 0,
+            held="user" if body.get("hold") else None, submit_time=now,
+            eligible_time=None if body.get("hold") else max(now, body.get("begin_time") or now),
+            begin_time=body.get("begin_time"), time_limit=time_limit, spec=json.dumps(spec),
+            script=body["script"], environment=json.dumps(body.get("environment") or {}),
+            nodes="", active=False, exit_code=0, exit_signal=0, restarts=0,
+            requeue=self.config.job_requeue if requeue is None else bool(requeue),
+            comment=body.get("comment") or None, dependency=body.get("dependency") or None,
+        )
+        with self.engine.begin() as c:
+            return int(c.execute(insert(J).values(**row)).inserted_primary_key[0])
+
+    @staticmethod
+    def _base_priority(body: dict) -> int:
+        """Placeholder until the multifactor plugin lands: equal base, lowered by --nice."""
+        return max(1, 10000 - int(body.get("nice") or 0))
+
+    # ---------------------------------------------------------------- jobs: reads
+    def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
+                 users: list[str] | None = None, partitions: list[str] | None = None,
+                 names: list[str] | None = None, since: float | None = None, until: float | None = None,
+                 now: float | None = None, history: bool = False) -> list[Any]:
+        q = select(J)
+        conds = []
+        if ids:
+            conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
+        if states:
+            conds.append(J.c.state.in_(states))
+        if users:
+            conds.append(J.c.user.in_(users))
+        if partitions:
+            conds.append(J.c.partition.in_(partitions))
+        if names:
+            conds.append(J.c.name.in_(names))
+        if not history and now is not None:
+            # like slurmctld: finished jobs are forgotten MinJobAge seconds after they end
+            conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age,
+                             J.c.active.is_(True)))
+        if since is not None:
+            conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= since))
+        if until is not None:
+            conds.append(J.c.submit_time <= until)
+        if conds:
+            q = q.where(and_(*conds))
+        with self.engine.connect() as c:
+            return list(c.execute(q.order_by(J.c.id)))
+
+    def get_row(self, job_id: int) -> Any:
+        with self.engine.connect() as c:
+            row = c.execute(select(J).where(J.c.id == job_id)).first()
+        if row is None:
+            raise NotFound()
+        return row
+
+    def public(self, row: Any) -> dict:
+        spec = json.loads(row.spec)
+        req = request_of(spec)
+        alloc = json.loads(row.alloc) if row.alloc else []
+        num_cpus = sum(a["cpus"] for a in alloc) if alloc else requested_cpus(req)
+        num_nodes = len(alloc) if alloc else req.nodes_min
+        num_tasks = sum(a["tasks"] for a in alloc) if alloc else (
+            req.ntasks or req.nodes_min * (req.ntasks_per_node or 1))
+        gpn = req.gpus_per_node or 0
+        if not gpn and alloc:
+            gpn = max(len(a["gpu_ids"]) for a in alloc)
+        elif not gpn:
+            gpn = (req.gpus_per_task or 0) * (req.ntasks_per_node or 1) or (req.gpus or 0)
+        mem_per_cpu = req.mem_per_cpu
+        if req.mem_per_node is None and mem_per_cpu is None and self.config.def_mem_per_cpu:
+            mem_per_cpu = self.config.def_mem_per_cpu
+        steps = []
+        if row.batch_host:
+            batch_alloc = alloc[0] if alloc else {"cpus": 1, "node": row.batch_host}
+            steps.append({
+                "step": "batch", "name": "batch",
+                "state": row.batch_state or ("RUNNING" if row.active else row.state),
+                "exit_code": row.batch_exit_code or 0, "exit_signal": row.batch_exit_signal or 0,
+                "start_time": row.start_time, "end_time": row.end_time if row.batch_state else None,
+                "nodes": row.batch_host or "", "num_nodes": 1, "num_cpus": batch_alloc["cpus"], "num_tasks": 1,
+            })
+        state = row.state
+        if row.active and state in FINAL_STATES and not row.pending_action:
+            state = "COMPLETING"
+        return {
+            "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
+            "name": row.name, "user": row.user, "uid": row.uid, "gid": row.gid, "group": row.grp,
+            "account": row.account, "qos": row.qos, "partition": row.partition,
+            "state": state, "reason": row.reason,
+            "priority": 0 if row.held else row.priority, "nice": row.nice,
+            "submit_time": row.submit_time, "eligible_time": row.eligible_time,
+            "start_time": row.start_time, "end_time": row.end_time, "time_limit": row.time_limit,
+            "nodes": row.nodes or "", "node_list": [a["node"] for a in alloc], "batch_host": row.batch_host,
+            "num_nodes": num_nodes, "num_cpus": num_cpus, "num_tasks": num_tasks,
+            "cpus_per_task": req.cpus_per_task, "ntasks_per_node": req.ntasks_per_node,
+            "mem_per_node": req.mem_per_node, "mem_per_cpu": mem_per_cpu,
+            "alloc_memory": sum(a["memory"] for a in alloc) if alloc else None,
+            "gpus_per_node": gpn, "tres_per_node": f"gres:gpu:{gpn}" if gpn else None,
+            "gpu_ids": {a["node"]: a["gpu_ids"] for a in alloc if a["gpu_ids"]},
+            "exit_code": row.exit_code, "exit_signal": row.exit_signal,
+            "derived_exit_code": 0, "derived_exit_signal": 0,
+            "workdir": spec.get("workdir"), "submit_dir": spec.get("submit_dir"),
+            "stdout": row.stdout or self._pattern_path(row, spec, "stdout"),
+            "stderr": row.stderr or self._pattern_path(row, spec, "stderr"),
+            "stdin": spec.get("stdin") or "/dev/null",
+            "comment": row.comment, "dependency": row.dependency, "command": None,
+            "requeue": bool(row.requeue), "restarts": row.restarts, "batch": True,
+            "held": row.held, "cancelled_by": row.cancelled_by, "time_left": None,
+            "cluster": self.config.cluster_name, "steps": steps,
+            "nodes_max": spec.get("nodes_max"), "exclusive": bool(spec.get("exclusive")),
+            "req_nodes": spec.get("nodelist"), "exc_nodes": spec.get("exclude"),
+            "alloc_node": spec.get("submit_host"), "begin_time": row.begin_time,
+        }
+
+    def _pattern_path(self, row: Any, spec: dict, which: str, node: str | None = None) -> str:
+        pattern = spec.get(which)
+        if which == "stderr" and not pattern:
+            pattern = spec.get("stdout")
+        if not pattern:
+            pattern = default_output(row.array_task_id is not None)
+        path = expand_pattern(pattern, job_id=row.id, array_job_id=row.array_job_id or row.id,
+                              array_task_id=row.array_task_id, name=row.name,
+                              node=node or row.batch_host or "", user=row.user)
+        return path if os.path.isabs(path) else os.path.join(spec.get("workdir") or "/", path)
+
+    # ---------------------------------------------------------------- scheduling
+    def snapshot(self, now: float) -> Snapshot:
+        with self.engine.connect() as c:
+            pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
+                                         J.c.begin_time, J.c.held, J.c.spec, J.c.reason)
+                                  .where(J.c.state == "PENDING")))
+            act = list(c.execute(select(J.c.alloc, J.c.spec).where(J.c.active.is_(True))))
+            node_rows = list(c.execute(select(N)))
+        pending = tuple(PendingJob(
+            job_id=r.id, partition=r.partition, request=request_of(json.loads(r.spec)), priority=r.priority,
+            submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held)
+            for r in pend)
+        self._last_reasons = {r.id: r.reason for r in pend}
+        return Snapshot(now=now, nodes=self._sched_nodes(node_rows, act, now),
+                        partitions=self._sched_partitions(node_rows), pending=pending,
+                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0)
+
+    def _usage(self, active_rows: Iterable[Any]) -> dict[str, list]:
+        use: dict[str, list] = {}
+        for r in active_rows:
+            excl = bool(json.loads(r.spec).get("exclusive"))
+            for a in json.loads(r.alloc or "[]"):
+                u = use.setdefault(a["node"], [0, 0, [], False])
+                u[0] += a["cpus"]
+                u[1] += a["memory"]
+                u[2].extend(a["gpu_ids"])
+                u[3] = u[3] or excl
+        return use
+
+    def node_up(self, row: Any, now: float) -> bool:
+        return row.admin_state == "UP" and now - row.last_seen <= self.config.slurmd_timeout
+
+    def _sched_nodes(self, node_rows: list[Any], active_rows: list[Any], now: float) -> tuple[Node, ...]:
+        use = self._usage(active_rows)
+        out = []
+        for r in node_rows:
+            u = use.get(r.name, [0, 0, [], False])
+            out.append(Node(name=r.name, cpus=r.cpus, memory=r.memory, gpus=r.gpus,
+                            available=self.node_up(r, now), cpus_used=u[0], memory_used=u[1],
+                            gpus_used=tuple(u[2]), exclusive_used=u[3]))
+        known = {r.name for r in node_rows}
+        for nc in self.config.nodes:  # configured but never registered: known, unavailable
+            if nc.name not in known:
+                out.append(Node(name=nc.name, cpus=nc.cpus or 1, memory=nc.real_memory or 1,
+                                gpus=nc.gpus or 0, available=False))
+        return tuple(out)
+
+    def node_names(self, node_rows: list[Any] | None = None) -> list[str]:
+        if node_rows is None:
+            with self.engine.connect() as c:
+                node_rows = list(c.execute(select(N.c.name)))
+        names = {r.name for r in node_rows} | {n.name for n in self.config.nodes}
+        return sorted(names, key=natural_key)
+
+    def _sched_partitions(self, node_rows: list[Any]) -> tuple[Partition, ...]:
+        known = self.node_names(node_rows)
+        return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known)),
+                               max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP")
+                     for p in self.config.partitions)
+
+    def apply(self, plan: Plan, now: float) -> set[str]:
+        """Write a plan in one transaction; returns the batch hosts that got work."""
+        woken: set[str] = set()
+        last = getattr(self, "_last_reasons", {})
+        with self.engine.begin() as c:
+            for s in plan.starts:
+                row = c.execute(select(J.c.id, J.c.name, J.c.user, J.c.spec, J.c.array_job_id,
+                                       J.c.array_task_id).where(J.c.id == s.job_id)).first()
+                spec = json.loads(row.spec)
+                host = s.allocs[0].node
+                res = c.execute(update(J).where(J.c.id == s.job_id, J.c.state == "PENDING").values(
+                    state="RUNNING", reason="None", start_time=now, active=True, batch_host=host,
+                    alloc=json.dumps([asdict(a) for a in s.allocs]), nodes=compress(s.node_names),
+                    eligible_time=func.coalesce(J.c.eligible_time, now),
+                    stdout=self._pattern_path(row, spec, "stdout", host),
+                    stderr=self._pattern_path(row, spec, "stderr", host),
+                    batch_state=None, batch_exit_code=None, batch_exit_signal=None, end_time=None))
+                if res.rowcount == 1:
+                    woken.add(host)
+            changed = [{"jid": jid, "r": r.value} for jid, r in plan.reasons.items() if last.get(jid) != r.value]
+            if changed:
+                c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
+                          .values(reason=bindparam("r")), changed)
+        return woken
+
+    # ---------------------------------------------------------------- user actions
+    def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:
+        """scancel. Returns the batch host to notify, if any."""
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.pending_action)
+                            .where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if signal is not None:
+                if row.state != "RUNNING" or not row.active:
+                    raise Conflict("Job is pending execution" if row.state == "PENDING" else None)
+                c.execute(update(J).where(J.c.id == job_id).values(pending_signal=signal))
+                return row.batch_host
+            if row.state in FINAL_STATES:
+                raise Conflict()
+            if row.state == "PENDING":
+                # as slurmctld does, a job cancelled while pending "started" when it ended
+                c.execute(update(J).where(J.c.id == job_id, J.c.state == "PENDING").values(
+                    state="CANCELLED", start_time=now, end_time=now, cancelled_by=uid))
+                return None
+            c.execute(update(J).where(J.c.id == job_id, J.c.state == row.state).values(
+                state="CANCELLED", end_time=now, cancelled_by=uid, pending_action="cancel"))
+            return row.batch_host
+
+    def hold(self, job_id: int, who: str) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state != "PENDING":
+                raise Conflict("Job is no longer pending execution")
+            c.execute(update(J).where(J.c.id == job_id).values(
+                held=who, reason="JobHeldUser" if who == "user" else "JobHeldAdmin"))
+
+    def release(self, job_id: int, now: float) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.held).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state != "PENDING":
+                raise Conflict("Job is no longer pending execution")
+            c.execute(update(J).where(J.c.id == job_id).values(
+                held=None, reason="None", eligible_time=func.coalesce(J.c.eligible_time, now)))
+
+    def release_all_held(self, now: float, ids: list[int] | None = None) -> int:
+        cond = [J.c.state == "PENDING", J.c.held.is_not(None)]
+        if ids:
+            cond.append(J.c.id.in_(ids))
+        with self.engine.begin() as c:
+            return c.execute(update(J).where(*cond).values(
+                held=None, reason="None", eligible_time=func.coalesce(J.c.eligible_time, now))).rowcount
+
+    def requeue(self, job_id: int, now: float, *, hold: bool = False) -> str | None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.requeue)
+                            .where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state == "PENDING":
+                if hold:
+                    c.execute(update(J).where(J.c.id == job_id).values(held="admin", reason="JobHeldAdmin"))
+                return None
+            if not row.requeue:
+                raise Conflict("Requested operation is presently disabled")
+            action = "requeue_hold" if hold else "requeue"
+            if row.active:
+                c.execute(update(J).where(J.c.id == job_id, J.c.active.is_(True)).values(
+                    pending_action=action, state="RUNNING"))
+                return row.batch_host
+            c.execute(update(J).where(J.c.id == job_id).values(**self._requeued_values(now, hold)))
+            return None
+
+    def _requeued_values(self, now: float, hold: bool) -> dict:
+        begin = now + self.config.requeue_delay
+        return dict(state="PENDING", reason="JobHeldAdmin" if hold else "BeginTime", active=False,
+                    alloc=None, nodes="", batch_host=None, start_time=None, end_time=None,
+                    begin_time=begin, eligible_time=begin, restarts=J.c.restarts + 1, pending_action=None,
+                    held="admin" if hold else None, exit_code=0, exit_signal=0, pending_signal=None)
+
+    def update_job(self, job_id: int, changes: dict) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            values: dict = {}
+            for k, v in changes.items():
+                if k == "partition":
+                    if self.config.partition(v) is None:
+                        raise InvalidRequest("Invalid partition name specified")
+                    if row.state != "PENDING":
+                        raise Conflict("Job is no longer pending execution")
+                    values["partition"] = v
+                elif k in ("time_limit", "name", "comment", "nice"):
+                    values[k] = v
+                    if k == "nice":
+                        values["priority"] = max(1, 10000 - int(v))
+                else:
+                    raise InvalidRequest(f"Update of {k} is not supported")
+            if values:
+                c.execute(update(J).where(J.c.id == job_id).values(**values))
+
+    # ---------------------------------------------------------------- nodes
+    def node_sync(self, name: str, body: dict, now: float) -> list[dict]:
+        """One agent round trip: register/heartbeat, apply its reports, return its orders."""
+        with self.engine.begin() as c:
+            self._upsert_node(c, name, body, now)
+            for fin in body.get("finished") or []:
+                self._finish(c, name, fin, now)
+            running = set(body.get("running") or [])
+            done = {f["job_id"] for f in body.get("finished") or []}
+            rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
+            if body.get("resources"):
+                # a (re)starting agent runs nothing we do not hear about: those jobs were lost with it
+                for r in rows:
+                    if r.id not in running and r.id not in done:
+                        self._node_failed(c, r, now)
+                rows = [r for r in rows if r.id in running or r.id in done]
+            orders: list[dict] = []
+            active_ids = set()
+            for r in rows:
+                active_ids.add(r.id)
+                if r.id in done:
+                    continue
+                if r.id in running:
+                    if r.pending_action:
+                        orders.append({"op": "kill", "job_id": r.id, "why": r.pending_action})
+                    elif r.pending_signal is not None:
+                        orders.append({"op": "signal", "job_id": r.id, "signal": r.pending_signal})
+                        c.execute(update(J).where(J.c.id == r.id).values(pending_signal=None))
+                elif r.pending_action:
+                    # its processes are gone (or never started): finish the transition now
+                    self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
+                else:
+                    orders.append(self._launch_order(r, name))
+            for jid in sorted(running - active_ids - done):
+                orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
+        return orders
+
+    def _upsert_node(self, c: Any, name: str, body: dict, now: float) -> None:
+        res = body.get("resources")
+        exists = c.execute(select(N.c.name).where(N.c.name == name)).first() is not None
+        if exists and not res:
+            vals = {"last_seen": now}
+            if body.get("cpu_load") is not None:
+                vals["cpu_load"] = body["cpu_load"]
+            if body.get("free_mem") is not None:
+                vals["free_mem"] = body["free_mem"]
+            c.execute(update(N).where(N.c.name == name).values(**vals))
+            return
+        if not res:
+            raise NotFound(f"Node {name} is not registered")
+        nc = self.config.node(name)
+        if nc is None and not self.config.dynamic_nodes:
+            raise InvalidRequest(f"Node {name} is not in the cluster configuration")
+        vals = dict(
+            addr=(nc.addr if nc and nc.addr else None) or res.get("addr") or "127.0.0.1",
+            hostname=res.get("hostname") or name,
+            cpus=(nc.cpus if nc and nc.cpus else None) or res["cpus"],
+            memory=(nc.real_memory if nc and nc.real_memory else None) or res["memory"],
+            gpus=nc.gpus if nc and nc.gpus is not None else res.get("gpus", 0),
+            gpu_type=(nc.gpu_type if nc else None) or res.get("gpu_type"),
+            last_seen=now, boot_time=res.get("boot_time"), arch=res.get("arch"), os=res.get("os"),
+            version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
+        )
+        if exists:
+            c.execute(update(N).where(N.c.name == name).values(registered_at=now, **vals))
+        else:
+            c.execute(insert(N).values(name=name, admin_state="UP", registered_at=now, **vals))
+
+    @staticmethod
+    def _launch_order(r: Any, node: str) -> dict:
+        spec = json.loads(r.spec)
+        return {
+            "op": "launch", "job_id": r.id, "name": r.name, "user": r.user, "uid": r.uid, "gid": r.gid,
+            "script": r.script, "environment": json.loads(r.environment), "workdir": spec.get("workdir"),
+            "stdout": r.stdout, "stderr": r.stderr, "stdin": spec.get("stdin"),
+            "open_mode": spec.get("open_mode") or "truncate", "time_limit": r.time_limit,
+            "start_time": r.start_time, "alloc": json.loads(r.alloc), "nodes": r.nodes,
+            "partition": r.partition, "account": r.account, "qos": r.qos, "argv": spec.get("argv") or [],
+            "submit_dir": spec.get("submit_dir"), "submit_host": spec.get("submit_host"),
+            "ntasks": spec.get("ntasks"), "ntasks_per_node": spec.get("ntasks_per_node"),
+            "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
+            "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
+            "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
+            "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
+        }
+
+    def _finish(self, c: Any, node: str, fin: dict, now: float) -> None:
+        """The batch script of a job ended on `node` (or its processes are gone)."""
+        r = c.execute(select(J).where(J.c.id == fin["job_id"], J.c.batch_host == node,
+                                      J.c.active.is_(True))).first()
+        if r is None:
+            return  # already applied: reports are idempotent
+        code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
+        end = fin.get("end_time") or now
+        action = r.pending_action
+        if action in ("requeue", "requeue_hold"):
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
+                **self._requeued_values(now, action == "requeue_hold")))
+            return
+        vals: dict = dict(active=False, pending_action=None, pending_signal=None,
+                          batch_exit_code=code, batch_exit_signal=sig)
+        if action == "cancel":
+            vals.update(batch_state="CANCELLED")
+        elif fin.get("timeout"):
+            vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=0)
+        elif fin.get("launch_failed"):
+            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="FAILED",
+                        exit_code=code or 1, exit_signal=0)
+        elif sig:
+            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=sig)
+        elif code:
+            vals.update(state="FAILED", reason="NonZeroExitCode", end_time=end, batch_state="FAILED",
+                        exit_code=code, exit_signal=0)
+        else:
+            vals.update(state="COMPLETED", reason="None", end_time=end, batch_state="COMPLETED",
+                        exit_code=0, exit_signal=0)
+        c.execute(update(N).where(N.c.name == node).values(last_busy=now))
+        c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**vals))
+
+    def _node_failed(self, c: Any, r: Any, now: float) -> None:
+        """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL."""
+        if r.pending_action == "cancel":
+            c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
+                                                              batch_state="CANCELLED", batch_exit_signal=9))
+        elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action == "requeue":
+            c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
+        else:
+            c.execute(update(J).where(J.c.id == r.id).values(
+                state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
+                batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
+
+    def node_rows(self) -> list[Any]:
+        with self.engine.connect() as c:
+            return list(c.execute(select(N)))
+
+    def active_allocs(self) -> list[Any]:
+        with self.engine.connect() as c:
+            return list(c.execute(select(J.c.alloc, J.c.spec).where(J.c.active.is_(True))))
+
+    def set_node_state(self, name: str, state: str, reason: str | None, now: float) -> None:
+        with self.engine.begin() as c:
+            res = c.execute(update(N).where(N.c.name == name).values(
+                admin_state=state, reason=reason, reason_time=now if reason else None))
+            if res.rowcount == 0:
+                raise NotFound(f"Invalid node name specified")
+
+    def max_job_id(self) -> int:
+        with self.engine.connect() as c:
+            return c.execute(select(func.max(J.c.id))).scalar() or 0
+

@@ -1,0 +1,180 @@
+"""The agent loop: sync with the controller (long-poll), apply orders, report exits at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import platform
+import signal
+import shutil
+import subprocess
+import sys
+import time
+
+import httpx
+import psutil
+
+from .env import batch_environment
+from .launcher import Launcher
+
+log = logging.getLogger("slurmlet.agent")
+LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do
+
+
+def detect_gpus() -> tuple[int, str | None]:
+    """Real NVIDIA GPUs through nvidia-smi: (count, model short name)."""
+    if not shutil.which("nvidia-smi"):
+        return 0, None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0, None
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    if not names:
+        return 0, None
+    model = names[0].replace("NVIDIA", "").split()[0] if names[0].replace("NVIDIA", "").split() else None
+    return len(names), model
+
+
+class Agent:
+    def __init__(self, *, controller: str, name: str, cpus: int | None, memory: int | None, gpus: int | None,
+                 gpu_type: str | None, addr: str | None, spool: str, kill_wait: float = 30.0,
+                 cluster: str = "slurmlet"):
+        self.controller = controller.rstrip("/")
+        self.name = name
+        real_gpus, real_type = detect_gpus()
+        self.resources = {
+            "cpus": cpus or psutil.cpu_count() or 1,
+            "memory": memory or int(psutil.virtual_memory().total / 1024 / 1024),
+            "gpus": real_gpus if gpus is None else gpus,
+            "gpu_type": gpu_type or real_type or ("H100" if (gpus or 0) > 0 and not real_gpus else None),
+            "addr": addr or "127.0.0.1",
+            "hostname": platform.node(),
+            "boot_time": psutil.boot_time(),
+            "arch": platform.machine(),
+            "os": f"{platform.system()} {platform.release()} {platform.version()}",
+            "version": "22.05.8",
+        }
+        self.launcher = Launcher(name, spool, kill_wait)
+        self.cluster = cluster
+        self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
+            shutil.which("slurmlet") or sys.executable)
+        self.registered = False
+
+    async def run(self) -> None:
+        """Serve until SIGTERM/SIGINT; then stop every job's processes and return."""
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        main = asyncio.create_task(self._serve())
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({main, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        main.cancel()
+        stopper.cancel()
+        with contextlib.suppress(BaseException):
+            await main
+        await self.launcher.shutdown()
+
+    async def _serve(self) -> None:
+        timeout = httpx.Timeout(LONG_POLL + 30.0, connect=5.0)
+        async with httpx.AsyncClient(base_url=self.controller, timeout=timeout) as client:
+            backoff = 0.1
+            while True:
+                self.launcher.exited.clear()
+                finished = self.launcher.unacked()
+                body: dict = {"running": self.launcher.running_ids(), "finished": finished,
+                              "wait": 0.0 if finished or not self.registered else LONG_POLL,
+                              "cpu_load": os.getloadavg()[0],
+                              "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
+                if not self.registered:
+                    body["resources"] = self.resources
+                sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
+                exited = asyncio.create_task(self.launcher.exited.wait())
+                done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
+                if sync not in done:
+                    # a job ended while we waited for orders: report it now, resend the sync
+                    sync.cancel()
+                    with contextlib.suppress(BaseException):
+                        await sync
+                    continue
+                exited.cancel()
+                try:
+                    resp = sync.result()
+                except httpx.HTTPError as e:
+                    log.warning("controller unreachable (%s); retrying in %.1fs", e.__class__.__name__, backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                if resp.status_code == 404:
+                    self.registered = False  # the controller forgot us (new database): register again
+                    continue
+                if resp.status_code >= 400:
+                    log.error("sync refused: %s %s", resp.status_code, resp.text)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.1
+                self.registered = True
+                self.launcher.ack([f["job_id"] for f in finished])
+                for order in resp.json()["orders"]:
+                    await self.apply(order)
+
+    async def apply(self, order: dict) -> None:
+        op = order["op"]
+        if op == "launch":
+            env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
+                                    bin_dir=self.bin_dir, node_addr=self.resources["addr"])
+            await self.launcher.launch(order, env)
+        elif op == "kill":
+            self.launcher.kill(order["job_id"], order.get("why", "cancel"))
+        elif op == "signal":
+            self.launcher.send_signal(order["job_id"], order["signal"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="slurmlet agent", description="Run a slurmlet node agent (slurmd).")
+    ap.add_argument("--controller", default=os.environ.get("SLURMLET_CONTROLLER", "http://127.0.0.1:6817"))
+    ap.add_argument("--name", default=platform.node().split(".")[0])
+    ap.add_argument("--cpus", type=int)
+    ap.add_argument("--memory", type=int, help="MB")
+    ap.add_argument("--gpus", type=int, help="fake GPU count when the machine has none")
+    ap.add_argument("--gpu-type")
+    ap.add_argument("--addr", help="address other nodes reach this node at (default 127.0.0.1)")
+    ap.add_argument("--spool", help="directory for job scripts (default /tmp/slurmlet-agent-NAME)")
+    ap.add_argument("--kill-wait", type=float, default=None, help="seconds between SIGTERM and SIGKILL")
+    ap.add_argument("--log-level", default="info")
+    args = ap.parse_args(argv)
+    for opt in ("cpus", "memory", "gpus"):
+        v = getattr(args, opt)
+        if v is not None and v < (1 if opt != "gpus" else 0):
+            ap.error(f"--{opt} must be {'positive' if opt != 'gpus' else 'zero or more'}, got {v}")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    controller = args.controller if "://" in args.controller else f"http://{args.controller}"
+    cfg = _fetch_config(controller)
+    agent = Agent(controller=controller, name=args.name, cpus=args.cpus, memory=args.memory, gpus=args.gpus,
+                  gpu_type=args.gpu_type, addr=args.addr, spool=args.spool or f"/tmp/slurmlet-agent-{args.name}",
+                  kill_wait=args.kill_wait if args.kill_wait is not None else float(cfg.get("kill_wait", 30)),
+                  cluster=cfg.get("cluster_name", "slurmlet"))
+    try:
+        asyncio.run(agent.run())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _fetch_config(controller: str) -> dict:
+    """The cluster's KillWait and name; waits for the controller to come up."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(f"{controller}/api/v1/config", timeout=5).json()
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -1,0 +1,98 @@
+"""The environment a batch script sees, as slurmd/slurmstepd build it (pure)."""
+
+from __future__ import annotations
+
+import os
+
+
+def compress_counts(counts: list[int]) -> str:
+    """[2, 2, 1] -> '2(x2),1': Slurm's SLURM_TASKS_PER_NODE / SLURM_JOB_CPUS_PER_NODE format."""
+    out: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j + 1 < len(counts) and counts[j + 1] == counts[i]:
+            j += 1
+        n = j - i + 1
+        out.append(f"{counts[i]}(x{n})" if n > 1 else str(counts[i]))
+        i = j + 1
+    return ",".join(out)
+
+
+def batch_environment(order: dict, *, node: str, cluster: str, controller_url: str, bin_dir: str,
+                      node_addr: str, submit_host: str | None = None) -> dict[str, str]:
+    """Job environment for the batch script on the first node of the allocation."""
+    alloc = order["alloc"]
+    mine = next((a for a in alloc if a["node"] == node), alloc[0])
+    env = dict(order.get("environment") or {})
+    job_id = str(order["job_id"])
+    tasks = [a["tasks"] for a in alloc]
+    cpus = [a["cpus"] for a in alloc]
+    ntasks = sum(tasks)
+    s = {
+        "ENVIRONMENT": "BATCH",
+        "HOSTNAME": node,
+        "SLURMD_NODENAME": node,
+        "SLURM_CLUSTER_NAME": cluster,
+        "SLURM_CPUS_ON_NODE": str(mine["cpus"]),
+        "SLURM_GTIDS": "0",
+        "SLURM_JOBID": job_id,
+        "SLURM_JOB_ID": job_id,
+        "SLURM_JOB_ACCOUNT": order.get("account") or order["user"],
+        "SLURM_JOB_CPUS_PER_NODE": compress_counts(cpus),
+        "SLURM_JOB_GID": str(order.get("gid", 0)),
+        "SLURM_JOB_NAME": order["name"],
+        "SLURM_JOB_NODELIST": order["nodes"],
+        "SLURM_JOB_NUM_NODES": str(len(alloc)),
+        "SLURM_JOB_PARTITION": order["partition"],
+        "SLURM_JOB_QOS": order.get("qos") or "normal",
+        "SLURM_JOB_UID": str(order.get("uid", 0)),
+        "SLURM_JOB_USER": order["user"],
+        "SLURM_LOCALID": "0",
+        "SLURM_NNODES": str(len(alloc)),
+        "SLURM_NODEID": "0",
+        "SLURM_NODELIST": order["nodes"],
+        "SLURM_NODE_ALIASES": "(null)",
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_PRIO_PROCESS": str(order.get("nice") or 0),
+        "SLURM_PROCID": "0",
+        "SLURM_SUBMIT_DIR": order.get("submit_dir") or order.get("workdir") or "/",
+        "SLURM_SUBMIT_HOST": submit_host or order.get("submit_host") or "localhost",
+        "SLURM_TASKS_PER_NODE": compress_counts(tasks),
+        "SLURM_TOPOLOGY_ADDR": node,
+        "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+        "SLURM_WORKING_CLUSTER": f"{cluster}:{controller_url.split('//')[-1].split(':')[0]}:"
+                                 f"{controller_url.rsplit(':', 1)[-1].rstrip('/')}:9728:109",
+        "TMPDIR": env.get("TMPDIR") or "/tmp",
+        "SLURMLET_CONTROLLER": controller_url,
+        "SLURMLET_NODE_ADDR": node_addr,
+    }
+    if order.get("ntasks_per_node"):
+        s["SLURM_NTASKS_PER_NODE"] = str(order["ntasks_per_node"])
+    if order.get("cpus_per_task") and order["cpus_per_task"] != 1:
+        s["SLURM_CPUS_PER_TASK"] = str(order["cpus_per_task"])
+    if order.get("mem_per_cpu"):
+        s["SLURM_MEM_PER_CPU"] = str(order["mem_per_cpu"])
+    if order.get("mem_per_node") is not None:
+        s["SLURM_MEM_PER_NODE"] = str(order["mem_per_node"] or mine["memory"])
+    if order.get("restarts"):
+        s["SLURM_RESTART_COUNT"] = str(order["restarts"])
+    if order.get("time_limit") is not None:
+        s["SLURM_TIMELIMIT"] = str(order["time_limit"])
+    if order.get("gpus_per_task"):
+        s["SLURM_GPUS_PER_TASK"] = str(order["gpus_per_task"])
+    gpus = mine.get("gpu_ids") or []
+    if gpus:
+        ids = ",".join(str(g) for g in gpus)
+        s.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "ROCR_VISIBLE_DEVICES": ids,
+                  "ZE_AFFINITY_MASK": ids, "SLURM_JOB_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
+    if order.get("array_task_id") is not None:
+        s["SLURM_ARRAY_JOB_ID"] = str(order["array_job_id"])
+        s["SLURM_ARRAY_TASK_ID"] = str(order["array_task_id"])
+    env.update(s)
+    # the slurmlet commands (srun, scontrol, ...) must be found inside the job
+    path = env.get("PATH") or os.defpath
+    if bin_dir and bin_dir not in path.split(os.pathsep):
+        env["PATH"] = path + os.pathsep + bin_dir
+    return env

@@ -1,0 +1,221 @@
+"""Launcher: starts batch scripts as process sessions, signals and reaps them. No networking.
+
+Each job runs in its own session (setsid), so the whole tree can be found and signalled even
+after the batch shell has exited: every process whose session id is the job's belongs to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import stat
+import time
+from dataclasses import dataclass, field
+
+log = logging.getLogger("slurmlet.agent")
+
+
+@dataclass
+class Job:
+    job_id: int
+    pid: int
+    proc: asyncio.subprocess.Process
+    err_path: str
+    started: float
+    killing: str | None = None  # why we are killing it: cancel, requeue, timeout, orphan
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+def session_pids(sid: int) -> list[int]:
+    """Every live process whose session id is `sid` (the job's whole tree)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            if os.getsid(pid) == sid:
+                out.append(pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return out
+
+
+def signal_session(sid: int, sig: int) -> None:
+    for pid in session_pids(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def slurm_time(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+class Launcher:
+    def __init__(self, node: str, spool: str, kill_wait: float = 30.0):
+        self.node = node
+        self.spool = spool
+        self.kill_wait = kill_wait
+        self.jobs: dict[int, Job] = {}
+        #: exits not yet acknowledged by the controller
+        self.finished: dict[int, dict] = {}
+        #: jobs that ended recently: a late duplicate launch order must not run them again
+        self.done_ids: dict[int, float] = {}
+        self.exited = asyncio.Event()
+        os.makedirs(spool, exist_ok=True)
+
+    def running_ids(self) -> list[int]:
+        return sorted(self.jobs)
+
+    def unacked(self) -> list[dict]:
+        return list(self.finished.values())
+
+    def ack(self, ids: list[int]) -> None:
+        for i in ids:
+            self.finished.pop(i, None)
+
+    async def launch(self, order: dict, env: dict[str, str]) -> None:
+        jid = order["job_id"]
+        if jid in self.jobs or jid in self.done_ids or jid in self.finished:
+            return
+        script = os.path.join(self.spool, f"job{jid}.script")
+        out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
+        mode = "ab" if order.get("open_mode") == "append" else "wb"
+        try:
+            with open(script, "w") as f:
+                f.write(order["script"])
+            os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
+            out = open(out_path, mode) if out_path else open(os.devnull, "wb")
+            err = out if err_path == out_path else open(err_path, mode)
+        except OSError as e:
+            log.warning("job %s: launch failed: %s", jid, e)
+            self._record(jid, {"job_id": jid, "exit_code": 1, "launch_failed": True})
+            return
+        workdir = order.get("workdir") or "/"
+        if not os.path.isdir(workdir):
+            err.write(f"slurmstepd-{self.node}: error: couldn't chdir to `{workdir}': No such file or "
+                      f"directory: going to /tmp instead\n".encode())
+            err.flush()
+            workdir = "/tmp"
+        stdin_path = order.get("stdin") or os.devnull
+        try:
+            stdin = open(stdin_path, "rb")
+        except OSError:
+            stdin = open(os.devnull, "rb")
+        try:
+            # $$ of the shell is the pid that then execs the script: that is SLURM_TASK_PID
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', script,
+                *order.get("argv", []), stdin=stdin, stdout=out, stderr=err, cwd=workdir, env=env,
+                start_new_session=True)
+        except OSError as e:
+            log.warning("job %s: exec failed: %s", jid, e)
+            err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())
+            self._record(jid, {"job_id": jid, "exit_code": 1, "launch_failed": True})
+            return
+        finally:
+            for f in {out, err, stdin}:
+                f.close()
+        job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time())
+        self.jobs[jid] = job
+        loop = asyncio.get_running_loop()
+        limit = order.get("time_limit")
+        if limit:  # None or 0: no limit (Slurm's --time=0)
+            elapsed = max(0.0, time.time() - (order.get("start_time") or time.time()))
+            job.timers.append(loop.call_later(max(0.0, limit * 60 - elapsed), self.kill, jid, "timeout"))
+            sig = _parse_signal_opt(order.get("signal"))
+            if sig:
+                signum, before, batch_only = sig
+                job.timers.append(loop.call_later(max(0.0, limit * 60 - elapsed - before),
+                                                  self.send_signal, jid, signum, batch_only))
+        asyncio.create_task(self._reap(job))
+
+    async def _reap(self, job: Job) -> None:
+        rc = await job.proc.wait()
+        if job.killing:
+            # processes that caught SIGTERM get KillWait seconds to finish before SIGKILL
+            deadline = time.monotonic() + self.kill_wait
+            while session_pids(job.pid) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        for t in job.timers:
+            t.cancel()
+        # the batch script is done: whatever it left behind in its session goes too
+        signal_session(job.pid, signal.SIGKILL)
+        self.jobs.pop(job.job_id, None)
+        rep = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0, "signal": -rc if rc < 0 else 0,
+               "end_time": time.time()}
+        if job.killing == "timeout":
+            rep["timeout"] = True
+        self._record(job.job_id, rep)
+
+    def _record(self, jid: int, rep: dict) -> None:
+        self.finished[jid] = rep
+        self.done_ids[jid] = time.time()
+        if len(self.done_ids) > 10000:
+            for k in sorted(self.done_ids, key=self.done_ids.get)[:5000]:
+                del self.done_ids[k]
+        self.exited.set()
+
+    def kill(self, jid: int, why: str) -> None:
+        """SIGTERM the job's whole session, SIGKILL after KillWait."""
+        job = self.jobs.get(jid)
+        if job is None or job.killing:
+            return
+        job.killing = why
+        now = slurm_time(time.time())
+        msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION"}.get(why, "")
+        if why in ("cancel", "timeout", "requeue", "preempt"):
+            with contextlib.suppress(OSError), open(job.err_path, "ab") as f:
+                f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"
+                        .encode())
+        # Slurm sends SIGCONT too, so stopped tasks see the SIGTERM
+        signal_session(job.pid, signal.SIGCONT)
+        signal_session(job.pid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        job.timers.append(loop.call_later(self.kill_wait, signal_session, job.pid, signal.SIGKILL))
+
+    def send_signal(self, jid: int, sig: int, batch_only: bool = False) -> None:
+        job = self.jobs.get(jid)
+        if job is None:
+            return
+        if batch_only:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(job.pid, sig)
+        else:
+            signal_session(job.pid, sig)
+
+    async def shutdown(self, grace: float = 1.0) -> None:
+        """Agent exit: stop every job's whole process tree (SIGTERM, SIGKILL after `grace`)."""
+        jobs = list(self.jobs.values())
+        for job in jobs:
+            for t in job.timers:
+                t.cancel()
+            signal_session(job.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while jobs and time.monotonic() < deadline and any(session_pids(j.pid) for j in jobs):
+            await asyncio.sleep(0.05)
+        for job in jobs:
+            signal_session(job.pid, signal.SIGKILL)
+
+
+def _parse_signal_opt(value: str | None) -> tuple[int, int, bool] | None:
+    """`[B:]SIG[@secs]` -> (signum, seconds before the limit, batch shell only)."""
+    if not value:
+        return None
+    batch_only = False
+    v = value
+    if v[:2].upper() in ("B:", "R:"):
+        batch_only = v[0].upper() == "B"
+        v = v[2:]
+    name, _, t = v.partition("@")
+    before = int(t) if t.isdigit() else 60
+    if name.isdigit():
+        return int(name), before, batch_only
+    name = name.upper()
+    if not name.startswith("SIG"):
+        name = "SIG" + name
+    sig = getattr(signal, name, None)
+    return (int(sig), before, batch_only) if sig is not None else None

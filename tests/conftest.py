@@ -1,0 +1,195 @@
+"""Shared test harness: a real controller and real agents as subprocesses on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+PG_URL = os.environ.get("SLURMLET_TEST_PG", "postgresql://127.0.0.1:5432/test")
+
+
+def wait_until(pred: Callable[[], object], timeout: float = 20.0, interval: float = 0.02, what: str = "") -> object:
+    """Poll `pred` until it returns something truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or pred}; last value: {last!r}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_available() -> bool:
+    try:
+        import psycopg
+        with psycopg.connect("host=127.0.0.1 port=5432 dbname=test", connect_timeout=2):
+            return True
+    except Exception:
+        return False
+
+
+def reset_pg(url: str = PG_URL) -> None:
+    from sqlalchemy import create_engine
+    from controller.store.engine import normalize_url
+    from controller.store.tables import metadata
+    eng = create_engine(normalize_url(url))
+    metadata.drop_all(eng)
+    eng.dispose()
+
+
+class Cluster:
+    """A controller and N agents started as real processes, each with its own log."""
+
+    def __init__(self, root: Path, *, nodes: int = 2, cpus: int = 4, memory: int = 8000, gpus: int = 0,
+                 conf: str | None = None, db_url: str | None = None, extra_conf: str = ""):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.db_url = db_url
+        self.node_names = [f"node{i}" for i in range(1, nodes + 1)]
+        gres = f" Gres=gpu:{gpus}" if gpus else ""
+        self.conf_path = root / "slurm.conf"
+        self.conf_path.write_text(conf or (
+            f"ClusterName=test\nNodeName=node[1-{nodes}] CPUs={cpus} RealMemory={memory}{gres}\n"
+            f"PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n"
+            f"PartitionName=short Nodes=ALL MaxTime=5\n"
+            f"KillWait=2\nMinJobAge=300\nSlurmletRequeueDelay=0\n{extra_conf}"))
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.env = dict(os.environ, SLURMLET_CONTROLLER=self.url, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+                        PYTHONUNBUFFERED="1")
+        self.workdir = root / "work"
+        self.workdir.mkdir(exist_ok=True)
+
+    # -- processes
+    def _spawn(self, key: str, argv: list[str]) -> None:
+        log = open(self.root / f"{key}.log", "ab")
+        self.procs[key] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True, env=self.env, cwd=self.root)
+        log.close()
+
+    def start_controller(self) -> None:
+        argv = [str(BIN / "slurmlet"), "controller", "--config", str(self.conf_path),
+                "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.root / "state")]
+        if self.db_url:
+            argv += ["--db", self.db_url]
+        self._spawn("controller", argv)
+        wait_until(self.ping, 30, 0.05, "controller to answer")
+
+    def start_agent(self, name: str) -> None:
+        self._spawn(f"agent-{name}", [str(BIN / "slurmlet"), "agent", "--controller", self.url, "--name", name,
+                                      "--spool", str(self.root / "spool" / name)])
+
+    def start(self) -> "Cluster":
+        self.start_controller()
+        for n in self.node_names:
+            self.start_agent(n)
+        wait_until(lambda: self.idle_nodes() == set(self.node_names), 30, 0.05, "all nodes idle")
+        return self
+
+    def stop_proc(self, key: str, sig: int = signal.SIGTERM) -> None:
+        p = self.procs.pop(key, None)
+        if p is None:
+            return
+        if p.poll() is None:
+            os.killpg(p.pid, sig)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(10)
+
+    def stop(self) -> None:
+        for key in [k for k in self.procs if k != "controller"] + ["controller"]:
+            self.stop_proc(key)
+
+    def crashed(self) -> list[str]:
+        """Daemons that died by themselves, or logged a traceback."""
+        bad = [k for k, p in self.procs.items() if p.poll() is not None]
+        for log in self.root.glob("*.log"):
+            if "Traceback" in log.read_text(errors="replace"):
+                bad.append(log.name)
+        return bad
+
+    # -- API and CLI
+    def api(self, method: str, path: str, body: object = None) -> object:
+        from cli import http
+        return http.request(method, path, body, url=self.url)
+
+    def ping(self) -> bool:
+        try:
+            self.api("GET", "/api/v1/ping")
+            return True
+        except Exception:
+            return False
+
+    def idle_nodes(self) -> set[str]:
+        try:
+            return {n["name"] for n in self.api("GET", "/api/v1/nodes")["nodes"] if n["state"] == "IDLE"}
+        except Exception:
+            return set()
+
+    def job(self, job_id: int) -> dict:
+        return self.api("GET", f"/api/v1/jobs/{job_id}")
+
+    def run(self, cmd: str | list[str], *, input: str | None = None, cwd: Path | str | None = None,
+            env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+        e = dict(self.env, **(env or {}))
+        return subprocess.run(cmd, shell=isinstance(cmd, str), input=input, capture_output=True, text=True,
+                              cwd=cwd or self.workdir, env=e, timeout=timeout)
+
+    def sbatch(self, *args: str, script: str | None = None, cwd: Path | str | None = None) -> int:
+        r = self.run([str(BIN / "sbatch"), "--parsable", *args], input=script, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout.strip().split(";")[0])
+
+    def wait_state(self, job_id: int, states: tuple[str, ...] | str, timeout: float = 30) -> dict:
+        states = (states,) if isinstance(states, str) else states
+        return wait_until(lambda: (j := self.job(job_id))["state"] in states and j, timeout,
+                          what=f"job {job_id} to reach {states}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    c = Cluster(tmp_path_factory.mktemp("cluster")).start()
+    yield c
+    crashed = c.crashed()
+    c.stop()
+    assert not crashed, f"daemons crashed: {crashed}"
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path):
+    made: list[Cluster] = []
+
+    def make(**kw) -> Cluster:
+        c = Cluster(tmp_path / f"c{len(made)}", **kw)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop()
+
+
+def read_json(path: Path) -> object:
+    return json.loads(path.read_text())

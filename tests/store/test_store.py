@@ -1,0 +1,136 @@
+"""JobStore over real SQLite and real PostgreSQL: intake, plan application, agent sync, transitions."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.config import parse_slurm_conf
+from controller.core.plan import plan
+from controller.errors import Conflict, NotFound
+from controller.store.engine import make_engine, sqlite_url
+from controller.store.jobs import JobStore
+from tests.conftest import PG_URL, pg_available, reset_pg
+
+CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
+                        "PartitionName=debug Nodes=ALL Default=YES\nSlurmletRequeueDelay=0\n")
+RES = {"cpus": 4, "memory": 1000, "gpus": 2}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = sqlite_url(str(tmp_path))
+    else:
+        if not pg_available():
+            pytest.skip("PostgreSQL is not running at 127.0.0.1:5432")
+        reset_pg()
+        url = PG_URL
+    s = JobStore(make_engine(url), CONF)
+    yield s
+    s.engine.dispose()
+
+
+def body(**kw) -> dict:
+    b = dict(script="#!/bin/sh\ntrue\n", name="t", partition="debug", user="alice", uid=1000, gid=1000,
+             group="alice", workdir="/tmp", environment={"A": "1"})
+    b.update(kw)
+    return b
+
+
+def register(store: JobStore, now: float = 1.0) -> None:
+    for n in ("node1", "node2"):
+        store.node_sync(n, {"resources": RES, "running": [], "finished": []}, now)
+
+
+def schedule(store: JobStore, now: float) -> set[str]:
+    return store.apply(plan(store.snapshot(now)), now)
+
+
+def test_submit_schedule_launch_finish(store: JobStore):
+    register(store)
+    jid = store.submit(body(gpus_per_node=2), 10.0)
+    assert store.public(store.get_row(jid))["state"] == "PENDING"
+    assert schedule(store, 11.0) == {"node1"}
+    orders = store.node_sync("node1", {"running": [], "finished": []}, 11.5)
+    assert [(o["op"], o["job_id"]) for o in orders] == [("launch", jid)]
+    assert orders[0]["alloc"][0]["gpu_ids"] == [0, 1] and orders[0]["environment"] == {"A": "1"}
+    # the order is repeated until the agent reports the job running: a lost answer heals
+    assert store.node_sync("node1", {"running": [], "finished": []}, 11.6)[0]["op"] == "launch"
+    assert store.node_sync("node1", {"running": [jid], "finished": []}, 12.0) == []
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": jid, "exit_code": 3}]}, 13.0)
+    j = store.public(store.get_row(jid))
+    assert (j["state"], j["reason"], j["exit_code"], j["start_time"], j["end_time"]) == \
+        ("FAILED", "NonZeroExitCode", 3, 11.0, 13.0)
+    assert j["steps"][0]["state"] == "FAILED"
+    # a repeated report changes nothing
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": jid, "exit_code": 0}]}, 14.0)
+    assert store.public(store.get_row(jid))["state"] == "FAILED"
+
+
+def test_reasons_and_gpu_exclusivity(store: JobStore):
+    register(store)
+    a = store.submit(body(gpus_per_node=2, nodes_min=2), 1.0)
+    b = store.submit(body(gpus_per_node=1), 2.0)
+    c = store.submit(body(), 3.0)
+    schedule(store, 4.0)
+    assert store.public(store.get_row(a))["state"] == "RUNNING"
+    assert store.public(store.get_row(b))["reason"] == "Resources"
+    assert store.public(store.get_row(c))["reason"] == "Priority"
+
+
+def test_cancel_pending_and_running(store: JobStore):
+    register(store)
+    run = store.submit(body(), 1.0)
+    schedule(store, 2.0)
+    pend = store.submit(body(hold=True), 3.0)
+    assert store.cancel(pend, 4.0, uid=5) is None
+    assert store.public(store.get_row(pend))["state"] == "CANCELLED"
+    with pytest.raises(Conflict):
+        store.cancel(pend, 4.5)
+    assert store.cancel(run, 5.0) == "node1"
+    orders = store.node_sync("node1", {"running": [run], "finished": []}, 5.1)
+    assert orders == [{"op": "kill", "job_id": run, "why": "cancel"}]
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": run, "signal": 15}]}, 6.0)
+    j = store.public(store.get_row(run))
+    assert (j["state"], j["steps"][0]["state"], j["steps"][0]["exit_signal"]) == ("CANCELLED", "CANCELLED", 15)
+    with pytest.raises(NotFound):
+        store.cancel(99999, 1.0)
+
+
+def test_requeue_then_rerun_and_restart_resumes(store: JobStore):
+    register(store)
+    jid = store.submit(body(), 1.0)
+    schedule(store, 2.0)
+    store.node_sync("node1", {"running": [jid], "finished": []}, 2.5)
+    store.requeue(jid, 3.0)
+    assert store.node_sync("node1", {"running": [jid], "finished": []}, 3.1)[0]["why"] == "requeue"
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": jid, "signal": 15}]}, 4.0)
+    j = store.public(store.get_row(jid))
+    assert (j["state"], j["restarts"], j["nodes"]) == ("PENDING", 1, "")
+    # a new store over the same database (a restarted controller) sees the same queue
+    again = JobStore(store.engine, CONF)
+    assert again.public(again.get_row(jid))["restarts"] == 1
+    schedule(again, 5.0)
+    orders = again.node_sync("node1", {"running": [], "finished": []}, 5.1)
+    assert orders[0]["op"] == "launch" and orders[0]["restarts"] == 1
+
+
+def test_restarted_agent_loses_its_jobs_to_requeue(store: JobStore):
+    register(store)
+    keep = store.submit(body(requeue=True), 1.0)
+    lose = store.submit(body(requeue=False), 1.0)
+    schedule(store, 2.0)
+    assert {store.public(store.get_row(j))["batch_host"] for j in (keep, lose)} == {"node1"}
+    # the agent restarts: it registers again and runs nothing
+    store.node_sync("node1", {"resources": RES, "running": [], "finished": []}, 3.0)
+    assert store.public(store.get_row(keep))["state"] == "PENDING"
+    assert store.public(store.get_row(lose))["state"] == "NODE_FAIL"
+
+
+def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
+    register(store)
+    assert store.node_sync("node2", {"running": [4242], "finished": []}, 2.0) == \
+        [{"op": "kill", "job_id": 4242, "why": "orphan"}]
+    from controller.errors import InvalidRequest
+    with pytest.raises(InvalidRequest):
+        store.node_sync("node9", {"resources": RES}, 2.0)

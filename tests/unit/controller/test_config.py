@@ -1,0 +1,59 @@
+"""slurm.conf parsing: the keys real sites use; unknown keys warn; bad values name the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.config import ConfigError, parse_slurm_conf
+
+REFERENCE = """
+# the reference cluster's file, abridged
+ClusterName=anchor
+SlurmctldHost=vm(10.250.0.1)
+KillWait=30
+MinJobAge=300
+SlurmdTimeout=300
+DefMemPerCPU=1000
+NodeName=node[1-4] CPUs=8 RealMemory=32000 Gres=gpu:8 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE
+PartitionName=high Nodes=node[1-4] MaxTime=2-00:00:00 PriorityTier=10
+FancyNewKey=1
+"""
+
+
+def test_reference_file():
+    c = parse_slurm_conf(REFERENCE)
+    assert c.cluster_name == "anchor"
+    assert [n.name for n in c.nodes] == ["node1", "node2", "node3", "node4"]
+    assert {(n.cpus, n.real_memory, n.gpus) for n in c.nodes} == {(8, 32000, 8)}
+    assert c.kill_wait == 30 and c.min_job_age == 300 and c.slurmd_timeout == 300 and c.def_mem_per_cpu == 1000
+    debug, high = c.partitions
+    assert debug.default and debug.nodes is None and debug.max_time is None and debug.preempt_mode == "REQUEUE"
+    assert not high.default and high.nodes == ("node1", "node2", "node3", "node4")
+    assert high.max_time == 2 * 1440 and high.priority_tier == 10
+    assert c.warnings == ("unknown key FancyNewKey",)
+
+
+def test_empty_config_is_one_default_partition_over_all_nodes():
+    c = parse_slurm_conf("")
+    assert c.dynamic_nodes
+    assert [(p.name, p.default, p.nodes) for p in c.partitions] == [("debug", True, None)]
+
+
+def test_first_partition_becomes_default_and_typed_gres():
+    c = parse_slurm_conf("NodeName=gpu[01-02] CPUs=4 RealMemory=100 Gres=gpu:h100:4\nPartitionName=a Nodes=gpu01\n")
+    assert c.partitions[0].default
+    assert [(n.name, n.gpus, n.gpu_type) for n in c.nodes] == [("gpu01", 4, "h100"), ("gpu02", 4, "h100")]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("KillWait=abc", "KillWait"),
+    ("NodeName=n1 CPUs=x", "CPUs"),
+    ("PartitionName=p MaxTime=1:2:3:4", "MaxTime"),
+    ("NodeName=n[1-", "bad host list"),
+    ("ClusterName", "Key=Value"),
+])
+def test_bad_values_name_the_key_and_line(text, needle):
+    with pytest.raises(ConfigError) as e:
+        parse_slurm_conf("ClusterName=x\n" + text)
+    assert needle in str(e.value) and "line 2" in str(e.value)
