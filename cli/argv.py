@@ -17,9 +17,13 @@ class UsageError(Exception):
 Opt = tuple[str, str, int, str]
 
 
-def parse(prog: str, argv: list[str], table: list[Opt], *, help_hint: bool = True,
-          code: int = 1) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """Returns ([(key, value)] in command-line order, positional arguments)."""
+def parse(prog: str, argv: list[str], table: list[Opt], *, help_hint: bool = True, code: int = 1,
+          stop_at_positional: bool = False) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """Returns ([(key, value)] in command-line order, positional arguments).
+
+    `stop_at_positional` is getopt's leading '+': everything from the first non-option on
+    (a script and its arguments, a command) is positional.
+    """
     shorts = {o[0]: o for o in table if o[0]}
     longs = {o[1]: o for o in table if o[1]}
     out: list[tuple[str, str | None]] = []
@@ -81,4 +85,7 @@ def parse(prog: str, argv: list[str], table: list[Opt], *, help_hint: bool = Tru
                 break
             continue
         pos.append(a)
+        if stop_at_positional:
+            pos.extend(argv[i:])
+            break
     return out, pos

@@ -25,6 +25,7 @@ class Job:
     proc: asyncio.subprocess.Process
     err_path: str
     started: float
+    restarts: int = 0  # which incarnation of a requeued job this is
     killing: str | None = None  # why we are killing it: cancel, requeue, timeout, orphan
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
 
@@ -62,8 +63,8 @@ class Launcher:
         self.jobs: dict[int, Job] = {}
         #: exits not yet acknowledged by the controller
         self.finished: dict[int, dict] = {}
-        #: jobs that ended recently: a late duplicate launch order must not run them again
-        self.done_ids: dict[int, float] = {}
+        #: (job, incarnation) that ended recently: a late duplicate launch order must not run them again
+        self.done_ids: dict[tuple[int, int], float] = {}
         self.exited = asyncio.Event()
         os.makedirs(spool, exist_ok=True)
 
@@ -79,7 +80,8 @@ class Launcher:
 
     async def launch(self, order: dict, env: dict[str, str]) -> None:
         jid = order["job_id"]
-        if jid in self.jobs or jid in self.done_ids or jid in self.finished:
+        gen = int(order.get("restarts") or 0)
+        if jid in self.jobs or (jid, gen) in self.done_ids or jid in self.finished:
             return
         script = os.path.join(self.spool, f"job{jid}.script")
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
@@ -92,7 +94,7 @@ class Launcher:
             err = out if err_path == out_path else open(err_path, mode)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
-            self._record(jid, {"job_id": jid, "exit_code": 1, "launch_failed": True})
+            self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
         workdir = order.get("workdir") or "/"
         if not os.path.isdir(workdir):
@@ -114,12 +116,13 @@ class Launcher:
         except OSError as e:
             log.warning("job %s: exec failed: %s", jid, e)
             err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())
-            self._record(jid, {"job_id": jid, "exit_code": 1, "launch_failed": True})
+            self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
         finally:
             for f in {out, err, stdin}:
                 f.close()
-        job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time())
+        job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
+                  restarts=gen)
         self.jobs[jid] = job
         loop = asyncio.get_running_loop()
         limit = order.get("time_limit")
@@ -146,14 +149,14 @@ class Launcher:
         signal_session(job.pid, signal.SIGKILL)
         self.jobs.pop(job.job_id, None)
         rep = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0, "signal": -rc if rc < 0 else 0,
-               "end_time": time.time()}
+               "end_time": time.time(), "restarts": job.restarts}
         if job.killing == "timeout":
             rep["timeout"] = True
-        self._record(job.job_id, rep)
+        self._record(job.job_id, job.restarts, rep)
 
-    def _record(self, jid: int, rep: dict) -> None:
+    def _record(self, jid: int, gen: int, rep: dict) -> None:
         self.finished[jid] = rep
-        self.done_ids[jid] = time.time()
+        self.done_ids[(jid, gen)] = time.time()
         if len(self.done_ids) > 10000:
             for k in sorted(self.done_ids, key=self.done_ids.get)[:5000]:
                 del self.done_ids[k]
@@ -166,7 +169,7 @@ class Launcher:
             return
         job.killing = why
         now = slurm_time(time.time())
-        msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION"}.get(why, "")
+        msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):
             with contextlib.suppress(OSError), open(job.err_path, "ab") as f:
                 f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"

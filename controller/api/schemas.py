@@ -106,6 +106,7 @@ class Finished(Strict):
     timeout: bool = False
     launch_failed: bool = False
     end_time: float | None = None
+    restarts: int | None = None  # the incarnation that ended; a stale report is ignored
 
 
 class NodeSync(Strict):

@@ -475,8 +475,8 @@ class JobStore:
         """The batch script of a job ended on `node` (or its processes are gone)."""
         r = c.execute(select(J).where(J.c.id == fin["job_id"], J.c.batch_host == node,
                                       J.c.active.is_(True))).first()
-        if r is None:
-            return  # already applied: reports are idempotent
+        if r is None or (fin.get("restarts") is not None and fin["restarts"] != r.restarts):
+            return  # already applied, or about an earlier incarnation: reports are idempotent
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
         end = fin.get("end_time") or now
         action = r.pending_action

@@ -106,7 +106,7 @@ def test_hold_release_and_squeue_reasons(cluster: Cluster):
 
 
 def test_resources_then_priority_reasons(cluster: Cluster):
-    big = [cluster.sbatch("-N2", "--exclusive", "--wrap", "sleep 60") for _ in range(2)]
+    big = [cluster.sbatch("-N2", "-c", "3", "--wrap", "sleep 60") for _ in range(2)]
     small = cluster.sbatch("--wrap", "true")
     cluster.wait_state(big[0], "RUNNING")
     wait_until(lambda: cluster.job(big[1])["reason"] == "Resources", what="Resources reason")

@@ -1,0 +1,125 @@
+"""sbatch: submit a batch script."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cli import http
+
+USAGE = """Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]
+
+Parallel run options:
+  -a, --array=indexes         job array index values
+  -A, --account=name          charge job to specified account
+      --begin=time            defer job until HH:MM MM/DD/YY
+      --comment=name          arbitrary comment
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
+  -D, --chdir=directory       set working directory for batch script
+  -e, --error=err             file for batch script's standard error
+      --export[=names]        specify environment variables to export
+  -H, --hold                  submit job in held state
+  -J, --job-name=jobname      name of job
+  -n, --ntasks=ntasks         number of tasks to run
+      --nice[=value]          decrease scheduling priority by value
+      --ntasks-per-node=n     number of tasks to invoke on each node
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -o, --output=out            file for batch script's standard output
+  -p, --partition=partition   partition requested
+      --parsable              outputs only the jobid and cluster name (if present)
+  -q, --qos=qos               quality of service
+      --requeue / --no-requeue  permit / forbid the job to be requeued
+      --signal=[[R][B]:]num[@time] send signal when time limit within time seconds
+  -t, --time=minutes          time limit
+      --test-only             validate the batch script and return an estimate of when it would start
+  -W, --wait                  wait for completion of submitted job
+      --wrap[=command string] wrap command string in a sh script and submit
+      --exclusive             allocate nodes in exclusive mode
+      --mem=MB                minimum amount of real memory
+      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
+  -G, --gpus=n                count of GPUs required for the job
+      --gpus-per-node=n       number of GPUs required per allocated node
+      --gpus-per-task=n       number of GPUs required per spawned task
+      --gres=list             required generic resources
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+"""
+
+
+def main(argv: list[str]) -> int:
+    from cli.opts import OptError, parse_sbatch
+    import grp
+
+    from cli.common import current_user
+    uid, gid = os.getuid(), os.getgid()
+    user = current_user()
+    try:
+        group = grp.getgrgid(gid).gr_name
+    except KeyError:
+        group = str(gid)
+    try:
+        req = parse_sbatch(argv, env=dict(os.environ), cwd=os.getcwd(), read_stdin=_read_stdin, user=user,
+                           uid=uid, gid=gid, group=group, host=os.uname().nodename.split(".")[0])
+    except OptError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    if req["version"]:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if req["help"] or req["usage"]:
+        sys.stdout.write(USAGE)
+        return 0
+    body = req["submit"]
+    if req["test_only"]:
+        try:
+            res = http.request("POST", "/api/v1/jobs", body)
+        except http.ControllerError as e:
+            if e.error == "Requested node configuration is not available":
+                print(f"allocation failure: {e.error}", file=sys.stderr)
+                return 1
+            raise
+        when = "Unknown"
+        if res.get("start_time"):
+            import time
+            when = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(res["start_time"]))
+        print(f"sbatch: Job {res['job_id']} to start at {when} using {res['cpus']} processors on nodes "
+              f"{res['nodes']} in partition {res['partition']}", file=sys.stderr)
+        return 0
+    try:
+        job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
+    except http.ControllerError as e:
+        for line in e.pre:
+            print(f"sbatch: error: {line}", file=sys.stderr)
+        print(f"sbatch: error: Batch job submission failed: {e.error}", file=sys.stderr)
+        return e.code or 1
+    cluster = req.get("clusters")
+    if req["parsable"]:
+        print(f"{job_id};{cluster}" if cluster else job_id, flush=True)
+    elif not req["quiet"]:
+        print(f"Submitted batch job {job_id}" + (f" on cluster {cluster}" if cluster else ""), flush=True)
+    if req["wait"]:
+        return wait_for(job_id)
+    return 0
+
+
+def _read_stdin() -> str:
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    return sys.stdin.read()
+
+
+def wait_for(job_id: int) -> int:
+    """sbatch -W: poll until the job ends; exit with its exit code (1 when it ended otherwise
+    unsuccessfully without one: cancelled, timed out, killed by a signal)."""
+    import time
+    delay = 0.05
+    while True:
+        job = http.request("GET", f"/api/v1/jobs/{job_id}")
+        if job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"):
+            break
+        time.sleep(delay)
+        delay = min(delay * 1.5, 1.0)
+    if job["state"] == "COMPLETED":
+        return 0
+    return job["exit_code"] or 1
