@@ -8,10 +8,11 @@ The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmle
 
 from __future__ import annotations
 
-import json
 import os
 
 import _socket
+
+from cli import jsonlite
 
 DEFAULT = "http://127.0.0.1:6817"
 
@@ -56,11 +57,12 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
             timeout: float = 30.0) -> object:
     """One JSON request; returns the decoded answer or raises ControllerError / Unreachable."""
     host, port = _split(url or controller_url())
-    payload = b"" if body is None else json.dumps(body).encode()
+    payload = b"" if body is None else jsonlite.dumps(body).encode()
     head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
     try:
-        infos = _socket.getaddrinfo(host, port, _socket.AF_UNSPEC, _socket.SOCK_STREAM)
+        # a bytes host skips the idna codec (and the `re` import it brings)
+        infos = _socket.getaddrinfo(host.encode("ascii", "replace"), port, _socket.AF_UNSPEC, _socket.SOCK_STREAM)
         fam, typ, proto, _, addr = infos[0]
         s = _socket.socket(fam, typ, proto)
         try:
@@ -85,7 +87,7 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     status = int(header.split(" ", 2)[1])
     if "transfer-encoding: chunked" in header.lower():
         data = _dechunk(data)
-    doc = json.loads(data) if data else None
+    doc = jsonlite.loads(data) if data else None
     if status >= 400:
         detail = doc.get("detail") if isinstance(doc, dict) else None
         if isinstance(detail, dict):
