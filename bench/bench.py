@@ -9,7 +9,6 @@ stops them afterwards. Figures are wall-clock on this machine; nothing here is a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess

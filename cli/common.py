@@ -45,3 +45,30 @@ def current_user() -> str:
 
 def split_list(values: list[str]) -> list[str]:
     return [x for v in values for x in v.split(",") if x]
+
+
+def command_options(prog: str, argv: list[str], table: list, usage: str,
+                    help_hint: bool = True) -> tuple[dict[str, list], list[str]] | int:
+    """Parse a query command's options into {key: [values in order]} and positionals.
+
+    Answers --version and --help/--usage itself, and prints getopt's errors: an int return is
+    the exit status to return at once.
+    """
+    import sys
+
+    from cli.argv import UsageError, parse
+    try:
+        pairs, pos = parse(prog, argv, table, help_hint=help_hint)
+    except UsageError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    o: dict[str, list] = {}
+    for k, v in pairs:
+        o.setdefault(k, []).append(v)
+    if "version" in o:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if "help" in o or "usage" in o:
+        print(usage)
+        return 0
+    return o, pos

@@ -6,7 +6,7 @@ import sys
 import time
 
 from cli import common, http
-from cli.argv import Opt, UsageError, parse
+from cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("j", "jobs", 1, "jobs"), ("o", "format", 1, "format"), ("P", "parsable2", 0, "parsable2"),
@@ -62,22 +62,15 @@ def parse_when(value: str, now: float) -> float | None:
     return None
 
 
+USAGE = ("Usage: sacct [-j jobid[.step]] [-o fields] [-P|-p] [-n] [-X] [-S time] [-E time] [-s states]\n"
+         "             [-u users] [-A accounts] [-r partitions] [--name names] [-a] [-l] [--json]")
+
+
 def main(argv: list[str]) -> int:
-    try:
-        opts, pos = parse("sacct", argv, TABLE, help_hint=False)
-    except UsageError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
-        return e.code
-    o: dict[str, list] = {}
-    for k, v in opts:
-        o.setdefault(k, []).append(v)
-    if "version" in o:
-        print("slurm-wlm 22.05.8")
-        return 0
-    if "help" in o or "usage" in o:
-        print("Usage: sacct [-j jobid[.step]] [-o fields] [-P|-p] [-n] [-X] [-S time] [-E time] [-s states]\n"
-              "             [-u users] [-A accounts] [-r partitions] [--name names] [-a] [-l] [--json]")
-        return 0
+    res = common.command_options("sacct", argv, TABLE, USAGE, help_hint=False)
+    if isinstance(res, int):
+        return res
+    o, pos = res
     now = time.time()
     ids: list[int] = []
     step_filter: dict[int, set[str]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from cli import common, http
-from cli.argv import Opt, UsageError, parse
+from cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("u", "user", 1, "user"), ("", "me", 0, "me"), ("n", "name", 1, "name"), ("", "jobname", 1, "name"),
@@ -29,24 +29,17 @@ def signal_number(value: str) -> int | None:
     return int(s) if s is not None else None
 
 
+USAGE = ("Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
+         "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
+         "               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n"
+         "               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]")
+
+
 def main(argv: list[str]) -> int:
-    try:
-        opts, pos = parse("scancel", argv, TABLE)
-    except UsageError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
-        return e.code
-    o: dict[str, list] = {}
-    for k, v in opts:
-        o.setdefault(k, []).append(v)
-    if "version" in o:
-        print("slurm-wlm 22.05.8")
-        return 0
-    if "help" in o or "usage" in o:
-        print("Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
-              "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
-              "               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n"
-              "               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey] [job_id[_array_id][.step_id]]")
-        return 0
+    res = common.command_options("scancel", argv, TABLE, USAGE)
+    if isinstance(res, int):
+        return res
+    o, pos = res
     verbose = "verbose" in o
     ids: list[int] = []
     for tok in common.split_list(pos):

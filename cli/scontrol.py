@@ -73,7 +73,7 @@ def _job_ids(args: list[str]) -> list[int] | None:
 def job_action(cmd: str, args: list[str]) -> int:
     ids = _job_ids(args)
     if not ids:
-        print(f"Invalid job id specified", file=sys.stderr)
+        print("Invalid job id specified", file=sys.stderr)
         return 1
     if cmd == "release" and len(ids) > 1:
         http.request("POST", "/api/v1/jobs/release", {"ids": ids})
@@ -176,7 +176,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             try:
                 jid = int(target.split("_")[0].split(".")[0])
             except ValueError:
-                print(f"Invalid job id specified", file=sys.stderr)
+                print("Invalid job id specified", file=sys.stderr)
                 return 1
             try:
                 jobs = http.request("GET", f"/api/v1/jobs?ids={jid}")["jobs"]

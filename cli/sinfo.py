@@ -6,7 +6,7 @@ import sys
 import time
 
 from cli import common, http
-from cli.argv import Opt, UsageError, parse
+from cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("N", "Node", 0, "node"), ("l", "long", 0, "long"), ("s", "summarize", 0, "summarize"),
@@ -20,22 +20,15 @@ TABLE: list[Opt] = [
 ]
 
 
+USAGE = ("Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]\n"
+         "             [-S fields] [-o format] [-O Format] [--json]")
+
+
 def main(argv: list[str]) -> int:
-    try:
-        opts, _pos = parse("sinfo", argv, TABLE)
-    except UsageError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
-        return e.code
-    o: dict[str, list] = {}
-    for k, v in opts:
-        o.setdefault(k, []).append(v)
-    if "version" in o:
-        print("slurm-wlm 22.05.8")
-        return 0
-    if "help" in o or "usage" in o:
-        print("Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]\n"
-              "             [-S fields] [-o format] [-O Format] [--json]")
-        return 0
+    res = common.command_options("sinfo", argv, TABLE, USAGE)
+    if isinstance(res, int):
+        return res
+    o, _pos = res
     data = http.request("GET", "/api/v1/cluster")
     nodes, parts = data["nodes"], data["partitions"]
     if "partition" in o:

@@ -6,7 +6,7 @@ import sys
 import time
 
 from cli import common, http
-from cli.argv import Opt, UsageError, parse
+from cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("h", "noheader", 0, "noheader"), ("o", "format", 1, "format"), ("O", "Format", 1, "Format"),
@@ -20,23 +20,16 @@ TABLE: list[Opt] = [
 ]
 
 
+USAGE = ("Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid] [-n name] [-o format]\n"
+         "              [-p partitions] [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
+         "              [--step step_id] [-t states] [-u user_name] [--usage] [-w nodes] [-ahjlrsv]")
+
+
 def main(argv: list[str]) -> int:
-    try:
-        opts, pos = parse("squeue", argv, TABLE)
-    except UsageError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
-        return e.code
-    o: dict[str, list] = {}
-    for k, v in opts:
-        o.setdefault(k, []).append(v)
-    if "version" in o:
-        print("slurm-wlm 22.05.8")
-        return 0
-    if "help" in o or "usage" in o:
-        print("Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid] [-n name] [-o format]\n"
-              "              [-p partitions] [--qos qos] [--reservation reservation] [--sort fields] [--start]\n"
-              "              [--step step_id] [-t states] [-u user_name] [--usage] [-w nodes] [-ahjlrsv]")
-        return 0
+    res = common.command_options("squeue", argv, TABLE, USAGE)
+    if isinstance(res, int):
+        return res
+    o, pos = res
     if pos and "jobs" in o and o["jobs"][-1] is None:
         o["jobs"][-1] = pos.pop(0)
     ids: list[int] | None = None

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from controller.api.schemas import CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate
@@ -245,7 +245,7 @@ def create_app(settings: Settings) -> FastAPI:
         state = body.state.upper()
         mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
         if state not in mapping:
-            raise InvalidRequest(f"Invalid node state specified")
+            raise InvalidRequest("Invalid node state specified")
         if mapping[state] in ("DRAIN", "DOWN") and not body.reason:
             raise InvalidRequest("You must specify a reason when DOWNING or DRAINING a node. Request denied")
         c.store.set_node_state(name, mapping[state], body.reason if mapping[state] != "UP" else None, c.clock())

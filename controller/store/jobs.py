@@ -27,6 +27,9 @@ _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_t
               "stderr", "kill_on_invalid_dep")
 
 
+_INSERT_JOB = insert(J)
+
+
 def compress(names: Iterable[str]) -> str:
     names = list(names)
     return hostlist.collect_hostlist(names) if names else ""
@@ -85,7 +88,8 @@ class JobStore:
             comment=body.get("comment") or None, dependency=body.get("dependency") or None,
         )
         with self.engine.begin() as c:
-            return int(c.execute(insert(J).values(**row)).inserted_primary_key[0])
+            # parameters, not .values(): the compiled statement is cached across submissions
+            return int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
 
     @staticmethod
     def _base_priority(body: dict) -> int:
@@ -531,7 +535,7 @@ class JobStore:
             res = c.execute(update(N).where(N.c.name == name).values(
                 admin_state=state, reason=reason, reason_time=now if reason else None))
             if res.rowcount == 0:
-                raise NotFound(f"Invalid node name specified")
+                raise NotFound("Invalid node name specified")
 
     def max_job_id(self) -> int:
         with self.engine.connect() as c:
