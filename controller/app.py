@@ -43,6 +43,7 @@ class Stats:
     last_cycle_us: int = 0
     max_cycle_us: int = 0
     total_cycle_us: int = 0
+    skipped: int = 0
     started: float = field(default_factory=time.time)
 
 
@@ -58,6 +59,7 @@ class Controller:
         self.node_events: dict[str, asyncio.Event] = {}
         self.stats = Stats()
         self.next_begin: float | None = None
+        self.last_sync: dict[str, float] = {}
 
     def node_event(self, name: str) -> asyncio.Event:
         ev = self.node_events.get(name)
@@ -95,6 +97,9 @@ class Controller:
                 timeout = max(0.0, min(interval, self.next_begin - self.clock()))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout)
+            if not self.wake.is_set() and (self.next_begin is None or self.clock() < self.next_begin):
+                self.stats.skipped += 1  # nothing changed: an unchanged queue costs no pass
+                continue
             self.wake.clear()
             await asyncio.sleep(0)  # let a burst of requests land before the pass
             try:
@@ -259,9 +264,12 @@ def create_app(settings: Settings) -> FastAPI:
         ev = c.node_event(name)
         ev.clear()
         data = body.model_dump()
-        orders = c.store.node_sync(name, data, c.clock())
-        if body.finished or body.resources:
-            c.wake.set()
+        now = c.clock()
+        orders = c.store.node_sync(name, data, now)
+        last = c.last_sync.get(name)
+        c.last_sync[name] = now
+        if body.finished or body.resources or last is None or now - last > c.config.slurmd_timeout:
+            c.wake.set()  # resources freed, or a node (re)appeared
         wait = min(body.wait, c.settings.max_long_poll)
         if not orders and wait > 0:
             with contextlib.suppress(asyncio.TimeoutError):
@@ -288,7 +296,8 @@ def create_app(settings: Settings) -> FastAPI:
     async def diag():  # noqa: ANN202
         s = ctl().stats
         return {"cycles": s.cycles, "last_cycle_us": s.last_cycle_us, "max_cycle_us": s.max_cycle_us,
-                "mean_cycle_us": s.total_cycle_us // s.cycles if s.cycles else 0, "started": s.started}
+                "mean_cycle_us": s.total_cycle_us // s.cycles if s.cycles else 0, "skipped": s.skipped,
+                "started": s.started}
 
     return app
 
