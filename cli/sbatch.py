@@ -7,45 +7,6 @@ import sys
 
 from cli import http
 
-USAGE = """Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]
-
-Parallel run options:
-  -a, --array=indexes         job array index values
-  -A, --account=name          charge job to specified account
-      --begin=time            defer job until HH:MM MM/DD/YY
-      --comment=name          arbitrary comment
-  -c, --cpus-per-task=ncpus   number of cpus required per task
-  -d, --dependency=type:jobid[:time] defer job until condition on jobid is satisfied
-  -D, --chdir=directory       set working directory for batch script
-  -e, --error=err             file for batch script's standard error
-      --export[=names]        specify environment variables to export
-  -H, --hold                  submit job in held state
-  -J, --job-name=jobname      name of job
-  -n, --ntasks=ntasks         number of tasks to run
-      --nice[=value]          decrease scheduling priority by value
-      --ntasks-per-node=n     number of tasks to invoke on each node
-  -N, --nodes=N               number of nodes on which to run (N = min[-max])
-  -o, --output=out            file for batch script's standard output
-  -p, --partition=partition   partition requested
-      --parsable              outputs only the jobid and cluster name (if present)
-  -q, --qos=qos               quality of service
-      --requeue / --no-requeue  permit / forbid the job to be requeued
-      --signal=[[R][B]:]num[@time] send signal when time limit within time seconds
-  -t, --time=minutes          time limit
-      --test-only             validate the batch script and return an estimate of when it would start
-  -W, --wait                  wait for completion of submitted job
-      --wrap[=command string] wrap command string in a sh script and submit
-      --exclusive             allocate nodes in exclusive mode
-      --mem=MB                minimum amount of real memory
-      --mem-per-cpu=MB        maximum amount of real memory per allocated cpu
-  -G, --gpus=n                count of GPUs required for the job
-      --gpus-per-node=n       number of GPUs required per allocated node
-      --gpus-per-task=n       number of GPUs required per spawned task
-      --gres=list             required generic resources
-  -w, --nodelist=hosts...     request a specific list of hosts
-  -x, --exclude=hosts...      exclude a specific list of hosts
-"""
-
 
 def main(argv: list[str]) -> int:
     from cli.opts import OptError, parse_sbatch
@@ -68,8 +29,14 @@ def main(argv: list[str]) -> int:
         print("slurm-wlm 22.05.8")
         return 0
     if req["help"] or req["usage"]:
-        sys.stdout.write(USAGE)
+        from cli.opts import help_text, usage_text
+        sys.stdout.write(help_text() if req["help"] else usage_text())
         return 0
+    for line in req.get("warnings") or []:
+        print(line, file=sys.stderr)
+    if not req["quiet"]:
+        for line in req.get("info") or []:
+            print(line, file=sys.stderr)
     body = req["submit"]
     if req["test_only"]:
         try:
