@@ -18,8 +18,12 @@ def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
 
 
 def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node], def_mem: int,
-                  now: float) -> Reason | None:
-    """A reason that holds whatever else runs: holds, begin time, partition limits."""
+                  now: float, memo: dict | None = None) -> Reason | None:
+    """A reason that holds whatever else runs: holds, begin time, partition limits.
+
+    `memo` caches the partition-limit verdict per (request, partition) within one pass: queues
+    hold many identical requests, and the check builds an empty copy of the partition.
+    """
     if job.held == "admin":
         return Reason.HELD_ADMIN
     if job.held == "user":
@@ -34,7 +38,16 @@ def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node
         return Reason.PARTITION_DOWN
     if part.max_time is not None and job.time_limit is not None and job.time_limit > part.max_time:
         return Reason.PARTITION_TIME_LIMIT
-    req = job.request
+    if memo is None:
+        return _partition_limit(job.request, part, nodes, def_mem)
+    key = (job.request, part.name)
+    if key not in memo:
+        memo[key] = _partition_limit(job.request, part, nodes, def_mem)
+    return memo[key]
+
+
+def _partition_limit(req: Request, part: Partition, nodes: dict[str, Node], def_mem: int) -> Reason | None:
+    """Why `req` can never run in `part`, even on empty nodes; None if it can."""
     members = [nodes[n] for n in part.nodes if n in nodes]
     if req.nodes_min > len(members):
         return Reason.PARTITION_NODE_LIMIT
@@ -60,9 +73,10 @@ def plan(snap: Snapshot) -> Plan:
     order = sorted(snap.pending, key=lambda j: order_key(j, tiers))
     out = Plan()
     blocked: set[str] = set()
+    memo: dict = {}
     for job in order:
         part = parts.get(job.partition)
-        reason = static_reason(job, part, nodes, snap.def_mem_per_cpu, snap.now)
+        reason = static_reason(job, part, nodes, snap.def_mem_per_cpu, snap.now, memo)
         if reason is not None:
             out.reasons[job.job_id] = reason
             continue

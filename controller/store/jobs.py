@@ -65,6 +65,8 @@ class JobStore:
     def __init__(self, engine: Engine, config: ClusterConfig):
         self.engine = engine
         self.config = config
+        self._requests: dict[int, Request] = {}
+        self._last_reasons: dict[int, str] = {}
 
     # ---------------------------------------------------------------- jobs: intake
     def submit(self, body: dict, now: float) -> int:
@@ -207,12 +209,20 @@ class JobStore:
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
-                                         J.c.begin_time, J.c.held, J.c.spec, J.c.reason)
+                                         J.c.begin_time, J.c.held, J.c.reason)
                                   .where(J.c.state == "PENDING")))
+            # a job's request never changes after submission: parse each spec once
+            missing = [r.id for r in pend if r.id not in self._requests]
+            for i in range(0, len(missing), 500):
+                for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
+                    self._requests[jid] = request_of(json.loads(spec))
             act = list(c.execute(select(J.c.alloc, J.c.spec).where(J.c.active.is_(True))))
             node_rows = list(c.execute(select(N)))
+        live = {r.id for r in pend}
+        if len(self._requests) > 2 * len(live) + 1000:
+            self._requests = {k: v for k, v in self._requests.items() if k in live}
         pending = tuple(PendingJob(
-            job_id=r.id, partition=r.partition, request=request_of(json.loads(r.spec)), priority=r.priority,
+            job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held)
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
@@ -266,7 +276,7 @@ class JobStore:
     def apply(self, plan: Plan, now: float) -> set[str]:
         """Write a plan in one transaction; returns the batch hosts that got work."""
         woken: set[str] = set()
-        last = getattr(self, "_last_reasons", {})
+        last = self._last_reasons
         with self.engine.begin() as c:
             for s in plan.starts:
                 row = c.execute(select(J.c.id, J.c.name, J.c.user, J.c.spec, J.c.array_job_id,
