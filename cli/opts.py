@@ -377,44 +377,29 @@ def parse_time(value: str, prog: str = "sbatch", *, option: str = "--time") -> i
     return mins
 
 
-def _print_secs(secs: int) -> str:
-    """squeue's _print_secs: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`, INVALID past a year or below 0."""
-    if secs < 0 or secs > 365 * 24 * 3600:
-        return "INVALID"
-    d, r = divmod(secs, 86400)
-    h, r = divmod(r, 3600)
-    m, s = divmod(r, 60)
-    if d:
-        return f"{d}-{h:02d}:{m:02d}:{s:02d}"
-    if h:
-        return f"{h}:{m:02d}:{s:02d}"
-    return f"{m}:{s:02d}"
-
-
+# The display formats live in cli.fmt (shared with the renderers); these names are kept for
+# callers of this module.
 def format_time(minutes: int | None) -> str:
     """A time limit as squeue shows it: `UNLIMITED`, `10:00`, `1:00:00`, `1-00:00:00`
     (`INVALID` when negative or longer than 365 days, as squeue prints)."""
-    if minutes is None:
-        return "UNLIMITED"
-    return _print_secs(int(minutes) * 60)
+    from cli.fmt import fmt_limit_short
+    return fmt_limit_short(minutes)
 
 
 def format_elapsed(seconds: float) -> str:
     """squeue's TIME column: `0:04`, `1:02:03`, `2-01:00:00` (`INVALID` past 365 days)."""
-    return _print_secs(int(seconds))
+    from cli.fmt import fmt_secs_short
+    return fmt_secs_short(seconds)
 
 
 def format_secs_hms(seconds: float | None) -> str:
     """Slurm's secs2time_str (scontrol RunTime=): `00:00:05`, `1-02:03:04`, UNLIMITED for None."""
     if seconds is None:
         return "UNLIMITED"
-    t = int(seconds)
-    if t < 0:
+    if int(seconds) < 0:
         return "INVALID"
-    d, r = divmod(t, 86400)
-    h, r = divmod(r, 3600)
-    m, s = divmod(r, 60)
-    return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
+    from cli.fmt import fmt_secs_long
+    return fmt_secs_long(seconds)
 
 
 def format_time_hms(minutes: int | None) -> str:
