@@ -161,14 +161,11 @@ class JobStore:
                 "start_time": row.start_time, "end_time": row.end_time if row.batch_state else None,
                 "nodes": row.batch_host or "", "num_nodes": 1, "num_cpus": batch_alloc["cpus"], "num_tasks": 1,
             })
-        state = row.state
-        if row.active and state in FINAL_STATES and not row.pending_action:
-            state = "COMPLETING"
         return {
             "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
             "name": row.name, "user": row.user, "uid": row.uid, "gid": row.gid, "group": row.grp,
             "account": row.account, "qos": row.qos, "partition": row.partition,
-            "state": state, "reason": row.reason,
+            "state": row.state, "reason": row.reason,
             "priority": 0 if row.held else row.priority, "nice": row.nice,
             "submit_time": row.submit_time, "eligible_time": row.eligible_time,
             "start_time": row.start_time, "end_time": row.end_time, "time_limit": row.time_limit,
