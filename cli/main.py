@@ -58,6 +58,10 @@ def sinfo() -> int:
     return _cli("sinfo", "sinfo")
 
 
+def sprio() -> int:
+    return _cli("sprio", "sprio")
+
+
 def slurmlet() -> int:
     """`slurmlet controller|agent|up|down ...`"""
     argv = sys.argv[1:]

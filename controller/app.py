@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from fastapi.responses import JSONResponse
 from controller.api.schemas import CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate
 from controller.config import ClusterConfig
 from controller.core.model import PendingJob
-from controller.core.plan import plan
+from controller.core.plan import plan, priorities
 from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
 from controller.store.engine import make_engine
 from controller.store.jobs import JobStore, request_of
@@ -229,6 +230,25 @@ def create_app(settings: Settings) -> FastAPI:
         c.wake.set()
         return {"ok": True}
 
+    @app.get("/api/v1/priorities")
+    async def job_priorities(ids: str | None = None, users: str | None = None,
+                             partitions: str | None = None):  # noqa: ANN202
+        """sprio: the multifactor components of pending jobs, weighted, and the weights."""
+        c = ctl()
+        snap = c.store.snapshot(c.clock())
+        fac = priorities(snap)
+        rows = {r.id: r for r in c.store.job_rows(states=["PENDING"], users=_split(users),
+                                                  partitions=_split(partitions))}
+        want = {int(x) for x in ids.split(",")} if ids else None
+        jobs = [{"job_id": jid, "partition": rows[jid].partition, "user": rows[jid].user,
+                 "priority": f.total(), "factors": dataclasses.asdict(f)}
+                for jid, f in sorted(fac.items())
+                if jid in rows and not rows[jid].held and (want is None or jid in want)]
+        w = c.store.weights
+        return _json({"jobs": jobs, "weights": {"site": 1, "age": w.age, "assoc": w.assoc,
+                                                "fairshare": w.fairshare, "jobsize": w.jobsize,
+                                                "partition": w.partition, "qos": w.qos}})
+
     # ------------------------------------------------------------------ nodes
     @app.get("/api/v1/nodes")
     async def nodes():  # noqa: ANN202
@@ -320,7 +340,6 @@ def _split(v: str | None) -> list[str] | None:
 
 def _test_only(c: Controller, data: dict) -> dict:
     """sbatch --test-only: plan the queue with this job added, store nothing."""
-    import dataclasses
     now = c.clock()
     snap = c.store.snapshot(now)
     fake_id = c.store.max_job_id() + 1

@@ -68,6 +68,25 @@ class ClusterConfig:
         """True when slurm.conf names no nodes: any registering agent becomes a node."""
         return not self.nodes
 
+    def priority_weights(self):  # noqa: ANN201 - controller.core.priority.Weights
+        """PriorityWeight* and friends; all zero unless PriorityType=priority/multifactor."""
+        from controller.core.priority import Weights
+        raw = {k.lower(): v for k, v in self.raw.items()}
+        if raw.get("prioritytype", "priority/basic").lower() != "priority/multifactor":
+            return Weights()
+
+        def w(key: str) -> int:
+            try:
+                return int(raw.get(key, "0"))
+            except ValueError:
+                raise ConfigError(f"{key}: expected a number, got {raw[key]!r}") from None
+        max_age = parse_time_minutes(raw.get("prioritymaxage", "7-0"), "PriorityMaxAge")
+        return Weights(age=w("priorityweightage"), fairshare=w("priorityweightfairshare"),
+                       jobsize=w("priorityweightjobsize"), partition=w("priorityweightpartition"),
+                       qos=w("priorityweightqos"), assoc=w("priorityweightassoc"),
+                       max_age=(max_age if max_age is not None else 7 * 1440) * 60.0,
+                       favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"))
+
     def node(self, name: str) -> NodeConf | None:
         for n in self.nodes:
             if n.name == name:

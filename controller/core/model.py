@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .priority import Factors, Weights
+
 
 class Reason(str, Enum):
     """Why a job is pending (Slurm's `job_state_reason` names)."""
@@ -52,6 +54,7 @@ class Partition:
     max_time: int | None = None  # minutes; None = UNLIMITED
     priority_tier: int = 1
     up: bool = True
+    priority_job_factor: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,8 @@ class PendingJob:
     begin_time: float | None = None
     held: str | None = None  # None, "user" or "admin"
     blocked_reason: Reason | None = None  # set by the store (e.g. dependencies)
+    nice: int = 0
+    eligible_time: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,7 @@ class Snapshot:
     partitions: tuple[Partition, ...]
     pending: tuple[PendingJob, ...]
     def_mem_per_cpu: int = 0
+    weights: Weights = Weights()  # multifactor weights; all zero: the stored priority is used
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,8 @@ class Start:
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)
+    #: multifactor breakdown and the resulting priority of each pending job (multifactor only)
+    factors: dict[int, Factors] = field(default_factory=dict)
 
 
 def natural_key(name: str) -> tuple:

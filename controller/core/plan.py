@@ -9,8 +9,11 @@ Deterministic and independent of the order of the snapshot's tuples.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .alloc import Free, fit
 from .model import Node, Partition, PendingJob, Plan, Reason, Request, Snapshot, Start, natural_key
+from .priority import Factors, factors
 
 
 def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
@@ -64,14 +67,37 @@ def _ordered(nodes: list[Node]) -> list[Node]:
     return sorted(nodes, key=lambda n: (n.weight, natural_key(n.name)))
 
 
+def priorities(snap: Snapshot) -> dict[int, Factors]:
+    """Multifactor priority of every pending job (empty when no weight is set)."""
+    w = snap.weights
+    if not w.active:
+        return {}
+    total_nodes = len(snap.nodes)
+    total_cpus = sum(n.cpus for n in snap.nodes)
+    pjf = {p.name: p.priority_job_factor for p in snap.partitions}
+    max_pjf = max(pjf.values(), default=1) or 1
+    out = {}
+    for j in snap.pending:
+        r = j.request
+        cpus = (r.ntasks or r.nodes_min * (r.ntasks_per_node or 1)) * r.cpus_per_task
+        out[j.job_id] = factors(w=w, now=snap.now, eligible=j.eligible_time, nodes=r.nodes_min, cpus=cpus,
+                                total_nodes=total_nodes, total_cpus=total_cpus,
+                                partition_factor=pjf.get(j.partition, 1), max_partition_factor=max_pjf,
+                                nice=j.nice)
+    return out
+
+
 def plan(snap: Snapshot) -> Plan:
+    fac = priorities(snap)
+    if fac:
+        snap = replace(snap, pending=tuple(replace(j, priority=fac[j.job_id].total()) for j in snap.pending))
     nodes = {n.name: n for n in snap.nodes}
     parts = {p.name: p for p in snap.partitions}
     tiers = {p.name: p.priority_tier for p in snap.partitions}
     members = {p.name: frozenset(p.nodes) for p in snap.partitions}
     free = {n.name: Free.of(n) for n in _ordered(list(snap.nodes)) if n.available}
     order = sorted(snap.pending, key=lambda j: order_key(j, tiers))
-    out = Plan()
+    out = Plan(factors=fac)
     blocked: set[str] = set()
     memo: dict = {}
     for job in order:

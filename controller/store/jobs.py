@@ -67,6 +67,8 @@ class JobStore:
         self.config = config
         self._requests: dict[int, Request] = {}
         self._last_reasons: dict[int, str] = {}
+        self._last_priority: dict[int, int] = {}
+        self.weights = config.priority_weights()
 
     # ---------------------------------------------------------------- jobs: intake
     def submit(self, body: dict, now: float) -> int:
@@ -206,7 +208,7 @@ class JobStore:
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
-                                         J.c.begin_time, J.c.held, J.c.reason)
+                                         J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
@@ -220,12 +222,14 @@ class JobStore:
             self._requests = {k: v for k, v in self._requests.items() if k in live}
         pending = tuple(PendingJob(
             job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
-            submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held)
+            submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
+            nice=r.nice, eligible_time=r.eligible_time)
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
+        self._last_priority = {r.id: r.priority for r in pend}
         return Snapshot(now=now, nodes=self._sched_nodes(node_rows, act, now),
                         partitions=self._sched_partitions(node_rows), pending=pending,
-                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0)
+                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights)
 
     def _usage(self, active_rows: Iterable[Any]) -> dict[str, list]:
         use: dict[str, list] = {}
@@ -267,7 +271,8 @@ class JobStore:
     def _sched_partitions(self, node_rows: list[Any]) -> tuple[Partition, ...]:
         known = self.node_names(node_rows)
         return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known)),
-                               max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP")
+                               max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP",
+                               priority_job_factor=p.priority_job_factor)
                      for p in self.config.partitions)
 
     def apply(self, plan: Plan, now: float) -> set[str]:
@@ -293,6 +298,10 @@ class JobStore:
             if changed:
                 c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
                           .values(reason=bindparam("r")), changed)
+            prio = [{"jid": jid, "p": f.total()} for jid, f in plan.factors.items()
+                    if self._last_priority.get(jid) != f.total()]
+            if prio:
+                c.execute(update(J).where(J.c.id == bindparam("jid")).values(priority=bindparam("p")), prio)
         return woken
 
     # ---------------------------------------------------------------- user actions

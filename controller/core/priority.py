@@ -1,0 +1,65 @@
+"""Slurm's multifactor priority (priority/multifactor), as a pure function of a job and `now`.
+
+    priority = site + W_age*age + W_fairshare*fairshare + W_jobsize*jobsize
+               + W_partition*partition + W_qos*qos + W_assoc*assoc - nice      (floor 1; held = 0)
+
+Each factor lies in [0, 1]. Fair-share is Slurm's classic 2^(-usage/shares); usage is an input
+(the accounting work feeds real usage; without it every association has none, factor 1.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    age: int = 0
+    fairshare: int = 0
+    jobsize: int = 0
+    partition: int = 0
+    qos: int = 0
+    assoc: int = 0
+    max_age: float = 7 * 86400.0  #: PriorityMaxAge, seconds
+    favor_small: bool = False  #: PriorityFavorSmall
+
+    @property
+    def active(self) -> bool:
+        return any((self.age, self.fairshare, self.jobsize, self.partition, self.qos, self.assoc))
+
+
+@dataclass(frozen=True, slots=True)
+class Factors:
+    """Each component already multiplied by its weight, as sprio shows them."""
+
+    site: int = 0
+    age: int = 0
+    assoc: int = 0
+    fairshare: int = 0
+    jobsize: int = 0
+    partition: int = 0
+    qos: int = 0
+    nice: int = 0
+    #: the unrounded weighted sum: Slurm truncates it, while sprio shows each part rounded
+    exact: float = 0.0
+
+    def total(self) -> int:
+        return max(1, int(self.exact - self.nice))
+
+
+def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus: int, total_nodes: int,
+            total_cpus: int, partition_factor: int, max_partition_factor: int, nice: int = 0,
+            usage: float = 0.0, shares: float = 1.0, qos_factor: float = 0.0) -> Factors:
+    age = 0.0
+    if eligible is not None and w.max_age > 0:
+        age = min(max(now - eligible, 0.0) / w.max_age, 1.0)
+    node_part = nodes / total_nodes if total_nodes else 0.0
+    cpu_part = cpus / total_cpus if total_cpus else 0.0
+    size = min((node_part + cpu_part) / 2, 1.0)  # capped after averaging, as Slurm does
+    if w.favor_small:
+        size = 1.0 - size
+    fs = 2.0 ** (-usage / shares) if shares > 0 else 0.0
+    part = partition_factor / max_partition_factor if max_partition_factor else 0.0
+    parts = (w.age * age, w.fairshare * fs, w.jobsize * size, w.partition * part, w.qos * qos_factor)
+    return Factors(age=round(parts[0]), fairshare=round(parts[1]), jobsize=round(parts[2]),
+                   partition=round(parts[3]), qos=round(parts[4]), nice=nice, exact=sum(parts))

@@ -1,0 +1,51 @@
+"""Multifactor priority: the reference cluster's numbers, and monotone in age."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.core.model import Node, Partition, PendingJob, Request, Snapshot
+from controller.core.plan import plan, priorities
+from controller.core.priority import Weights, factors
+
+# the reference cluster: 4 nodes x 8 CPUs, weights Age 1000, FairShare 10000, JobSize 1000,
+# Partition 10000, QOS 1000, PriorityMaxAge 7 days
+W = Weights(age=1000, fairshare=10000, jobsize=1000, partition=10000, qos=1000, max_age=7 * 86400)
+NODES = tuple(Node(f"node{i}", 8, 32000, 8) for i in range(1, 5))
+PART = Partition("debug", tuple(n.name for n in NODES))
+
+
+def snap(jobs, now=100.0):
+    return Snapshot(now=now, nodes=NODES, partitions=(PART,), pending=tuple(jobs), weights=W)
+
+
+def test_reference_values():
+    jobs = [PendingJob(1, "debug", Request(), eligible_time=100.0),
+            PendingJob(2, "debug", Request(), eligible_time=100.0, nice=100),
+            PendingJob(3, "debug", Request(nodes_min=10), eligible_time=100.0)]
+    f = priorities(snap(jobs))
+    assert (f[1].total(), f[1].jobsize, f[1].fairshare, f[1].partition, f[1].age) == (20140, 141, 10000, 10000, 0)
+    assert f[2].total() == 20040 and f[2].nice == 100
+    assert (f[3].total(), f[3].jobsize) == (21000, 1000)
+
+
+def test_plan_orders_by_multifactor_priority():
+    small_niced = PendingJob(1, "debug", Request(nodes_min=4, exclusive=True), eligible_time=100.0, nice=500)
+    big = PendingJob(2, "debug", Request(nodes_min=4, exclusive=True), eligible_time=100.0)
+    p = plan(snap([small_niced, big]))
+    assert [s.job_id for s in p.starts] == [2]
+    assert p.factors[2].total() > p.factors[1].total()
+
+
+def test_no_weights_keeps_the_stored_priority():
+    s = Snapshot(now=1.0, nodes=NODES, partitions=(PART,), pending=(PendingJob(1, "debug", Request()),))
+    assert priorities(s) == {} and plan(s).factors == {}
+
+
+@given(a=st.floats(0, 30 * 86400), b=st.floats(0, 30 * 86400))
+def test_priority_never_falls_with_age(a, b):
+    lo, hi = sorted((a, b))
+    kw = dict(w=W, eligible=0.0, nodes=1, cpus=1, total_nodes=4, total_cpus=32, partition_factor=1,
+              max_partition_factor=1)
+    assert factors(now=hi, **kw).total() >= factors(now=lo, **kw).total()
