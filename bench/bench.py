@@ -141,6 +141,27 @@ def bench_throughput(n: int) -> None:
         c.down()
 
 
+def bench_core() -> None:
+    """The pure scheduling pass on synthetic queues (pending jobs x nodes)."""
+    sys.path.insert(0, str(ROOT))
+    from controller.core.model import Node, Partition, PendingJob, Request, Snapshot
+    from controller.core.plan import plan
+    from controller.core.priority import Weights
+    print("\nscheduling core: plan() on synthetic queues (multifactor weights on)")
+    row("pending jobs x nodes", "plan()", "target", "")
+    w = Weights(age=1000, fairshare=10000, jobsize=1000, partition=10000, qos=1000)
+    for njobs, nnodes, target in ((1000, 100, ""), (10000, 1000, "<= 1 s"), (50000, 1000, "")):
+        nodes = tuple(Node(f"node{i}", 32, 256000, 8, cpus_used=16 if i % 2 else 0) for i in range(1, nnodes + 1))
+        part = Partition("debug", tuple(n.name for n in nodes))
+        jobs = tuple(PendingJob(i, "debug", Request(nodes_min=1 + i % 4, ntasks_per_node=1 + i % 8,
+                                                    gpus_per_node=i % 3), submit_time=float(i),
+                                eligible_time=float(i)) for i in range(njobs))
+        snap = Snapshot(now=float(njobs), nodes=nodes, partitions=(part,), pending=jobs, weights=w)
+        t = time.perf_counter()
+        plan(snap)
+        row(f"{njobs} x {nnodes}", f"{(time.perf_counter() - t) * 1000:.0f} ms", target, "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -148,6 +169,7 @@ def main() -> None:
     # byte-compile first: with PYTHONDONTWRITEBYTECODE set, every CLI run would compile its modules
     subprocess.run([sys.executable, "-m", "compileall", "-q", "cli", "controller", "nodeagent"], cwd=ROOT,
                    check=True, capture_output=True)
+    bench_core()
     bench_latency(10 if args.quick else 30)
     bench_throughput(100 if args.quick else 500)
 

@@ -56,14 +56,18 @@ _CSPACE = " \t\n\v\f\r"      # C isspace()
 
 
 class OptError(Exception):
-    """A refused command line: `lines` go to stderr verbatim, `code` is the exit status."""
+    """A refused command line: `lines` go to stderr verbatim, `code` is the exit status.
 
-    def __init__(self, lines: list[str] | str, code: int = 255):
+    `fixed` marks the exit-1 refusals that ignore SLURM_EXIT_ERROR (Slurm's fatal() and
+    parse_int() call exit(1) themselves); other exit-1 refusals use SLURM_EXIT_ERROR when set."""
+
+    def __init__(self, lines: list[str] | str, code: int = 255, fixed: bool = False):
         if isinstance(lines, str):
             lines = [lines]
         super().__init__("\n".join(lines))
         self.lines = list(lines)
         self.code = code
+        self.fixed = fixed
 
 
 def _err(prog: str, msg: str, code: int) -> OptError:
@@ -714,7 +718,7 @@ def _parse_int(prog: str, option: str, value: str, positive: bool) -> int:
     `<prog>: error: Invalid numeric value "V" for --opt.` (exit 1)."""
     v, end = _strtol(value)
     if end != len(value) or v < 0 or (positive and v <= 0):
-        raise _err(prog, f'Invalid numeric value "{value}" for {option}.', 1)
+        raise OptError([f'{prog}: error: Invalid numeric value "{value}" for {option}.'], 1, fixed=True)
     return _int32(v)
 
 
@@ -1111,7 +1115,9 @@ def _directive_tokens(rest: str, label: str, lineno: int, prog: str) -> list[str
     """sbatch's _get_argument() loop over the text after `#SBATCH` on one line."""
     out: list[str] = []
     i, n = 0, len(rest)
-    while True:
+    while i < n and rest[i] in _CSPACE:   # the text shown for an unmatched quote in the first
+        i += 1                            # argument starts at the argument itself, later ones
+    while True:                           # include the blanks before them (as sbatch prints)
         start = i
         while i < n and rest[i] in _CSPACE:
             i += 1
@@ -1142,7 +1148,8 @@ def _directive_tokens(rest: str, label: str, lineno: int, prog: str) -> list[str
             arg.append(c)
             i += 1
         if quoted:
-            raise OptError([f"{prog}: fatal: {label}: line {lineno}: Unmatched `{q}` in [{rest[start:]}]"], 1)
+            raise OptError([f"{prog}: fatal: {label}: line {lineno}: Unmatched `{q}` in [{rest[start:]}]"], 1,
+                           fixed=True)
         if not arg:
             return out
         out.append("".join(arg))
@@ -1159,8 +1166,9 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
     with Slurm's warning appended to `warnings`.  Arguments follow shell-like quoting (`"..."`,
     `'...'`, backslash escapes a quote or `#`); an unquoted `#` ends the line; an empty argument
     (`""`) ends the line too, as in Slurm.  An unterminated quote is `<prog>: fatal: LABEL: line N:
-    Unmatched `"` in [...]` (exit 1).  A `hetjob`/`packjob` separator (a heterogeneous job) is
-    refused: slurmlet has no heterogeneous jobs.
+    Unmatched `"` in [...]` (exit 1).  A `hetjob`/`packjob` separator argument (any case; a
+    heterogeneous job) is refused: slurmlet has no heterogeneous jobs.  The word inside another
+    argument (`--comment=hetjob`) or a comment is no separator, as in Slurm.
     """
     args: list[str] = []
     warned = False
@@ -1181,10 +1189,10 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
             if stripped and stripped[0] != "#":
                 break
             continue
-        low = line.lower()
-        if "hetjob" in low or "packjob" in low:
+        tokens = _directive_tokens(rest, label, lineno, prog)
+        if any(t.lower() in ("hetjob", "packjob") for t in tokens):
             raise _het_error(prog)
-        args.extend(_directive_tokens(rest, label, lineno, prog))
+        args.extend(tokens)
     return args
 
 
@@ -1244,7 +1252,7 @@ def _v_open_mode(c: _Ctx, v: str | None) -> str:
 
 
 def _v_nice(c: _Ctx, v: str | None) -> int:
-    if v is None:
+    if not v:           # `--nice` and `--nice=` alike
         return 100
     n = _strtol(v)[0]
     if abs(n) > _NICE_MAX:
@@ -1537,14 +1545,15 @@ def _check_memory(prog: str, st: _State) -> None:
     keys = ("mem", "mem-per-cpu", "mem-per-gpu")
     by_cli = [k for k in keys if k in st.values and st.src.get(k) == "cli"]
     if len(by_cli) > 1:
-        raise OptError([f"{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."], 1)
+        raise OptError([f"{prog}: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."], 1,
+                       fixed=True)
     if by_cli:
         for k in keys:
             if k != by_cli[0]:
                 st.unset(k)
     elif sum(1 for k in keys if k in st.values) > 1:
         raise OptError([f"{prog}: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are "
-                        "mutually exclusive."], 1)
+                        "mutually exclusive."], 1, fixed=True)
 
 
 def _check_counts(prog: str, st: _State, info: list[str]) -> None:
@@ -1620,18 +1629,28 @@ def _default_read(path: str) -> str:
 
 def _find_script(name: str, cwd: str, chdir: str | None, env: dict[str, str],
                  read_file: Callable[[str], str]) -> tuple[str, str] | None:
-    """(path, text) of the script: relative to the -D directory or the submit directory, then
-    along PATH for a bare name, as sbatch searches; None when no candidate can be read."""
+    """(path, text) of the script, searched as sbatch 22.05 does: a name starting with `.` in the
+    submit directory only; a bare or relative name in the -D directory (the submit directory
+    without -D), then along PATH (bare names), then in the submit directory.  A directory reads
+    as an empty script.  None when no candidate can be read."""
     if name.startswith("/"):
         cands = [name]
+    elif name.startswith("."):
+        cands = [cwd.rstrip("/") + "/" + name]
     else:
-        bases = [b for b in (chdir, cwd) if b]
-        cands = [b.rstrip("/") + "/" + name for b in bases]
+        cands = [(chdir or cwd).rstrip("/") + "/" + name]
         if "/" not in name:
             cands += [d.rstrip("/") + "/" + name for d in env.get("PATH", "").split(":") if d.startswith("/")]
+        cands.append(cwd.rstrip("/") + "/" + name)
+    seen: set[str] = set()
     for path in cands:
+        if path in seen:
+            continue
+        seen.add(path)
         try:
             return path, read_file(path)
+        except IsADirectoryError:
+            return path, ""
         except (OSError, UnicodeError):
             continue
     return None
@@ -1655,30 +1674,55 @@ def _check_script(prog: str, text: str) -> None:
 
 
 # ====================================================================== environment
+def _quote_tokens(spec: str) -> list[str]:
+    """sbatch's find_quote_token() over `--export`: split at commas outside quotes; a token
+    wholly enclosed in one kind of quotes loses them (`'A=1,2'` -> `A=1,2`)."""
+    out: list[str] = []
+    i, n = 0, len(spec)
+    while i < n:
+        single = double = False
+        j = i
+        while j < n and (spec[j] != "," or single or double):
+            if spec[j] == "'":
+                single = not single
+            elif spec[j] == '"':
+                double = not double
+            j += 1
+        tok = spec[i:j]
+        if len(tok) >= 2 and tok[0] in "'\"" and tok[-1] == tok[0]:
+            tok = tok[1:-1]
+        out.append(tok)
+        i = j + 1
+    return out
+
+
 def export_environment(spec: str | None, env: dict[str, str]) -> dict[str, str]:
-    """The environment a job starts with under `--export=SPEC`.
+    """The environment a job starts with under `--export=SPEC`, as sbatch 22.05 builds it.
 
     `ALL` (the default, also for None): everything.  `NONE`: only the `SLURM_*` variables.
-    Otherwise a comma list of `VAR` (copied from env when set) and `VAR=value`; with `ALL`
-    in the list everything else goes along too, without it only the `SLURM_*` variables do.
+    Otherwise a comma list read left to right: `ALL` copies the whole environment, `VAR=value`
+    sets a value, `VAR` copies VAR when set (later items win: `ALL,EDITOR=x` gives EDITOR=x,
+    `EDITOR=x,ALL` the caller's EDITOR); afterwards every `SLURM_*` variable of the caller is
+    copied over whatever the list said.  Quotes group a value holding commas (`'A=1,2'`).
     """
     if spec is None or spec.upper() == "ALL":
         return dict(env)
-    base = {k: v for k, v in env.items() if k.startswith("SLURM_")}
-    if spec.upper() == "NONE":
-        return base
-    items = spec.split(",")
-    if any(i.upper() == "ALL" for i in items):
-        base = dict(env)
-    for item in items:
-        if not item or item.upper() in ("ALL", "NONE"):
-            continue
-        k, eq, v = item.partition("=")
-        if eq:
-            base[k] = v
-        elif k in env:
-            base[k] = env[k]
-    return base
+    out: dict[str, str] = {}
+    if spec.upper() != "NONE":
+        for tok in _quote_tokens(spec):
+            if tok.upper() == "ALL":
+                out.update(env)
+                continue
+            k, eq, v = tok.partition("=")
+            if eq:
+                if k:
+                    out[k] = v
+            elif tok in env:
+                out[tok] = env[tok]
+    for k, v in env.items():
+        if k.startswith("SLURM_"):
+            out[k] = v
+    return out
 
 
 # ====================================================================== sbatch
@@ -1704,10 +1748,35 @@ def parse_sbatch(argv: list[str], *, env: dict[str, str], cwd: str, stdin_text: 
       named in --gres/-G/--gpus-per-* (not part of JobSubmit).
 
     `argv` excludes the program name.  The script comes from the first non-option argument
-    (searched relative to -D, the submit directory, then PATH), from `--wrap`, or else from
+    (searched in the -D directory, PATH, the submit directory), from `--wrap`, or else from
     stdin (`stdin_text`, or `read_stdin()` called only then).  `read_file(path) -> str` reads
     scripts (default: the file system).  Unset user/uid/gid/group/host come from this process.
+    `SLURM_EXIT_ERROR` in env replaces the exit status 1 of most refusals, as in sbatch.
     """
+    pre: list[str] = []
+    error_exit = 1
+    if "SLURM_EXIT_ERROR" in env:    # sbatch's _set_exit_code(), before anything else
+        error_exit = _atoi(env["SLURM_EXIT_ERROR"])
+        if error_exit == 0:
+            pre.append(f"{prog}: error: SLURM_EXIT_ERROR has zero value")
+            error_exit = 1
+    try:
+        res = _parse_sbatch(argv, env, cwd, stdin_text, read_stdin, read_file, user, uid, gid, group, host,
+                            now, max_array_size, gres_types, prio_process, prog)
+    except OptError as e:
+        e.lines[:0] = pre
+        if e.code == 1 and not e.fixed:
+            e.code = error_exit
+        raise
+    res["warnings"][:0] = pre
+    return res
+
+
+def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: str | None,
+                  read_stdin: Callable[[], str] | None, read_file: Callable[[str], str] | None,
+                  user: str | None, uid: int | None, gid: int | None, group: str | None, host: str | None,
+                  now: float | None, max_array_size: int, gres_types: tuple[str, ...], prio_process: int,
+                  prog: str) -> dict:
     ctx = _Ctx(prog, cwd, now, gres_types)
     tbl = _table("sbatch")
     flags = {"help": False, "usage": False, "version": False}
@@ -1783,9 +1852,8 @@ def _sbatch_pass2(ctx: _Ctx, tbl: _Table, state: _State, flags: dict[str, bool],
         dargs = directive_args(script, label=label, prog=prog, warnings=warnings)
         dg = _Getopt(prog, dargs, tbl)
         for key, val, _ in dg:
-            if key in flags:
-                flags[key] = True
-                return _early(flags)
+            if key in flags:    # --help/--usage/--version are first-pass (command line) only
+                continue
             state.apply(ctx, key, val)
         if dg.optind < len(dargs):
             raise _err(prog, f"Invalid directive found in batch script: {dargs[dg.optind]}", 255)
@@ -1948,7 +2016,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
     _check_counts(prog, state, info)
     o = state.values
     if not command:
-        raise OptError([f"{prog}: fatal: No command given to execute."], 1)
+        raise OptError([f"{prog}: fatal: No command given to execute."], 1, fixed=True)
     gpus = _resolved_gpus(ctx, state)
     for key in ("gpus", "gpus-per-node", "gpus-per-task"):
         if gpus.get(key) is not None:

@@ -72,6 +72,8 @@ def _gpus_for(req: Request, tasks: int, nnodes: int) -> int:
 
 def _try_node(f: Free, req: Request, tasks: int, nnodes: int, def_mem: int) -> NodeAlloc | None:
     cpus = tasks * req.cpus_per_task
+    if cpus > (f.total_cpus if req.exclusive else f.cpus):  # the cheap test first: most misses are here
+        return None
     gpus = _gpus_for(req, tasks, nnodes)
     mem = _mem_for(req, cpus, def_mem)
     if req.exclusive:

@@ -42,23 +42,25 @@ def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node
     if part.max_time is not None and job.time_limit is not None and job.time_limit > part.max_time:
         return Reason.PARTITION_TIME_LIMIT
     if memo is None:
-        return _partition_limit(job.request, part, nodes, def_mem)
+        memo = {}
     key = (job.request, part.name)
     if key not in memo:
-        memo[key] = _partition_limit(job.request, part, nodes, def_mem)
+        members = memo.get(part.name)
+        if members is None:
+            members = memo[part.name] = _ordered([nodes[n] for n in part.nodes if n in nodes])
+        memo[key] = _partition_limit(job.request, part, members, def_mem)
     return memo[key]
 
 
-def _partition_limit(req: Request, part: Partition, nodes: dict[str, Node], def_mem: int) -> Reason | None:
-    """Why `req` can never run in `part`, even on empty nodes; None if it can."""
-    members = [nodes[n] for n in part.nodes if n in nodes]
+def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:
+    """Why `req` can never run in `part` (its `members`, in order), even on empty nodes; None if it can."""
     if req.nodes_min > len(members):
         return Reason.PARTITION_NODE_LIMIT
     if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
         return Reason.PARTITION_CONFIG
     if any(n not in part.nodes for n in req.nodelist):
         return Reason.REQ_NODE_NOT_AVAIL
-    if fit(req, [Free.empty(n) for n in _ordered(members)], def_mem) is None:
+    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
         return Reason.PARTITION_CONFIG
     return None
 
@@ -118,7 +120,10 @@ def plan(snap: Snapshot) -> Plan:
             blocked.add(job.partition)
             continue
         for a in allocs:
-            free[a.node].take(a, job.request.exclusive)
+            f = free[a.node]
+            f.take(a, job.request.exclusive)
+            if f.cpus == 0:
+                del free[a.node]  # full: later jobs need not look at it
         out.starts.append(Start(job.job_id, allocs))
     return out
 
