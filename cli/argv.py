@@ -40,13 +40,17 @@ def parse(prog: str, argv: list[str], table: list[Opt], *, help_hint: bool = Tru
             name, eq, val = a[2:].partition("=")
             opt = longs.get(name)
             if opt is None:
-                cands = [n for n in longs if n.startswith(name)]
-                if len({longs[c][3] for c in cands}) > 1:
-                    alts = " ".join(f"'--{c}'" for c in cands)
-                    raise UsageError([f"{prog}: option '--{name}' is ambiguous; possibilities: {alts}"] + hint, code)
+                # glibc: the first prefix match wins unless another one is a different option
+                # (arity or key); the message lists the first and those, and repeats the argument
+                # as typed (`--j=1`)
+                cands = [longs[n] for n in longs if n.startswith(name)]
                 if not cands:
                     raise UsageError([f"{prog}: unrecognized option '{a}'"] + hint, code)
-                opt = longs[cands[0]]
+                opt = cands[0]
+                alts = [opt] + [c for c in cands[1:] if (c[2], c[3]) != (opt[2], opt[3])]
+                if len(alts) > 1:
+                    listed = " ".join(f"'--{c[1]}'" for c in alts)
+                    raise UsageError([f"{prog}: option '{a}' is ambiguous; possibilities: {listed}"] + hint, code)
             if opt[2] == 0:
                 if eq:
                     raise UsageError([f"{prog}: option '--{opt[1]}' doesn't allow an argument"] + hint, code)

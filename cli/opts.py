@@ -17,7 +17,8 @@ Entry points:
   output files: `default_output`, `expand_pattern`.
 
 Every refusal raises `OptError(lines, code)`: `lines` are exactly what Slurm writes to stderr,
-`code` its exit status (255 where Slurm calls exit(-1), 1 otherwise).
+`code` its exit status (255 where Slurm calls exit(-1), 1 otherwise; sbatch's exit-1 refusals
+take SLURM_EXIT_ERROR instead when it is set, except fatal() and parse_int() ones).
 
 Import cost: only `os` (already loaded by the interpreter).  `time`, `pwd` and `grp` are
 imported inside the functions that need them; no `re`, `argparse`, `datetime`, `shlex`,
@@ -1111,8 +1112,9 @@ def _remove_slashes(p: str) -> str:
 
 
 # ====================================================================== #SBATCH directives
-def _directive_tokens(rest: str, label: str, lineno: int, prog: str) -> list[str]:
-    """sbatch's _get_argument() loop over the text after `#SBATCH` on one line."""
+def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[str] | None = None) -> list[str]:
+    """sbatch's _get_argument() loop over the text after `#SBATCH` on one line; `raw` receives
+    each argument as written (quotes and backslashes included)."""
     out: list[str] = []
     i, n = 0, len(rest)
     while i < n and rest[i] in _CSPACE:   # the text shown for an unmatched quote in the first
@@ -1153,6 +1155,8 @@ def _directive_tokens(rest: str, label: str, lineno: int, prog: str) -> list[str
         if not arg:
             return out
         out.append("".join(arg))
+        if raw is not None:
+            raw.append(rest[start:i].lstrip(_CSPACE))
 
 
 def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
@@ -1166,9 +1170,10 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
     with Slurm's warning appended to `warnings`.  Arguments follow shell-like quoting (`"..."`,
     `'...'`, backslash escapes a quote or `#`); an unquoted `#` ends the line; an empty argument
     (`""`) ends the line too, as in Slurm.  An unterminated quote is `<prog>: fatal: LABEL: line N:
-    Unmatched `"` in [...]` (exit 1).  A `hetjob`/`packjob` separator argument (any case; a
-    heterogeneous job) is refused: slurmlet has no heterogeneous jobs.  The word inside another
-    argument (`--comment=hetjob`) or a comment is no separator, as in Slurm.
+    Unmatched `"` in [...]` (exit 1).  A `hetjob`/`packjob` separator word (any case, unquoted,
+    even as an option's value: `-J hetjob`; a heterogeneous job) is refused: slurmlet has no
+    heterogeneous jobs.  The word inside another argument (`--comment=hetjob`), quoted
+    (`"hetjob"`) or in a comment is no separator, as in Slurm.
     """
     args: list[str] = []
     warned = False
@@ -1189,10 +1194,10 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
             if stripped and stripped[0] != "#":
                 break
             continue
-        tokens = _directive_tokens(rest, label, lineno, prog)
-        if any(t.lower() in ("hetjob", "packjob") for t in tokens):
+        written: list[str] = []
+        args.extend(_directive_tokens(rest, label, lineno, prog, written))
+        if any(w.lower() in ("hetjob", "packjob") for w in written):
             raise _het_error(prog)
-        args.extend(tokens)
     return args
 
 
@@ -1383,6 +1388,57 @@ def _v_kill_bad_exit(c: _Ctx, v: str | None) -> bool:
     return True if v is None else _parse_int(c.prog, "--kill-on-bad-exit", v, False) != 0
 
 
+def _resource_range(prog: str, arg: str, what: str) -> tuple[int, int]:
+    """Slurm's get_resource_arg_range(): `*`/empty (any), `N` or `MIN-MAX`, k/m suffixes;
+    `<prog>: error: Invalid numeric value "ARG" for WHAT.` (exit 1)."""
+    if not arg or arg[0] == "*":
+        return 1, 0x7FFFFFFF
+
+    def num(i: int) -> tuple[int, int]:
+        v, end = _strtol(arg, i)
+        if arg[end:end + 1] in ("k", "K"):
+            v, end = v * 1024, end + 1
+        elif arg[end:end + 1] in ("m", "M"):
+            v, end = v * 1048576, end + 1
+        return v, end
+
+    lo, end = num(0)
+    if (end < len(arg) and arg[end] != "-") or lo < 0:
+        raise OptError([f'{prog}: error: Invalid numeric value "{arg}" for {what}.'], 1, fixed=True)
+    if end == len(arg):
+        return lo, lo
+    hi, end = num(end + 1)
+    if (end < len(arg) and arg[end] != "-") or hi <= 0:
+        raise OptError([f'{prog}: error: Invalid numeric value "{arg}" for {what}.'], 1, fixed=True)
+    return lo, hi
+
+
+def _v_extra_node_info(c: _Ctx, v: str | None) -> str:
+    """`-B sockets[:cores[:threads]]` (verify_socket_core_thread_count); a fourth field is ignored."""
+    parts = (v or "").split(":")
+    for part, nth in zip(parts, ("first", "second", "third")):
+        _resource_range(c.prog, part, f"{nth} arg of -B")
+    return v or ""
+
+
+def _v_wait_all_nodes(c: _Ctx, v: str | None) -> int:
+    n = _parse_int(c.prog, "--wait-all-nodes", v or "", False)
+    if n > 1:
+        raise _err(c.prog, "Invalid --wait-all-nodes specification", 255)
+    return n
+
+
+def _v_gres_flags(c: _Ctx, v: str | None) -> str:
+    if (v or "").lower() not in ("enforce-binding", "disable-binding"):
+        raise _err(c.prog, "Invalid --gres-flags specification", 255)
+    return v or ""
+
+
+def _v_wait(c: _Ctx, v: str | None) -> object:
+    # sbatch's -W is a flag; srun's -W/--wait=<seconds> takes a number
+    return True if v is None else _parse_int(c.prog, "--wait", v, False)
+
+
 _VALIDATORS = {
     "acctg-freq": _v_acctg, "begin": _v_begin("--begin"), "chdir": _v_chdir,
     "cores-per-socket": _v_int("--cores-per-socket"), "core-spec": _v_int("--core-spec", False),
@@ -1401,6 +1457,8 @@ _VALIDATORS = {
     "sockets-per-node": _v_int("--sockets-per-node"), "switches": _v_switches,
     "thread-spec": _v_int("--thread-spec", False), "threads-per-core": _v_int("--threads-per-core"),
     "time": _v_time("--time"), "time-min": _v_time("--time-min"), "tmp": _v_mem("--tmp"), "uid": _v_uid,
+    "extra-node-info": _v_extra_node_info, "wait-all-nodes": _v_wait_all_nodes, "gres-flags": _v_gres_flags,
+    "wait": _v_wait, "threads": _v_int("--threads"), "relative": _v_int("--relative", False),
 }
 
 # Flags: options without an argument.
@@ -1604,6 +1662,9 @@ def _resolved_gpus(ctx: _Ctx, st: _State) -> dict[str, object]:
             gtype = gtype or t
     out["gpus-per-node"] = per_node
     gres_bad = f"{ctx.prog}: error: Invalid generic resource (gres) specification"
+    if "gpus-per-socket" in v and "sockets-per-node" not in v and "extra-node-info" not in v:
+        raise OptError([f"{ctx.prog}: error: --gpus-per-socket option requires --sockets-per-node specification",
+                        gres_bad], 1)
     if out.get("gpus-per-task") and not out.get("gpus") and not isinstance(v.get("ntasks"), int):
         raise OptError([f"{ctx.prog}: error: Failed to validate job spec. --gpus-per-task used without either "
                         "--gpus or -n/--ntasks is not allowed.", gres_bad], 1)
@@ -1623,7 +1684,8 @@ _WRAP = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{}\n"
 
 
 def _default_read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+    # newline="": the script is copied as it is (no \r\n translation: DOS line breaks are refused)
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
         return f.read()
 
 

@@ -73,7 +73,8 @@ def main(argv: list[str]) -> int:
 def _read_stdin() -> str:
     if sys.stdin is None or sys.stdin.isatty():
         return ""
-    return sys.stdin.read()
+    # bytes as they are: text mode would turn DOS line breaks into \n and hide them from the check
+    return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
 
 
 def wait_for(job_id: int) -> int:

@@ -226,6 +226,19 @@ class TestGetopt:
         assert e.value.lines == ["squeue: option '--j' is ambiguous; possibilities: '--jobs' '--json'",
                                  'Try "squeue --help" for more information']
         assert e.value.code == 1
+        # as glibc: the argument is repeated as typed
+        with pytest.raises(getopt.UsageError) as e:
+            getopt.parse("squeue", ["--j=1"], table)
+        assert e.value.lines[0] == "squeue: option '--j=1' is ambiguous; possibilities: '--jobs' '--json'"
+        # two names for one option are no ambiguity; the first match is reported by its full name
+        alias = [("M", "clusters", 1, "clusters"), ("", "cluster", 1, "clusters"), ("", "clear", 0, "clear")]
+        assert getopt.parse("sacct", ["--clu=a"], alias, help_hint=False) == ([("clusters", "a")], [])
+        with pytest.raises(getopt.UsageError) as e:
+            getopt.parse("sacct", ["--cl"], alias, help_hint=False)
+        assert e.value.lines == ["sacct: option '--cl' is ambiguous; possibilities: '--clusters' '--clear'"]
+        with pytest.raises(getopt.UsageError) as e:
+            getopt.parse("sacct", ["--clu"], alias, help_hint=False)
+        assert e.value.lines == ["sacct: option '--clusters' requires an argument"]
 
 
 # ======================================================================= #SBATCH directives
@@ -335,8 +348,10 @@ class TestDirectives:
     def test_directive_chdir_sets_the_working_directory(self):
         assert with_script(SH + "#SBATCH -D sub\n")["workdir"] == f"{CWD}/sub"
 
-    @pytest.mark.parametrize("line", ["#SBATCH hetjob", "#SBATCH HETJOB", "#SBATCH -J first packjob"])
+    @pytest.mark.parametrize("line", ["#SBATCH hetjob", "#SBATCH HETJOB", "#SBATCH -J first packjob",
+                                      "#SBATCH   hetjob  ", "#SBATCH -J hetjob", "#SBATCH hetjob -J x"])
     def test_heterogeneous_separator_is_refused(self, line):
+        # Slurm takes any unquoted word hetjob/packjob as a component separator, even after -J
         lines, code = script_refused(f"{SH}{line}\n#SBATCH -J second\n")
         assert code == 1 and "heterogeneous" in lines[-1]
 
@@ -345,6 +360,11 @@ class TestDirectives:
     def test_the_word_hetjob_inside_an_argument_or_comment_is_no_separator(self, line):
         j = with_script(f"{SH}{line}\n#SBATCH -p second\n")
         assert j["partition"] == "second"
+
+    @pytest.mark.parametrize("word", ['"hetjob"', "hetjobs", "ahetjob"])
+    def test_a_quoted_or_longer_word_is_a_plain_bad_directive(self, word):
+        assert script_refused(f"{SH}#SBATCH {word}\n") == (
+            [f"sbatch: error: Invalid directive found in batch script: {word.strip(chr(34))}"], 255)
 
     def test_wrap_in_a_directive_is_ignored(self):
         assert with_script(SH + "#SBATCH --wrap=hostname\n")["script"] == SH + "#SBATCH --wrap=hostname\n"
@@ -393,8 +413,9 @@ class TestInputEnvironment:
         fatal = "sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive."
         assert refused(["--mem=1G", "--mem-per-cpu=1G", "--wrap", "true"]) == ([fatal], 1)
         assert script_refused(mem_dir, "--mem-per-cpu=1G") == ([fatal], 1)
+        # a directive overridden by SBATCH_MEM_PER_NODE counts as set by the environment
         j = with_script(mem_dir, "--mem-per-cpu=1G", env={**ENV, "SBATCH_MEM_PER_NODE": "3G"})
-        assert j["mem_per_node"] is not None or j["mem_per_cpu"] == 1024
+        assert (j["mem_per_node"], j["mem_per_cpu"]) == (None, 1024)
         j = with_script(SH, "--mem-per-cpu=1G", env={**ENV, "SBATCH_MEM_PER_NODE": "3G"})
         assert (j["mem_per_node"], j["mem_per_cpu"]) == (None, 1024)
         j = with_script(mem_dir, env={**ENV, "SBATCH_MEM_PER_CPU": "3G"})
@@ -522,6 +543,13 @@ class TestScriptSearch:
         with pytest.raises(OptError) as e:
             self.name(tree, "sub")
         assert (e.value.lines, e.value.code) == (["sbatch: error: Batch script is empty!"], 1)
+
+    def test_dos_line_breaks_in_a_real_file(self, tree):
+        (tree / "dos.sh").write_bytes(b"#!/bin/sh\r\necho hi\r\n")
+        with pytest.raises(OptError) as e:
+            self.name(tree, "dos.sh")
+        assert e.value.lines == ["sbatch: error: Batch script contains DOS line breaks (\\r\\n)",
+                                 "sbatch: error: instead of expected UNIX line breaks (\\n)."]
 
     def test_script_text_is_copied_at_submit_time(self, tree):
         r = opts.parse_sbatch(["ok.sh"], env=ENV, cwd=str(tree), **WHO)
@@ -673,6 +701,31 @@ class TestValues:
         assert refused([f"--signal={spec}", "--wrap", "true"]) == (["sbatch: error: Invalid --signal specification"],
                                                                    255)
 
+    @pytest.mark.parametrize("spec", ["2", "2:4", "2:4:1", "*:4", "2-4", "0", "", "4-2", "2:4:1:1", "1k"])
+    def test_extra_node_info(self, spec):
+        assert ["--extra-node-info", spec] in sbatch(["-B", spec, "--wrap", "true"])["ignored"]
+
+    @pytest.mark.parametrize("spec, value, nth", [("x", "x", "first"), ("2:x", "x", "second"),
+                                                  ("2:4:x", "x", "third"), ("2:4-x", "4-x", "second"),
+                                                  ("2-", "2-", "first")])
+    def test_extra_node_info_invalid(self, spec, value, nth):
+        assert refused(["-B", spec, "--wrap", "true"]) == (
+            [f'sbatch: error: Invalid numeric value "{value}" for {nth} arg of -B.'], 1)
+
+    def test_other_checked_options_slurmlet_ignores(self):
+        assert refused(["--wait-all-nodes=2", "--wrap", "true"]) == (
+            ["sbatch: error: Invalid --wait-all-nodes specification"], 255)
+        assert refused(["--wait-all-nodes=-1", "--wrap", "true"]) == (
+            ['sbatch: error: Invalid numeric value "-1" for --wait-all-nodes.'], 1)
+        assert refused(["--gres-flags=enforce", "--wrap", "true"]) == (
+            ["sbatch: error: Invalid --gres-flags specification"], 255)
+        assert sbatch(["--gres-flags=ENFORCE-BINDING", "--wait-all-nodes=1", "--wrap", "true"])["submit"]
+        assert refused(["--gpus-per-socket=1", "--wrap", "true"]) == (
+            ["sbatch: error: --gpus-per-socket option requires --sockets-per-node specification",
+             "sbatch: error: Invalid generic resource (gres) specification"], 1)
+        assert sbatch(["--gpus-per-socket=1", "-B", "2", "--wrap", "true"])["submit"]
+        assert sbatch(["--gpus-per-socket=1", "--sockets-per-node=2", "--wrap", "true"])["submit"]
+
     def test_hold_comment_nodelist_exclude(self):
         j = wrapped("-H", "--comment=c", "-w", "node1", "-x", "node2", "-A", "acct", "-q", "qos")
         assert (j["hold"], j["comment"], j["nodelist"], j["exclude"], j["account"], j["qos"]) == \
@@ -697,7 +750,8 @@ class TestExport:
 
     def environment(self, *argv: str) -> dict[str, str]:
         env = wrapped(*argv, env=self.ENV)["environment"]
-        return {k: v for k, v in env.items() if k not in ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST")}
+        added = ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST")
+        return {k: v for k, v in env.items() if k not in added}
 
     def test_all_is_the_default(self):
         assert self.environment() == self.ENV
@@ -900,7 +954,8 @@ class TestSrun:
 
     def test_command_after_options(self):
         r = self.srun("-N2", "-l", "hostname", "-l", "--time=9")
-        assert (r["command"], r["nodes_min"], r["nodes_max"], r["label"]) == (["hostname", "-l", "--time=9"], 2, 2, True)
+        assert r["command"] == ["hostname", "-l", "--time=9"]
+        assert (r["nodes_min"], r["nodes_max"], r["label"], r["time_limit"]) == (2, 2, True, None)
 
     def test_double_dash(self):
         assert self.srun("--", "hostname")["command"] == ["hostname"]
@@ -912,7 +967,8 @@ class TestSrun:
 
     def test_options(self):
         r = self.srun("-n", "4", "-c", "2", "-t", "5", "-J", "name", "--mem=1G", "-K", "--exclusive", "true")
-        assert (r["ntasks"], r["cpus_per_task"], r["time_limit"], r["name"], r["mem_per_node"]) == (4, 2, 5, "name", 1024)
+        assert (r["ntasks"], r["cpus_per_task"], r["time_limit"]) == (4, 2, 5)
+        assert (r["name"], r["mem_per_node"]) == ("name", 1024)
         assert (r["kill_on_bad_exit"], r["exclusive"]) == (True, "exclusive")
         assert self.srun("-K0", "true")["kill_on_bad_exit"] is False
 
@@ -946,6 +1002,15 @@ class TestSrun:
         with pytest.raises(OptError) as e:
             self.srun(*argv)
         assert (e.value.lines, e.value.code) == ([line], code)
+
+    @pytest.mark.parametrize("argv, option, value", [
+        (["-W", "abc"], "--wait", "abc"), (["--wait=-1"], "--wait", "-1"), (["-T", "0"], "--threads", "0"),
+        (["-r", "-1"], "--relative", "-1"), (["-Kx"], "--kill-on-bad-exit", "x"),
+    ])
+    def test_numeric_values(self, argv, option, value):
+        with pytest.raises(OptError) as e:
+            self.srun(*argv, "true")
+        assert (e.value.lines, e.value.code) == ([f'srun: error: Invalid numeric value "{value}" for {option}.'], 1)
 
     def test_help_and_version(self):
         assert "help" in self.srun("--help")["opts"]
