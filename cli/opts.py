@@ -921,16 +921,8 @@ def parse_array(spec: str, max_size: int = MAX_ARRAY_SIZE, prog: str = "sbatch")
 
 def compress_indexes(ids: list[int], throttle: int | None = None) -> str:
     """Slurm's bit_fmt of array indexes: [1,3,5,7,9], 2 -> `1,3,5,7,9%2`; [0,1,2,3] -> `0-3`."""
-    ids = sorted(set(ids))
-    parts: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(parts) + (f"%{throttle}" if throttle else "")
+    from cli.fmt import fmt_ranges
+    return fmt_ranges(ids) + (f"%{throttle}" if throttle else "")
 
 
 def format_array(ids: list[int], throttle: int | None = None) -> str:
