@@ -457,6 +457,17 @@ def _get_delta(s: str, pos: int) -> tuple[int, int]:
     return off - 1, cnt
 
 
+def _two_digits(s: str, off: int, top: int) -> tuple[int, int]:
+    """Exactly two digits at `off`, at most `top` (minutes, seconds) -> (value, next offset)."""
+    for k in (off, off + 1):
+        if not _isdig(_ch(s, k)):
+            raise _TimeProb(k)
+    v = (ord(s[off]) - 48) * 10 + ord(s[off + 1]) - 48
+    if v > top:
+        raise _TimeProb(off)
+    return v, off + 2
+
+
 def _get_time(s: str, pos: int) -> tuple[int, int, int, int]:
     """`HH:MM[:SS] [AM|PM]` at pos -> (last pos, hour, minute, second)."""
     off = pos
@@ -473,30 +484,10 @@ def _get_time(s: str, pos: int) -> tuple[int, int, int, int]:
         raise _TimeProb(off - 2)
     if _ch(s, off) != ":":
         raise _TimeProb(off)
-    off += 1
-    if not _isdig(_ch(s, off)):
-        raise _TimeProb(off)
-    mn = ord(s[off]) - 48
-    off += 1
-    if not _isdig(_ch(s, off)):
-        raise _TimeProb(off)
-    mn = mn * 10 + ord(s[off]) - 48
-    off += 1
-    if mn > 59:
-        raise _TimeProb(off - 2)
+    mn, off = _two_digits(s, off + 1, 59)
     sec = 0
     if _ch(s, off) == ":":
-        off += 1
-        if not _isdig(_ch(s, off)):
-            raise _TimeProb(off)
-        sec = ord(s[off]) - 48
-        off += 1
-        if not _isdig(_ch(s, off)):
-            raise _TimeProb(off)
-        sec = sec * 10 + ord(s[off]) - 48
-        off += 1
-        if sec > 59:
-            raise _TimeProb(off - 2)
+        sec, off = _two_digits(s, off + 1, 59)
     while _ch(s, off) in _CSPACE and _ch(s, off) != "\0":
         off += 1
     ampm = s[off:off + 2].lower()
