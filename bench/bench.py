@@ -141,25 +141,46 @@ def bench_throughput(n: int) -> None:
         c.down()
 
 
-def bench_core() -> None:
-    """The pure scheduling pass on synthetic queues (pending jobs x nodes)."""
-    sys.path.insert(0, str(ROOT))
-    from controller.core.model import Node, Partition, PendingJob, Request, Snapshot
-    from controller.core.plan import plan
+def core_snapshot(njobs: int, nnodes: int):  # noqa: ANN201 - a controller.core Snapshot
+    """A busy synthetic cluster: each 32-CPU node runs two 16-CPU jobs (half of the nodes one),
+    ending over the next four hours; a queue of mixed multi-node GPU jobs with time limits."""
+    from controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, Snapshot
     from controller.core.priority import Weights
-    print("\nscheduling core: plan() on synthetic queues (multifactor weights on)")
-    row("pending jobs x nodes", "plan()", "target", "")
+    now = 1_000_000.0
     w = Weights(age=1000, fairshare=10000, jobsize=1000, partition=10000, qos=1000)
+    nodes, running = [], []
+    for i in range(1, nnodes + 1):
+        jobs_here = 1 if i % 2 else 2
+        for k in range(jobs_here):
+            jid = 10_000_000 + 2 * i + k
+            running.append(RunningJob(jid, "debug", (NodeAlloc(f"node{i}", 16, 1000, (4 * k, 4 * k + 1), 16),),
+                                      now - 600, now + ((i * 37 + k * 11) % 240 + 1) * 60))
+        nodes.append(Node(f"node{i}", 32, 256000, 8, cpus_used=16 * jobs_here, memory_used=1000 * jobs_here,
+                          gpus_used=tuple(g for k in range(jobs_here) for g in (4 * k, 4 * k + 1))))
+    part = Partition("debug", tuple(n.name for n in nodes))
+    jobs = tuple(PendingJob(i, "debug", Request(nodes_min=1 + i % 4, ntasks_per_node=1 + i % 8,
+                                                gpus_per_node=i % 3), submit_time=float(i), eligible_time=float(i),
+                            time_limit=10 + (i * 7) % 230) for i in range(njobs))
+    return Snapshot(now=now, nodes=tuple(nodes), partitions=(part,), pending=jobs, running=tuple(running), weights=w)
+
+
+def bench_core() -> None:
+    """The pure scheduling cycle on synthetic queues (pending jobs x nodes)."""
+    sys.path.insert(0, str(ROOT))
+    from controller.core.plan import plan
+    print("\nscheduling core: one cycle on a busy synthetic cluster (multifactor weights on, bf_max_job_test=100)")
+    row("pending jobs x nodes", "main pass", "full cycle", "target (full)")
     for njobs, nnodes, target in ((1000, 100, ""), (10000, 1000, "<= 1 s"), (50000, 1000, "")):
-        nodes = tuple(Node(f"node{i}", 32, 256000, 8, cpus_used=16 if i % 2 else 0) for i in range(1, nnodes + 1))
-        part = Partition("debug", tuple(n.name for n in nodes))
-        jobs = tuple(PendingJob(i, "debug", Request(nodes_min=1 + i % 4, ntasks_per_node=1 + i % 8,
-                                                    gpus_per_node=i % 3), submit_time=float(i),
-                                eligible_time=float(i)) for i in range(njobs))
-        snap = Snapshot(now=float(njobs), nodes=nodes, partitions=(part,), pending=jobs, weights=w)
+        snap = core_snapshot(njobs, nnodes)
         t = time.perf_counter()
-        plan(snap)
-        row(f"{njobs} x {nnodes}", f"{(time.perf_counter() - t) * 1000:.0f} ms", target, "")
+        plan(snap, backfill=False)
+        main_ms = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        p = plan(snap, backfill=True)
+        full_ms = (time.perf_counter() - t) * 1000
+        row(f"{njobs} x {nnodes}", f"{main_ms:.0f} ms", f"{full_ms:.0f} ms", target)
+        print(f"    started {len(p.starts)} ({len(p.backfilled)} by backfill), "
+              f"{len(p.start_times)} expected start times, {p.bf_tested} jobs tested by backfill")
 
 
 def main() -> None:

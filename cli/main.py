@@ -62,6 +62,10 @@ def sprio() -> int:
     return _cli("sprio", "sprio")
 
 
+def sdiag() -> int:
+    return _cli("sdiag", "sdiag")
+
+
 def slurmlet() -> int:
     """`slurmlet controller|agent|up|down ...`"""
     argv = sys.argv[1:]

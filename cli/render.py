@@ -62,7 +62,7 @@ def job_time_used(job: JobDict, now: float) -> int:
     end = job.get("end_time")
     if state in ("RUNNING", "SUSPENDED") or not end:
         end = now
-    return max(int(end) - int(start), 0)
+    return max(int(end) - int(start) - int(job.get("suspended_secs") or 0), 0)
 
 
 def job_end_time(job: JobDict) -> float | None:
@@ -73,7 +73,7 @@ def job_end_time(job: JobDict) -> float | None:
     start = job.get("start_time")
     limit = job.get("time_limit")
     if start and limit is not None and job.get("state") not in ("PENDING",):
-        return start + limit * 60
+        return start + limit * 60 + (job.get("suspended_secs") or 0)
     return None
 
 
@@ -258,7 +258,7 @@ SQUEUE_FIELDS: dict[str, Field] = {
     "Q": Field("PRIORITY", _qg("priority", 0)),
     "r": Field("REASON", lambda r: r.reason),
     "R": Field("NODELIST(REASON)", _q_reason_list, hcut=False),
-    "S": Field("START_TIME", lambda r: F.fmt_time(r.j.get("start_time"), "N/A")),
+    "S": Field("START_TIME", lambda r: F.fmt_time(r.j.get("start_time") or r.j.get("expected_start"), "N/A")),
     "t": Field("ST", lambda r: F.job_state_compact(r.j.get("state"))),
     "T": Field("STATE", _qg("state")),
     "u": Field("USER", _qg("user")),
@@ -366,7 +366,7 @@ def _state_sort_key(letter: str) -> Callable[[QRow], Any]:
         "l": lambda r: r.j["time_limit"] if r.j.get("time_limit") is not None else 1 << 62,
         "D": lambda r: r.j.get("num_nodes") or 0,
         "C": lambda r: r.j.get("num_cpus") or 0,
-        "S": lambda r: r.j.get("start_time") or 0,
+        "S": lambda r: r.j.get("start_time") or r.j.get("expected_start") or 0,
         "V": lambda r: r.j.get("submit_time") or 0,
         "e": lambda r: job_end_time(r.j) or 0,
         "N": lambda r: F.natural_key(r.j.get("nodes") or ""),
@@ -443,7 +443,10 @@ def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: s
     t = _now(now)
     jobs = [j for j in jobs if not start or j.get("state") == "PENDING"]
     rows = collapse_arrays(jobs, t) if array_collapse else [QRow(j, t) for j in jobs]
-    sort_rows(rows, sort or SQUEUE_DEFAULT_SORT)
+    # --start lists jobs by expected start (those without an estimate last, by priority)
+    sort_rows(rows, sort or (SQUEUE_DEFAULT_SORT if not start else "-p"))
+    if start and not sort:
+        rows.sort(key=lambda r: (r.j.get("expected_start") is None, r.j.get("expected_start") or 0))
     if long_fmt:
         table = squeue_long_table()
         specs = F.parse_long_format(long_fmt)
@@ -1398,13 +1401,17 @@ def scontrol_show_job(job: JobDict, *, one_liner: bool = False, details: bool = 
     lines.append(f"AccrueTime={F.fmt_time(j.get('accrue_time', j.get('eligible_time')))}")
     end = job_end_time(j)
     end_s = "Unknown" if (limit is None and (end is None or end > t)) else F.fmt_time(end)
-    lines.append(f"StartTime={F.fmt_time(j.get('start_time'))} EndTime={end_s} Deadline=N/A")
+    start = j.get("start_time") or j.get("expected_start")
+    if start and state == "PENDING" and limit is not None:
+        end_s = F.fmt_time(start + limit * 60)
+    lines.append(f"StartTime={F.fmt_time(start)} EndTime={end_s} Deadline=N/A")
     preempt = j.get("preemptable_time", j.get("start_time") if state != "PENDING" else None)
     if preempt:
         lines.append(f"PreemptEligibleTime={F.fmt_time(preempt)} "
                      f"PreemptTime={F.fmt_time(j.get('preempt_time'), 'None')}")
     sched = j.get("last_sched_eval") or j.get("start_time") or j.get("submit_time")
-    lines.append(f"SuspendTime=None SecsPreSuspend=0 LastSchedEval={F.fmt_time(sched)} "
+    lines.append(f"SuspendTime={F.fmt_time(j.get('suspend_time'), 'None')} "
+                 f"SecsPreSuspend={int(j.get('pre_sus_time') or 0)} LastSchedEval={F.fmt_time(sched)} "
                  f"Scheduler={j.get('scheduler') or 'Main'}")
     alloc_node, sid = _alloc_node(j)
     lines.append(f"Partition={j.get('partition')} AllocNode:Sid={alloc_node}:{sid}")

@@ -41,12 +41,42 @@ class Settings:
 
 
 @dataclass
-class Stats:
+class PassStats:
+    """One kind of scheduling pass, as sdiag reports it (times in microseconds)."""
+
     cycles: int = 0
-    last_cycle_us: int = 0
-    max_cycle_us: int = 0
-    total_cycle_us: int = 0
-    skipped: int = 0
+    last_us: int = 0
+    max_us: int = 0
+    total_us: int = 0
+    last_depth: int = 0  #: jobs examined
+    total_depth: int = 0
+    last_queue: int = 0  #: pending jobs in the snapshot
+    total_queue: int = 0
+    last_when: float | None = None
+
+    def add(self, us: int, depth: int, queue: int, when: float) -> None:
+        self.cycles += 1
+        self.last_us, self.max_us, self.total_us = us, max(self.max_us, us), self.total_us + us
+        self.last_depth, self.total_depth = depth, self.total_depth + depth
+        self.last_queue, self.total_queue = queue, self.total_queue + queue
+        self.last_when = when
+
+    def public(self) -> dict:
+        n = self.cycles or 1
+        return {"cycles": self.cycles, "last_cycle_us": self.last_us, "max_cycle_us": self.max_us,
+                "mean_cycle_us": self.total_us // n, "last_depth": self.last_depth,
+                "mean_depth": self.total_depth // n, "last_queue_length": self.last_queue,
+                "mean_queue_length": self.total_queue // n, "last_cycle_when": self.last_when}
+
+
+@dataclass
+class Stats:
+    main: PassStats = field(default_factory=PassStats)
+    backfill: PassStats = field(default_factory=PassStats)
+    skipped: int = 0  #: loop wake-ups that found nothing changed and ran no pass
+    jobs_started: int = 0
+    backfilled: int = 0
+    preempted: int = 0
     started: float = field(default_factory=time.time)
 
 
@@ -63,6 +93,10 @@ class Controller:
         self.stats = Stats()
         self.next_begin: float | None = None
         self.last_sync: dict[str, float] = {}
+        self.bf_enabled = self.store.sched.backfill
+        self.bf_interval = settings.config.bf_interval()
+        self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass
+        self.next_bf = 0.0
 
     def node_event(self, name: str) -> asyncio.Event:
         ev = self.node_events.get(name)
@@ -75,39 +109,54 @@ class Controller:
             if h:
                 self.node_event(h).set()
 
-    def schedule_pass(self) -> None:
+    def schedule_pass(self, backfill: bool = False) -> None:
+        """One cycle: snapshot, plan (main pass, and backfill when asked), apply in one transaction."""
         t0 = time.perf_counter()
         now = self.clock()
         snap = self.store.snapshot(now)
-        p = plan(snap)
+        p = plan(snap, backfill=backfill)
         woken = self.store.apply(p, now)
         future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
         self.next_begin = min(future) if future else None
         self.notify(woken)
         us = int((time.perf_counter() - t0) * 1e6)
         s = self.stats
-        s.cycles += 1
-        s.last_cycle_us = us
-        s.max_cycle_us = max(s.max_cycle_us, us)
-        s.total_cycle_us += us
+        s.jobs_started += len(p.starts)
+        s.backfilled += len(p.backfilled)
+        s.preempted += len(p.preemptions)
+        if backfill:
+            s.backfill.add(us, p.bf_tested, len(snap.pending), now)
+            self.bf_dirty = False
+            self.next_bf = now + self.bf_interval
+        else:
+            s.main.add(us, len(snap.pending), len(snap.pending), now)
+            self.bf_dirty = self.bf_enabled
 
     async def scheduler_loop(self) -> None:
+        """Event-driven main passes (debounced), plus a backfill pass every bf_interval seconds
+        while anything changed since the last one. A quiet queue costs no pass at all."""
         interval = self.settings.sched_interval
         self.wake.set()
         while True:
             timeout = interval
+            now = self.clock()
             if self.next_begin is not None:
-                timeout = max(0.0, min(interval, self.next_begin - self.clock()))
+                timeout = max(0.0, min(timeout, self.next_begin - now))
+            if self.bf_dirty:
+                timeout = max(0.0, min(timeout, self.next_bf - now))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout)
-            if not self.wake.is_set() and (self.next_begin is None or self.clock() < self.next_begin):
+            now = self.clock()
+            bf_due = self.bf_dirty and now >= self.next_bf
+            begin_due = self.next_begin is not None and now >= self.next_begin
+            if not self.wake.is_set() and not begin_due and not bf_due:
                 self.stats.skipped += 1  # nothing changed: an unchanged queue costs no pass
                 continue
             # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay)
             await asyncio.sleep(self.settings.debounce)
             self.wake.clear()
             try:
-                self.schedule_pass()
+                self.schedule_pass(backfill=bf_due)
             except Exception:  # a failing pass must not kill the daemon; log loudly and go on
                 log.exception("scheduling pass failed", extra={"action": "schedule"})
                 await asyncio.sleep(interval)
@@ -298,7 +347,8 @@ def create_app(settings: Settings) -> FastAPI:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(ev.wait(), wait)
             if ev.is_set():
-                orders = c.store.node_sync(name, {"running": body.running}, c.clock())
+                orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended},
+                                           c.clock())
         return _json({"orders": orders})
 
     # ------------------------------------------------------------------ misc
@@ -317,10 +367,23 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/api/v1/diag")
     async def diag():  # noqa: ANN202
-        s = ctl().stats
-        return {"cycles": s.cycles, "last_cycle_us": s.last_cycle_us, "max_cycle_us": s.max_cycle_us,
-                "mean_cycle_us": s.total_cycle_us // s.cycles if s.cycles else 0, "skipped": s.skipped,
-                "started": s.started}
+        """sdiag: scheduler cycle statistics and job counters since the controller started."""
+        c = ctl()
+        s = c.stats
+        counts = c.store.state_counts()
+        return {"now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
+                "skipped": s.skipped, "jobs_started": s.jobs_started, "backfilled_jobs": s.backfilled,
+                "preempted_jobs": s.preempted, "backfill_enabled": c.bf_enabled,
+                "bf_interval": c.bf_interval, "jobs": counts,
+                # kept for older clients
+                "cycles": s.main.cycles, "last_cycle_us": s.main.last_us, "max_cycle_us": s.main.max_us,
+                "mean_cycle_us": s.main.total_us // s.main.cycles if s.main.cycles else 0}
+
+    @app.post("/api/v1/diag/reset")
+    async def diag_reset():  # noqa: ANN202
+        """sdiag -r: start the statistics afresh."""
+        ctl().stats = Stats()
+        return {"ok": True}
 
     return app
 

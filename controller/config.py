@@ -39,8 +39,8 @@ class PartitionConf:
     default_time: int | None = None
     priority_tier: int = 1
     priority_job_factor: int = 1
-    preempt_mode: str = "OFF"
-    grace_time: int = 0
+    preempt_mode: str | None = None  # None: the cluster's PreemptMode
+    grace_time: int = 0  # seconds
     state: str = "UP"
     max_nodes: int | None = None
     min_nodes: int = 0
@@ -86,6 +86,58 @@ class ClusterConfig:
                        qos=w("priorityweightqos"), assoc=w("priorityweightassoc"),
                        max_age=(max_age if max_age is not None else 7 * 1440) * 60.0,
                        favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"))
+
+    def preempt_mode_of(self, part: PartitionConf) -> str:
+        """A partition's effective PreemptMode, without its GANG flag: OFF, CANCEL, REQUEUE or SUSPEND."""
+        return _preempt_mode(part.preempt_mode or self.preempt_mode, "PreemptMode")
+
+    def sched_params(self) -> dict[str, str]:
+        """SchedulerParameters as a dict; flags without a value map to ''."""
+        out: dict[str, str] = {}
+        for item in self.raw_value("schedulerparameters", "").split(","):
+            k, _, v = item.strip().partition("=")
+            if k:
+                out[k.lower()] = v.strip()
+        return out
+
+    def raw_value(self, key: str, default: str) -> str:
+        for k, v in self.raw.items():
+            if k.lower() == key:
+                return v
+        return default
+
+    def bf_interval(self) -> float:
+        """Seconds between backfill passes (SchedulerParameters=bf_interval, Slurm's default 30)."""
+        v = self.sched_params().get("bf_interval", "30")
+        return float(_int(v, "SchedulerParameters bf_interval"))
+
+    def sched_config(self):  # noqa: ANN201 - controller.core.model.SchedConfig
+        """SchedulerType, SchedulerParameters (bf_*), PreemptType and PreemptExemptTime for the core."""
+        from controller.core.model import SchedConfig
+        sp = self.sched_params()
+
+        def num(key: str, default: int, low: int = 0) -> int:
+            if key not in sp:
+                return default
+            v = _int(sp[key], f"SchedulerParameters {key}")
+            if v < low:
+                raise ConfigError(f"SchedulerParameters {key}: must be at least {low}, got {v}")
+            return v
+
+        policy = sp.get("bf_policy", "")
+        if policy.lower() not in ("", "easy", "conservative"):
+            raise ConfigError(f"SchedulerParameters bf_policy: expected easy or conservative, got {policy!r}")
+        stype = self.scheduler_type.lower()
+        if stype not in ("sched/backfill", "sched/builtin"):
+            raise ConfigError(f"SchedulerType: expected sched/backfill or sched/builtin, got {self.scheduler_type!r}")
+        ptype = self.raw_value("preempttype", "preempt/none").lower()
+        if ptype not in ("preempt/none", "preempt/partition_prio"):
+            raise ConfigError(f"PreemptType: expected preempt/none or preempt/partition_prio, got {ptype!r}")
+        exempt = parse_time_seconds(self.raw_value("preemptexempttime", "-1"), "PreemptExemptTime")
+        return SchedConfig(backfill=stype == "sched/backfill", bf_window=num("bf_window", 1440, 1),
+                           bf_resolution=num("bf_resolution", 60, 1), bf_max_job_test=num("bf_max_job_test", 100, 1),
+                           bf_continue="bf_continue" in sp, bf_easy=policy.lower() == "easy",
+                           preempt=ptype == "preempt/partition_prio", preempt_exempt_time=exempt or 0)
 
     def node(self, name: str) -> NodeConf | None:
         for n in self.nodes:
@@ -143,24 +195,44 @@ _KNOWN_QUIET = {
 
 
 def parse_time_minutes(value: str, key: str) -> int | None:
-    """A slurm.conf time value (`UNLIMITED`, `30`, `1:00:00`, `2-00:00:00`) in minutes."""
+    """A slurm.conf time value (`UNLIMITED`, `30`, `1:00:00`, `2-00:00:00`) in minutes, seconds rounded up."""
+    secs = parse_time_seconds(value, key)
+    return None if secs is None else -(-secs // 60)
+
+
+def parse_time_seconds(value: str, key: str) -> int | None:
+    """A slurm.conf duration (`-1`, `30` minutes, `1:00:00`, `2-00:00:00`) in seconds; None: unset."""
     v = value.strip()
-    if v.upper() in ("UNLIMITED", "INFINITE", "-1"):
+    if v.upper() in ("UNLIMITED", "INFINITE", "-1", "NONE", ""):
         return None
     days = 0
     if "-" in v:
         d, v = v.split("-", 1)
         days = _int(d, key)
     parts = [_int(p, key) for p in v.split(":")] if v else [0]
+    if any(p < 0 for p in parts) or days < 0:
+        raise ConfigError(f"{key}: invalid time {value!r}")
     if len(parts) == 1:
-        minutes = parts[0] if not days else parts[0] * 60
+        secs = parts[0] * (3600 if days else 60)
     elif len(parts) == 2:
-        minutes = parts[0] * 60 + parts[1] if days else parts[0] + (1 if parts[1] else 0)
+        secs = parts[0] * 3600 + parts[1] * 60 if days else parts[0] * 60 + parts[1]
     elif len(parts) == 3:
-        minutes = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
+        secs = parts[0] * 3600 + parts[1] * 60 + parts[2]
     else:
         raise ConfigError(f"{key}: invalid time {value!r}")
-    return days * 1440 + minutes
+    return days * 86400 + secs
+
+
+_PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
+
+
+def _preempt_mode(value: str, key: str) -> str:
+    """PreemptMode: one of OFF/CANCEL/REQUEUE/SUSPEND, optionally with GANG (`SUSPEND,GANG`)."""
+    words = [w.strip().upper() for w in value.split(",") if w.strip()]
+    modes = [w for w in words if w != "GANG"] or ["OFF"]
+    if len(modes) > 1 or modes[0] not in _PREEMPT_MODES:
+        raise ConfigError(f"{key}: expected OFF, CANCEL, REQUEUE or SUSPEND[,GANG], got {value!r}")
+    return modes[0]
 
 
 def _int(v: str, key: str) -> int:
@@ -248,9 +320,12 @@ def _parse_partition_line(pairs: list[tuple[str, str]], warnings: list[str]) -> 
         elif lk == "priorityjobfactor":
             kw["priority_job_factor"] = _int(v, k)
         elif lk == "preemptmode":
+            _preempt_mode(v, k)
             kw["preempt_mode"] = v.upper()
         elif lk == "gracetime":
             kw["grace_time"] = _int(v, k)
+            if kw["grace_time"] < 0:
+                raise ConfigError(f"{k}: must not be negative, got {v!r}")
         elif lk == "state":
             kw["state"] = v.upper()
         elif lk == "maxnodes":
@@ -301,6 +376,7 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
                 elif attr == "job_requeue":
                     values[attr] = v.strip() not in ("0", "no", "NO")
                 elif attr == "preempt_mode":
+                    _preempt_mode(v, k)
                     values[attr] = v.upper()
                 else:
                     values[attr] = v
@@ -315,8 +391,11 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
         parts.append(PartitionConf(name="debug", nodes=None, default=True))
     elif not any(p.default for p in parts):
         parts[0] = dataclasses.replace(parts[0], default=True)
-    return ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
-                         warnings=tuple(warnings), **values)
+    cfg = ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
+                        warnings=tuple(warnings), **values)
+    cfg.sched_config()  # bad scheduler or preemption settings fail at start-up, naming the key
+    cfg.bf_interval()
+    return cfg
 
 
 def load_config(path: str | None) -> ClusterConfig:

@@ -154,7 +154,7 @@ def partition_public(config: ClusterConfig, nodes: list[dict]) -> list[dict]:
             "name": p.name, "nodes": compress(members), "node_names": members, "default": p.default,
             "state": p.state, "max_time": p.max_time, "default_time": p.default_time,
             "priority_tier": p.priority_tier, "priority_job_factor": p.priority_job_factor,
-            "preempt_mode": p.preempt_mode if p.preempt_mode != "OFF" else config.preempt_mode,
+            "preempt_mode": (p.preempt_mode or config.preempt_mode).upper(),
             "grace_time": p.grace_time, "max_nodes": p.max_nodes, "min_nodes": p.min_nodes,
             "total_cpus": sum(n["cpus"] for n in ms), "total_nodes": len(members),
             "total_memory": sum(n["real_memory"] for n in ms), "total_gpus": sum(n["gpus"] for n in ms),

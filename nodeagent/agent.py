@@ -87,6 +87,7 @@ class Agent:
                 self.launcher.exited.clear()
                 finished = self.launcher.unacked()
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
+                              "suspended": self.launcher.suspended_ids(),
                               "wait": 0.0 if finished or not self.registered else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
@@ -130,7 +131,11 @@ class Agent:
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
             await self.launcher.launch(order, env)
         elif op == "kill":
-            self.launcher.kill(order["job_id"], order.get("why", "cancel"))
+            self.launcher.kill(order["job_id"], order.get("why", "cancel"), float(order.get("grace") or 0))
+        elif op == "suspend":
+            self.launcher.suspend(order["job_id"])
+        elif op == "resume":
+            self.launcher.resume(order["job_id"])
         elif op == "signal":
             self.launcher.send_signal(order["job_id"], order["signal"])
 

@@ -28,6 +28,10 @@ class Job:
     restarts: int = 0  # which incarnation of a requeued job this is
     killing: str | None = None  # why we are killing it: cancel, requeue, timeout, orphan
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
+    limit_at: float | None = None  # wall-clock time limit (moves later while suspended)
+    signal: tuple[int, int, bool] | None = None  # --signal: (signum, seconds before the limit, batch only)
+    suspended_at: float | None = None
+    notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
 
 
 def session_pids(sid: int) -> list[int]:
@@ -124,17 +128,49 @@ class Launcher:
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
                   restarts=gen)
         self.jobs[jid] = job
-        loop = asyncio.get_running_loop()
         limit = order.get("time_limit")
         if limit:  # None or 0: no limit (Slurm's --time=0)
-            elapsed = max(0.0, time.time() - (order.get("start_time") or time.time()))
-            job.timers.append(loop.call_later(max(0.0, limit * 60 - elapsed), self.kill, jid, "timeout"))
-            sig = _parse_signal_opt(order.get("signal"))
-            if sig:
-                signum, before, batch_only = sig
-                job.timers.append(loop.call_later(max(0.0, limit * 60 - elapsed - before),
-                                                  self.send_signal, jid, signum, batch_only))
+            job.limit_at = (order.get("start_time") or time.time()) + limit * 60 + (order.get("suspended_secs") or 0)
+            job.signal = _parse_signal_opt(order.get("signal"))
+            self._arm(job)
         asyncio.create_task(self._reap(job))
+
+    def _arm(self, job: Job) -> None:
+        """Timers for the time limit and --signal, from the job's (possibly moved) limit."""
+        if job.limit_at is None:
+            return
+        loop = asyncio.get_running_loop()
+        left = job.limit_at - time.time()
+        job.timers.append(loop.call_later(max(0.0, left), self.kill, job.job_id, "timeout"))
+        if job.signal:
+            signum, before, batch_only = job.signal
+            job.timers.append(loop.call_later(max(0.0, left - before), self.send_signal, job.job_id, signum,
+                                              batch_only))
+
+    def suspended_ids(self) -> list[int]:
+        return sorted(j.job_id for j in self.jobs.values() if j.suspended_at is not None)
+
+    def suspend(self, jid: int) -> None:
+        """SUSPEND preemption: stop the whole session; the time limit stands still meanwhile."""
+        job = self.jobs.get(jid)
+        if job is None or job.killing or job.suspended_at is not None:
+            return
+        signal_session(job.pid, signal.SIGSTOP)
+        for t in job.timers:
+            t.cancel()
+        job.timers.clear()
+        job.suspended_at = time.time()
+
+    def resume(self, jid: int) -> None:
+        job = self.jobs.get(jid)
+        if job is None or job.suspended_at is None:
+            return
+        if job.limit_at is not None:
+            job.limit_at += time.time() - job.suspended_at
+        job.suspended_at = None
+        signal_session(job.pid, signal.SIGCONT)
+        if not job.killing:
+            self._arm(job)
 
     async def _reap(self, job: Job) -> None:
         rc = await job.proc.wait()
@@ -162,12 +198,24 @@ class Launcher:
                 del self.done_ids[k]
         self.exited.set()
 
-    def kill(self, jid: int, why: str) -> None:
-        """SIGTERM the job's whole session, SIGKILL after KillWait."""
+    def kill(self, jid: int, why: str, grace: float = 0.0) -> None:
+        """SIGTERM the job's whole session, SIGKILL after KillWait.
+
+        A preemption with GraceTime first sends SIGCONT and SIGTERM as a notice and starts the
+        kill sequence when the grace time is over, as Slurm does.
+        """
         job = self.jobs.get(jid)
         if job is None or job.killing:
             return
+        if why == "preempt" and grace > 0 and not job.notified:
+            job.notified = True
+            job.suspended_at = None
+            signal_session(job.pid, signal.SIGCONT)
+            signal_session(job.pid, signal.SIGTERM)
+            job.timers.append(asyncio.get_running_loop().call_later(grace, self.kill, jid, "preempt"))
+            return
         job.killing = why
+        job.suspended_at = None
         now = slurm_time(time.time())
         msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):

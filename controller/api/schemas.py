@@ -112,6 +112,7 @@ class Finished(Strict):
 class NodeSync(Strict):
     resources: NodeResources | None = None
     running: list[int] = Field(default_factory=list)
+    suspended: list[int] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     wait: float = Field(0.0, ge=0, le=30)
     cpu_load: float | None = None

@@ -45,6 +45,7 @@ class Node:
     memory_used: int = 0
     gpus_used: tuple[int, ...] = ()  # GPU indices held by running jobs
     exclusive_used: bool = False  # a running --exclusive job holds the whole node
+    # (suspended jobs count in memory_used only: their CPUs and GPUs are free for their preemptor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,9 @@ class Partition:
     priority_tier: int = 1
     up: bool = True
     priority_job_factor: int = 1
+    #: how this partition's running jobs are preempted: OFF, CANCEL, REQUEUE or SUSPEND
+    preempt_mode: str = "OFF"
+    grace_time: int = 0  #: seconds between the preemption notice (SIGTERM) and the kill
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,22 +87,16 @@ class PendingJob:
     request: Request
     priority: int = 1
     submit_time: float = 0.0
-    time_limit: int | None = None  # minutes
+    time_limit: float | None = None  # minutes (None: the partition's MaxTime, else unlimited)
     begin_time: float | None = None
     held: str | None = None  # None, "user" or "admin"
     blocked_reason: Reason | None = None  # set by the store (e.g. dependencies)
     nice: int = 0
     eligible_time: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    now: float
-    nodes: tuple[Node, ...]
-    partitions: tuple[Partition, ...]
-    pending: tuple[PendingJob, ...]
-    def_mem_per_cpu: int = 0
-    weights: Weights = Weights()  # multifactor weights; all zero: the stored priority is used
+    #: fair-share inputs: the association's decayed usage and its normalized shares
+    usage: float = 0.0
+    shares: float = 1.0
+    site: int = 0  #: site factor (scontrol update SiteFactor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +109,52 @@ class NodeAlloc:
 
 
 @dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding resources: what backfill plans around and what preemption may take back."""
+
+    job_id: int
+    partition: str
+    allocs: tuple[NodeAlloc, ...]
+    start_time: float
+    #: when its resources come back: start + time limit (+ time spent suspended); None = unlimited
+    end_time: float | None
+    priority: int = 1
+    requeue: bool = True  #: may be requeued (REQUEUE preemption falls back to CANCEL when not)
+    suspended: bool = False  #: stopped by SUSPEND preemption; resumes when its CPUs are free again
+    preempting: bool = False  #: already chosen as a victim: its resources are on their way back
+
+
+@dataclass(frozen=True, slots=True)
+class SchedConfig:
+    """SchedulerType, SchedulerParameters and PreemptType, as the core needs them."""
+
+    backfill: bool = True  #: sched/backfill (False: sched/builtin)
+    bf_window: int = 1440  #: minutes ahead that backfill plans
+    bf_resolution: int = 60  #: seconds: the grain of backfill's time map
+    bf_max_job_test: int = 100  #: pending jobs each backfill pass examines
+    #: accepted for compatibility: a pass works on a snapshot and holds no lock, so it is never
+    #: interrupted and always "continues" to bf_max_job_test
+    bf_continue: bool = False
+    bf_easy: bool = False  #: bf_policy=easy: reserve only for the first blocked job
+    preempt: bool = False  #: PreemptType=preempt/partition_prio
+    preempt_exempt_time: int = 0  #: seconds a job runs before it may be preempted
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    nodes: tuple[Node, ...]
+    partitions: tuple[Partition, ...]
+    pending: tuple[PendingJob, ...]
+    def_mem_per_cpu: int = 0
+    weights: Weights = Weights()  # multifactor weights; all zero: the stored priority is used
+    #: jobs holding resources. The nodes' `*_used` fields already count them; these add the
+    #: times and owners that backfill and preemption need.
+    running: tuple[RunningJob, ...] = ()
+    config: SchedConfig = SchedConfig()
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
     job_id: int
     allocs: tuple[NodeAlloc, ...]
@@ -120,12 +164,26 @@ class Start:
         return tuple(a.node for a in self.allocs)
 
 
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    victim: int
+    preemptor: int
+    mode: str  #: CANCEL, REQUEUE or SUSPEND
+    grace_time: int = 0  #: seconds (the victim partition's GraceTime)
+
+
 @dataclass(slots=True)
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)
     #: multifactor breakdown and the resulting priority of each pending job (multifactor only)
     factors: dict[int, Factors] = field(default_factory=dict)
+    preemptions: list[Preemption] = field(default_factory=list)
+    resumes: list[int] = field(default_factory=list)  #: suspended jobs whose CPUs are free again
+    #: expected start of pending jobs that backfill placed on its time map (squeue --start)
+    start_times: dict[int, float] = field(default_factory=dict)
+    backfilled: set[int] = field(default_factory=set)  #: started by the backfill pass
+    bf_tested: int = 0  #: jobs the backfill pass examined (sdiag's depth)
 
 
 def natural_key(name: str) -> tuple:

@@ -1,19 +1,32 @@
 """`plan(snapshot) -> Plan`: the only entry point of the scheduling core.
 
-Priority-ordered first fit: jobs are taken in (partition tier desc, priority desc, submit time,
-job id) order; a job that fits starts; the first job of a partition that does not fit gets
-`Resources` and blocks the rest of that partition (`Priority`), as Slurm's main scheduler does.
+One cycle, as Slurm's slurmctld runs it:
+
+1. **Priority.** Multifactor priority of every pending job (when weights are configured).
+2. **Main pass.** Jobs are taken in (can preempt, partition tier desc, priority desc, submit
+   time, job id) order; a job that fits starts; the first job of a partition that does not fit
+   gets `Resources` and blocks the rest of that partition (`Priority`). Under
+   `preempt/partition_prio` a job that does not fit may first preempt running jobs of lower
+   PriorityTier partitions; suspended jobs resume, in the same order, once their CPUs are free.
+3. **Backfill** (sched/backfill, when asked for). Pending jobs are walked again in the same order
+   over a time map of when running jobs give their resources back (see `timemap`): a job
+   starts now if that delays no reservation made for a job ahead of it; otherwise it reserves its
+   earliest start, which `squeue --start` shows (`bf_policy=easy`: only the first blocked job
+   reserves).
+
 Jobs that can never run where they are queued carry the partition-limit reasons instead.
 Deterministic and independent of the order of the snapshot's tuples.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 from .alloc import Free, fit
-from .model import Node, Partition, PendingJob, Plan, Reason, Request, Snapshot, Start, natural_key
+from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
+                    Snapshot, Start, natural_key)
 from .priority import Factors, factors
+from .timemap import TimeMap
 
 
 def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
@@ -65,8 +78,13 @@ def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem
     return None
 
 
-def _ordered(nodes: list[Node]) -> list[Node]:
+def _ordered(nodes) -> list[Node]:  # noqa: ANN001 - any iterable of nodes
     return sorted(nodes, key=lambda n: (n.weight, natural_key(n.name)))
+
+
+def requested_cpus(req: Request) -> int:
+    """The fewest CPUs any layout of `req` takes."""
+    return (req.ntasks or req.nodes_min * (req.ntasks_per_node or 1)) * req.cpus_per_task
 
 
 def priorities(snap: Snapshot) -> dict[int, Factors]:
@@ -81,51 +99,269 @@ def priorities(snap: Snapshot) -> dict[int, Factors]:
     out = {}
     for j in snap.pending:
         r = j.request
-        cpus = (r.ntasks or r.nodes_min * (r.ntasks_per_node or 1)) * r.cpus_per_task
-        out[j.job_id] = factors(w=w, now=snap.now, eligible=j.eligible_time, nodes=r.nodes_min, cpus=cpus,
-                                total_nodes=total_nodes, total_cpus=total_cpus,
-                                partition_factor=pjf.get(j.partition, 1), max_partition_factor=max_pjf,
-                                nice=j.nice)
+        f = factors(w=w, now=snap.now, eligible=j.eligible_time, nodes=r.nodes_min, cpus=requested_cpus(r),
+                    total_nodes=total_nodes, total_cpus=total_cpus, partition_factor=pjf.get(j.partition, 1),
+                    max_partition_factor=max_pjf, nice=j.nice, usage=j.usage, shares=j.shares)
+        if j.site:
+            f = Factors(site=j.site, age=f.age, assoc=f.assoc, fairshare=f.fairshare, jobsize=f.jobsize,
+                        partition=f.partition, qos=f.qos, nice=f.nice, exact=f.exact + j.site)
+        out[j.job_id] = f
     return out
 
 
-def plan(snap: Snapshot) -> Plan:
-    fac = priorities(snap)
-    if fac:
-        snap = replace(snap, pending=tuple(replace(j, priority=fac[j.job_id].total()) for j in snap.pending))
-    nodes = {n.name: n for n in snap.nodes}
-    parts = {p.name: p for p in snap.partitions}
-    tiers = {p.name: p.priority_tier for p in snap.partitions}
-    members = {p.name: frozenset(p.nodes) for p in snap.partitions}
-    free = {n.name: Free.of(n) for n in _ordered(list(snap.nodes)) if n.available}
-    order = sorted(snap.pending, key=lambda j: order_key(j, tiers))
-    out = Plan(factors=fac)
-    blocked: set[str] = set()
-    memo: dict = {}
-    for job in order:
-        part = parts.get(job.partition)
-        reason = static_reason(job, part, nodes, snap.def_mem_per_cpu, snap.now, memo)
-        if reason is not None:
-            out.reasons[job.job_id] = reason
-            continue
-        if job.partition in blocked:
-            out.reasons[job.job_id] = Reason.PRIORITY
-            continue
-        assert part is not None
-        cands = [f for name, f in free.items() if name in members[part.name]]
-        allocs = fit(job.request, cands, snap.def_mem_per_cpu)
-        if allocs is None:
-            down = [n for n in part.nodes if n in nodes and not nodes[n].available]
-            out.reasons[job.job_id] = Reason.RESOURCES if not down or len(down) < len(part.nodes) else Reason.NODE_DOWN
-            blocked.add(job.partition)
-            continue
+@dataclass(slots=True)
+class _Item:
+    """One entry of the cycle's queue: a pending job, or a suspended job waiting to resume."""
+
+    key: tuple
+    job: PendingJob | None = None
+    suspended: RunningJob | None = None
+
+
+class _Cycle:
+    """The mutable state of one planning cycle over an immutable snapshot."""
+
+    def __init__(self, snap: Snapshot):
+        self.snap = snap
+        self.cfg = snap.config
+        self.out = Plan(factors=priorities(snap))
+        self.prio = {jid: f.total() for jid, f in self.out.factors.items()}
+        self.nodes = {n.name: n for n in snap.nodes}
+        self.parts = {p.name: p for p in snap.partitions}
+        self.tiers = {p.name: p.priority_tier for p in snap.partitions}
+        self.members = {p.name: frozenset(p.nodes) for p in snap.partitions}
+        ordered = _ordered(snap.nodes)
+        self.rank = {n.name: i for i, n in enumerate(ordered)}
+        #: free capacity of every available node, in preference order; `open` only those with CPUs
+        self.free = {n.name: Free.of(n) for n in ordered if n.available}
+        self.open = {name: f for name, f in self.free.items() if f.cpus > 0}
+        self.memo: dict = {}
+        self.blocked: set[str] = set()
+        self.started: list[tuple[PendingJob, tuple[NodeAlloc, ...]]] = []
+        #: running jobs on their way out (CANCEL/REQUEUE victims): their resources come back soon
+        self.going: dict[int, RunningJob] = {r.job_id: r for r in snap.running if r.preempting}
+        self.suspending: set[int] = set()
+        self.can_preempt = self._preemptor_partitions()
+
+    # ------------------------------------------------------------------ helpers
+    def _preemptor_partitions(self) -> frozenset[str]:
+        if not self.cfg.preempt:
+            return frozenset()
+        modes = [(p.priority_tier, p.preempt_mode) for p in self.snap.partitions]
+        return frozenset(p.name for p in self.snap.partitions
+                         if any(t < p.priority_tier and m != "OFF" for t, m in modes))
+
+    def key(self, job: PendingJob) -> tuple:
+        return (job.partition not in self.can_preempt, -self.tiers.get(job.partition, 0), 1,
+                -self.prio.get(job.job_id, job.priority), job.submit_time, job.job_id)
+
+    def queue(self) -> list[_Item]:
+        items = [_Item(self.key(j), job=j) for j in self.snap.pending]
+        for r in self.snap.running:
+            if r.suspended:
+                items.append(_Item((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
+                                    -r.priority, r.start_time, r.job_id), suspended=r))
+        items.sort(key=lambda it: it.key)
+        return items
+
+    def candidates(self, part: str) -> list[Free]:
+        mem = self.members[part]
+        return [f for name, f in self.open.items() if name in mem]
+
+    def take(self, allocs: tuple[NodeAlloc, ...], exclusive: bool) -> None:
         for a in allocs:
-            f = free[a.node]
-            f.take(a, job.request.exclusive)
-            if f.cpus == 0:
-                del free[a.node]  # full: later jobs need not look at it
-        out.starts.append(Start(job.job_id, allocs))
-    return out
+            f = self.free[a.node]
+            f.take(a, exclusive)
+            if f.cpus <= 0:
+                self.open.pop(a.node, None)  # full: later jobs need not look at it
+
+    def start(self, job: PendingJob, allocs: tuple[NodeAlloc, ...]) -> None:
+        self.take(allocs, job.request.exclusive)
+        self.out.starts.append(Start(job.job_id, allocs))
+        self.started.append((job, allocs))
+
+    def blocked_reason(self, part: Partition) -> Reason:
+        down = [n for n in part.nodes if n in self.nodes and not self.nodes[n].available]
+        return Reason.NODE_DOWN if down and len(down) >= len(part.nodes) else Reason.RESOURCES
+
+    # ------------------------------------------------------------------ main pass
+    def main_pass(self, items: list[_Item]) -> None:
+        snap, out = self.snap, self.out
+        for it in items:
+            if it.suspended is not None:
+                self.resume(it.suspended)
+                continue
+            job = it.job
+            part = self.parts.get(job.partition)
+            reason = static_reason(job, part, self.nodes, snap.def_mem_per_cpu, snap.now, self.memo)
+            if reason is not None:
+                out.reasons[job.job_id] = reason
+                continue
+            if job.partition in self.blocked:
+                out.reasons[job.job_id] = Reason.PRIORITY
+                continue
+            allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu)
+            if allocs is None and job.partition in self.can_preempt:
+                allocs = self.preempt(job, part)
+            if allocs is None:
+                out.reasons[job.job_id] = self.blocked_reason(part)
+                self.blocked.add(job.partition)
+                continue
+            self.start(job, allocs)
+
+    def resume(self, r: RunningJob) -> None:
+        """A suspended job resumes on its own CPUs and GPUs once they are free (it kept its memory)."""
+        for a in r.allocs:
+            f = self.free.get(a.node)
+            if f is None or f.cpus < a.cpus or not set(a.gpu_ids) <= set(f.gpu_ids):
+                self.blocked.add(r.partition)  # it goes first: its partition's pending jobs wait
+                return
+        for a in r.allocs:
+            f = self.free[a.node]
+            f.cpus -= a.cpus
+            f.gpu_ids = [g for g in f.gpu_ids if g not in a.gpu_ids]
+            f.idle = False
+            if f.cpus <= 0:
+                self.open.pop(a.node, None)
+        self.out.resumes.append(r.job_id)
+
+    # ------------------------------------------------------------------ preemption
+    def mode(self, r: RunningJob) -> str:
+        p = self.parts.get(r.partition)
+        m = p.preempt_mode if p else "OFF"
+        return "CANCEL" if m == "REQUEUE" and not r.requeue else m
+
+    def _victim_ok(self, r: RunningJob, tier: int, mem: frozenset[str]) -> bool:
+        p = self.parts.get(r.partition)
+        return (not r.suspended and not r.preempting and r.job_id not in self.going
+                and r.job_id not in self.suspending and p is not None and p.priority_tier < tier
+                and p.preempt_mode != "OFF" and self.snap.now - r.start_time >= self.cfg.preempt_exempt_time
+                and any(a.node in mem for a in r.allocs))
+
+    def _trial_fit(self, job: PendingJob, part: Partition, back: list[RunningJob]) -> tuple[NodeAlloc, ...] | None:
+        """Would `job` fit if the jobs in `back` gave their resources back (suspended ones keep memory)?"""
+        mem = self.members[part.name]
+        trial: dict[str, Free] = {}
+        for r in back:
+            keep_mem = self.mode(r) == "SUSPEND" and r.job_id not in self.going
+            for a in r.allocs:
+                f0 = self.free.get(a.node)
+                if f0 is None or a.node not in mem:
+                    continue
+                f = trial.get(a.node)
+                if f is None:
+                    f = trial[a.node] = Free(f0.name, f0.cpus, f0.memory, list(f0.gpu_ids), f0.total_cpus,
+                                             f0.total_memory, f0.total_gpus, f0.idle, f0.weight)
+                f.cpus += a.cpus
+                f.memory += 0 if keep_mem else a.memory
+                f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
+                f.idle = f.cpus == f.total_cpus and f.memory == f.total_memory and len(f.gpu_ids) == f.total_gpus
+        cands = [trial.get(name, f) for name, f in self.free.items()
+                 if name in mem and (name in trial or f.cpus > 0)]
+        return fit(job.request, cands, self.snap.def_mem_per_cpu)
+
+    def preempt(self, job: PendingJob, part: Partition) -> tuple[NodeAlloc, ...] | None:
+        """partition_prio: choose the fewest, lowest-priority, youngest lower-tier victims that make
+        room. Returns allocations when the job can start now (all victims suspended), else None."""
+        going = sorted(self.going.values(), key=lambda r: r.job_id)
+        if going and self._trial_fit(job, part, going) is not None:
+            return None  # earlier victims are still on their way out: wait for them
+        mem = self.members[part.name]
+        pool = sorted((r for r in self.snap.running if self._victim_ok(r, part.priority_tier, mem)),
+                      key=lambda r: (self.tiers.get(r.partition, 0), r.priority, -r.start_time, -r.job_id))
+        chosen: list[RunningJob] = []
+        for r in pool:
+            chosen.append(r)
+            if self._trial_fit(job, part, going + chosen) is not None:
+                break
+        else:
+            return None
+        for r in reversed(chosen[:-1]):  # only as many as needed: drop the most valuable first
+            rest = [x for x in chosen if x is not r]
+            if self._trial_fit(job, part, going + rest) is not None:
+                chosen = rest
+        for r in sorted(chosen, key=lambda r: r.job_id):
+            mode = self.mode(r)
+            p = self.parts[r.partition]
+            self.out.preemptions.append(Preemption(r.job_id, job.job_id, mode, p.grace_time))
+            if mode == "SUSPEND":
+                self.suspending.add(r.job_id)
+                self._give_back(r)
+            else:
+                self.going[r.job_id] = r
+        if any(self.mode(r) != "SUSPEND" for r in chosen):
+            return None  # the preemptor starts once the cancelled or requeued victims are gone
+        return fit(job.request, self.candidates(part.name), self.snap.def_mem_per_cpu)
+
+    def _give_back(self, r: RunningJob) -> None:
+        """A suspended victim's CPUs and GPUs are free for its preemptor; its memory stays held."""
+        for a in r.allocs:
+            f = self.free.get(a.node)
+            if f is None:
+                continue
+            f.cpus += a.cpus
+            f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
+        self.open = {name: f for name, f in self.free.items() if f.cpus > 0}  # keep preference order
+
+    # ------------------------------------------------------------------ backfill
+    def seconds(self, job: PendingJob) -> float | None:
+        limit = job.time_limit
+        if limit is None:
+            p = self.parts.get(job.partition)
+            limit = p.max_time if p else None
+        return None if limit is None else limit * 60.0
+
+    def backfill(self, items: list[_Item]) -> None:
+        cfg, snap, out = self.cfg, self.snap, self.out
+        now = snap.now
+        tm = TimeMap(now, cfg.bf_resolution, cfg.bf_window * 60.0, self.free)
+        for r in snap.running:
+            if r.suspended or r.job_id in self.suspending:
+                continue
+            if r.preempting or r.job_id in self.going:
+                tm.release(now, r.allocs)
+            elif r.end_time is not None:
+                tm.release(r.end_time, r.allocs)
+        for job, allocs in self.started:
+            secs = self.seconds(job)
+            if secs is not None:
+                tm.release(now + secs, allocs)
+        reserved = False
+        for it in items:
+            job = it.job
+            if job is None or out.reasons.get(job.job_id) not in (Reason.RESOURCES, Reason.PRIORITY):
+                continue
+            if out.bf_tested >= cfg.bf_max_job_test:
+                break
+            out.bf_tested += 1
+            part = self.parts[job.partition]
+            secs = self.seconds(job)
+            found = tm.earliest(job.request, self.members[part.name], self.rank, secs,
+                                requested_cpus(job.request), snap.def_mem_per_cpu)
+            if found is None:
+                continue
+            t, allocs = found
+            if t == now:
+                self.start(job, allocs)
+                out.backfilled.add(job.job_id)
+                del out.reasons[job.job_id]
+                tm.reserve(now, secs, allocs)
+                continue
+            out.start_times[job.job_id] = t
+            if not cfg.bf_easy or not reserved:
+                tm.reserve(t, secs, allocs)
+                reserved = True
 
 
-__all__ = ["plan", "static_reason", "order_key", "Request", "Snapshot", "Plan"]
+def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:
+    """One scheduling cycle. `backfill`: run the backfill pass after the main pass (default: as
+    `snap.config.backfill` says, i.e. sched/backfill)."""
+    cyc = _Cycle(snap)
+    items = cyc.queue()
+    cyc.main_pass(items)
+    if snap.config.backfill if backfill is None else backfill:
+        cyc.backfill(items)
+    return cyc.out
+
+
+__all__ = ["plan", "static_reason", "order_key", "requested_cpus", "Request", "Snapshot", "Plan"]

@@ -12,7 +12,9 @@ from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, updat
 
 from cli.opts import default_output, expand_pattern
 from controller.config import ClusterConfig
-from controller.core.model import Node, Partition, PendingJob, Plan, Request, Snapshot, natural_key
+from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Request, RunningJob, Snapshot,
+                                   natural_key)
+from controller.core.plan import requested_cpus
 from controller.errors import Conflict, InvalidRequest, NotFound
 
 from .tables import jobs as J
@@ -53,10 +55,9 @@ def request_of(spec: dict) -> Request:
     )
 
 
-def requested_cpus(req: Request) -> int:
-    if req.ntasks is not None:
-        return req.ntasks * req.cpus_per_task
-    return req.nodes_min * (req.ntasks_per_node or 1) * req.cpus_per_task
+#: pending_action values under which the job's processes are being stopped for good or for a requeue
+_KILL_WHY = {"cancel": "cancel", "requeue": "requeue", "requeue_hold": "requeue", "preempt": "preempt",
+             "preempt_requeue": "preempt"}
 
 
 class JobStore:
@@ -68,7 +69,9 @@ class JobStore:
         self._requests: dict[int, Request] = {}
         self._last_reasons: dict[int, str] = {}
         self._last_priority: dict[int, int] = {}
+        self._last_est: dict[int, float | None] = {}
         self.weights = config.priority_weights()
+        self.sched = config.sched_config()
 
     # ---------------------------------------------------------------- jobs: intake
     def submit(self, body: dict, now: float) -> int:
@@ -191,6 +194,11 @@ class JobStore:
             "nodes_max": spec.get("nodes_max"), "exclusive": bool(spec.get("exclusive")),
             "req_nodes": spec.get("nodelist"), "exc_nodes": spec.get("exclude"),
             "alloc_node": spec.get("submit_host"), "begin_time": row.begin_time,
+            "expected_start": row.est_start if row.state == "PENDING" else None,
+            "suspend_time": row.suspend_time, "suspended_secs": row.suspended_secs or 0.0,
+            "pre_sus_time": (row.suspend_time - row.start_time - (row.suspended_secs or 0.0))
+            if row.state == "SUSPENDED" and row.suspend_time and row.start_time else None,
+            "preempt_time": row.preempt_time,
         }
 
     def _pattern_path(self, row: Any, spec: dict, which: str, node: str | None = None) -> str:
@@ -208,14 +216,17 @@ class JobStore:
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
-                                         J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time)
+                                         J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
+                                         J.c.est_start)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
             for i in range(0, len(missing), 500):
                 for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
                     self._requests[jid] = request_of(json.loads(spec))
-            act = list(c.execute(select(J.c.alloc, J.c.spec).where(J.c.active.is_(True))))
+            act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
+                                        J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
+                                        J.c.suspended_secs).where(J.c.active.is_(True))))
             node_rows = list(c.execute(select(N)))
         live = {r.id for r in pend}
         if len(self._requests) > 2 * len(live) + 1000:
@@ -227,20 +238,38 @@ class JobStore:
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
         self._last_priority = {r.id: r.priority for r in pend}
+        self._last_est = {r.id: r.est_start for r in pend}
+        running = tuple(self._running_job(r) for r in act if r.alloc)
         return Snapshot(now=now, nodes=self._sched_nodes(node_rows, act, now),
                         partitions=self._sched_partitions(node_rows), pending=pending,
-                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights)
+                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
+                        running=running, config=self.sched)
+
+    @staticmethod
+    def _running_job(r: Any) -> RunningJob:
+        allocs = tuple(NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                       for a in json.loads(r.alloc))
+        end = None
+        if r.time_limit and r.start_time is not None:
+            end = r.start_time + r.time_limit * 60 + (r.suspended_secs or 0)
+        return RunningJob(job_id=r.id, partition=r.partition, allocs=allocs, start_time=r.start_time or 0.0,
+                          end_time=end, priority=r.priority, requeue=bool(r.requeue),
+                          suspended=r.state == "SUSPENDED" and not r.pending_action,
+                          preempting=bool(r.pending_action))
 
     def _usage(self, active_rows: Iterable[Any]) -> dict[str, list]:
+        """What active jobs hold per node; a suspended job keeps only its memory."""
         use: dict[str, list] = {}
         for r in active_rows:
             excl = bool(json.loads(r.spec).get("exclusive"))
+            stopped = r.state == "SUSPENDED" and not r.pending_action
             for a in json.loads(r.alloc or "[]"):
                 u = use.setdefault(a["node"], [0, 0, [], False])
-                u[0] += a["cpus"]
                 u[1] += a["memory"]
-                u[2].extend(a["gpu_ids"])
-                u[3] = u[3] or excl
+                if not stopped:
+                    u[0] += a["cpus"]
+                    u[2].extend(a["gpu_ids"])
+                    u[3] = u[3] or excl
         return use
 
     def node_up(self, row: Any, now: float) -> bool:
@@ -272,7 +301,8 @@ class JobStore:
         known = self.node_names(node_rows)
         return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known)),
                                max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP",
-                               priority_job_factor=p.priority_job_factor)
+                               priority_job_factor=p.priority_job_factor,
+                               preempt_mode=self.config.preempt_mode_of(p), grace_time=p.grace_time)
                      for p in self.config.partitions)
 
     def apply(self, plan: Plan, now: float) -> set[str]:
@@ -291,7 +321,9 @@ class JobStore:
                     eligible_time=func.coalesce(J.c.eligible_time, now),
                     stdout=self._pattern_path(row, spec, "stdout", host),
                     stderr=self._pattern_path(row, spec, "stderr", host),
-                    batch_state=None, batch_exit_code=None, batch_exit_signal=None, end_time=None))
+                    batch_state=None, batch_exit_code=None, batch_exit_signal=None, end_time=None,
+                    est_start=None, suspended_secs=0.0, suspend_time=None, preempt_time=None,
+                    preempt_grace=None))
                 if res.rowcount == 1:
                     woken.add(host)
             changed = [{"jid": jid, "r": r.value} for jid, r in plan.reasons.items() if last.get(jid) != r.value]
@@ -302,6 +334,32 @@ class JobStore:
                     if self._last_priority.get(jid) != f.total()]
             if prio:
                 c.execute(update(J).where(J.c.id == bindparam("jid")).values(priority=bindparam("p")), prio)
+            est = [{"jid": jid, "t": t} for jid, t in plan.start_times.items() if self._last_est.get(jid) != t]
+            if est:
+                c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
+                          .values(est_start=bindparam("t")), est)
+            for p in plan.preemptions:
+                action = {"CANCEL": "preempt", "REQUEUE": "preempt_requeue"}.get(p.mode)
+                if action is None:  # SUSPEND: the agent stops the processes; resources are lent
+                    res = c.execute(update(J).where(J.c.id == p.victim, J.c.state == "RUNNING",
+                                                    J.c.active.is_(True), J.c.pending_action.is_(None))
+                                    .values(state="SUSPENDED", suspend_time=now, preempt_time=now))
+                else:
+                    res = c.execute(update(J).where(J.c.id == p.victim, J.c.state == "RUNNING",
+                                                    J.c.active.is_(True), J.c.pending_action.is_(None))
+                                    .values(pending_action=action, preempt_time=now,
+                                            preempt_grace=p.grace_time))
+                if res.rowcount:
+                    woken.add(c.execute(select(J.c.batch_host).where(J.c.id == p.victim)).scalar())
+            for jid in plan.resumes:
+                row = c.execute(select(J.c.suspend_time, J.c.batch_host).where(
+                    J.c.id == jid, J.c.state == "SUSPENDED", J.c.active.is_(True))).first()
+                if row is None:
+                    continue
+                c.execute(update(J).where(J.c.id == jid, J.c.state == "SUSPENDED").values(
+                    state="RUNNING", suspend_time=None,
+                    suspended_secs=J.c.suspended_secs + max(0.0, now - (row.suspend_time or now))))
+                woken.add(row.batch_host)
         return woken
 
     # ---------------------------------------------------------------- user actions
@@ -381,7 +439,8 @@ class JobStore:
         return dict(state="PENDING", reason="JobHeldAdmin" if hold else "BeginTime", active=False,
                     alloc=None, nodes="", batch_host=None, start_time=None, end_time=None,
                     begin_time=begin, eligible_time=begin, restarts=J.c.restarts + 1, pending_action=None,
-                    held="admin" if hold else None, exit_code=0, exit_signal=0, pending_signal=None)
+                    held="admin" if hold else None, exit_code=0, exit_signal=0, pending_signal=None,
+                    suspend_time=None, est_start=None)
 
     def update_job(self, job_id: int, changes: dict) -> None:
         with self.engine.begin() as c:
@@ -413,6 +472,7 @@ class JobStore:
             for fin in body.get("finished") or []:
                 self._finish(c, name, fin, now)
             running = set(body.get("running") or [])
+            stopped = set(body.get("suspended") or [])
             done = {f["job_id"] for f in body.get("finished") or []}
             rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
             if body.get("resources"):
@@ -429,7 +489,14 @@ class JobStore:
                     continue
                 if r.id in running:
                     if r.pending_action:
-                        orders.append({"op": "kill", "job_id": r.id, "why": r.pending_action})
+                        order = {"op": "kill", "job_id": r.id, "why": _KILL_WHY.get(r.pending_action, "cancel")}
+                        if r.pending_action.startswith("preempt") and r.preempt_grace:
+                            order["grace"] = r.preempt_grace
+                        orders.append(order)
+                    elif r.state == "SUSPENDED" and r.id not in stopped:
+                        orders.append({"op": "suspend", "job_id": r.id})
+                    elif r.state == "RUNNING" and r.id in stopped:
+                        orders.append({"op": "resume", "job_id": r.id})
                     elif r.pending_signal is not None:
                         orders.append({"op": "signal", "job_id": r.id, "signal": r.pending_signal})
                         c.execute(update(J).where(J.c.id == r.id).values(pending_signal=None))
@@ -488,6 +555,7 @@ class JobStore:
             "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
             "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
+            "suspended_secs": r.suspended_secs or 0.0,
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
         }
 
@@ -500,7 +568,7 @@ class JobStore:
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
         end = fin.get("end_time") or now
         action = r.pending_action
-        if action in ("requeue", "requeue_hold"):
+        if action in ("requeue", "requeue_hold", "preempt_requeue"):
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
                 **self._requeued_values(now, action == "requeue_hold")))
             return
@@ -508,6 +576,9 @@ class JobStore:
                           batch_exit_code=code, batch_exit_signal=sig)
         if action == "cancel":
             vals.update(batch_state="CANCELLED")
+        elif action == "preempt":
+            vals.update(state="PREEMPTED", reason="None", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=0)
         elif fin.get("timeout"):
             vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)
@@ -531,7 +602,12 @@ class JobStore:
         if r.pending_action == "cancel":
             c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
                                                               batch_state="CANCELLED", batch_exit_signal=9))
-        elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action == "requeue":
+        elif r.pending_action == "preempt":
+            c.execute(update(J).where(J.c.id == r.id).values(
+                state="PREEMPTED", active=False, end_time=now, pending_action=None, batch_state="CANCELLED",
+                batch_exit_signal=9))
+        elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
+                                                                                    "preempt_requeue"):
             c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
         else:
             c.execute(update(J).where(J.c.id == r.id).values(
@@ -552,6 +628,11 @@ class JobStore:
                 admin_state=state, reason=reason, reason_time=now if reason else None))
             if res.rowcount == 0:
                 raise NotFound("Invalid node name specified")
+
+    def state_counts(self) -> dict[str, int]:
+        """How many jobs are in each state (sdiag)."""
+        with self.engine.connect() as c:
+            return {st: n for st, n in c.execute(select(J.c.state, func.count()).group_by(J.c.state))}
 
     def max_job_id(self) -> int:
         with self.engine.connect() as c:

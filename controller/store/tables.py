@@ -55,6 +55,11 @@ jobs = Table(
     Column("array_task_id", Integer),
     Column("comment", Text),
     Column("dependency", Text),
+    Column("est_start", Float),  #: pending: the start backfill expects (squeue --start)
+    Column("suspend_time", Float),  #: SUSPENDED: since when
+    Column("suspended_secs", Float, nullable=False, default=0.0),  #: time spent suspended so far
+    Column("preempt_time", Float),  #: when the job was chosen as a preemption victim
+    Column("preempt_grace", Integer),  #: its partition's GraceTime, seconds
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)

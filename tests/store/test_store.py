@@ -43,7 +43,7 @@ def register(store: JobStore, now: float = 1.0) -> None:
 
 
 def schedule(store: JobStore, now: float) -> set[str]:
-    return store.apply(plan(store.snapshot(now)), now)
+    return store.apply(plan(store.snapshot(now), backfill=False), now)
 
 
 def test_submit_schedule_launch_finish(store: JobStore):

@@ -57,3 +57,38 @@ def test_bad_values_name_the_key_and_line(text, needle):
     with pytest.raises(ConfigError) as e:
         parse_slurm_conf("ClusterName=x\n" + text)
     assert needle in str(e.value) and "line 2" in str(e.value)
+
+
+def test_scheduler_and_preemption_settings():
+    cfg = parse_slurm_conf(
+        "SchedulerType=sched/backfill\n"
+        "SchedulerParameters=bf_window=120,bf_resolution=30,bf_max_job_test=50,bf_continue,bf_policy=easy,"
+        "bf_interval=5\n"
+        "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nPreemptExemptTime=00:10:00\n"
+        "PartitionName=low Nodes=ALL Default=YES GraceTime=30\n"
+        "PartitionName=mid Nodes=ALL PreemptMode=requeue\n")
+    sc = cfg.sched_config()
+    assert (sc.backfill, sc.bf_window, sc.bf_resolution, sc.bf_max_job_test, sc.bf_continue, sc.bf_easy) == \
+        (True, 120, 30, 50, True, True)
+    assert (sc.preempt, sc.preempt_exempt_time) == (True, 600)
+    assert cfg.bf_interval() == 5.0
+    low, mid = cfg.partitions
+    assert cfg.preempt_mode_of(low) == "SUSPEND" and low.grace_time == 30
+    assert cfg.preempt_mode_of(mid) == "REQUEUE"
+    plain = parse_slurm_conf("SchedulerType=sched/builtin\n").sched_config()
+    assert (plain.backfill, plain.preempt, plain.bf_max_job_test, plain.bf_resolution) == (False, False, 100, 60)
+
+
+@pytest.mark.parametrize("line, key", [
+    ("SchedulerParameters=bf_window=-5", "bf_window"),
+    ("SchedulerParameters=bf_resolution=x", "bf_resolution"),
+    ("SchedulerParameters=bf_policy=greedy", "bf_policy"),
+    ("SchedulerType=sched/wiki", "SchedulerType"),
+    ("PreemptType=preempt/qos", "PreemptType"),
+    ("PreemptMode=SOMETIMES", "PreemptMode"),
+    ("PartitionName=p Nodes=ALL PreemptMode=CANCEL,REQUEUE", "PreemptMode"),
+    ("PartitionName=p Nodes=ALL GraceTime=-1", "GraceTime"),
+])
+def test_bad_scheduler_settings_name_the_key(line, key):
+    with pytest.raises(ConfigError, match=key):
+        parse_slurm_conf(line + "\n")

@@ -1,0 +1,113 @@
+"""Backfill and partition preemption on a real local cluster: REQUEUE, SUSPEND (SIGSTOP/SIGCONT),
+squeue --start estimates and sdiag."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+CONF = """ClusterName=anchor
+NodeName=node1 CPUs=2 RealMemory=4000
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE
+PartitionName=susp Nodes=ALL MaxTime=INFINITE PriorityTier=1 PreemptMode=SUSPEND,GANG
+PartitionName=high Nodes=ALL MaxTime=INFINITE PriorityTier=10 PreemptMode=OFF
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1,bf_resolution=1
+KillWait=2
+SlurmletRequeueDelay=0
+"""
+
+
+def proc_state(pid: int) -> str:
+    """The kernel's one-letter state of a process: T while SIGSTOPped."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+@pytest.fixture(scope="module")
+def sched_cluster(tmp_path_factory: pytest.TempPathFactory):
+    c = Cluster(tmp_path_factory.mktemp("sched"), nodes=1, conf=CONF).start()
+    yield c
+    crashed = c.crashed()
+    c.stop()
+    assert not crashed, f"daemons crashed: {crashed}"
+
+
+def test_higher_tier_job_requeues_the_lower_one(sched_cluster: Cluster):
+    c = sched_cluster
+    low = c.sbatch("-n", "2", "-J", "low1", "-o", "low-%j.out",
+                   script="#!/bin/sh\necho start restart=$SLURM_RESTART_COUNT\nsleep 300\n")
+    c.wait_state(low, "RUNNING")
+    hi = c.sbatch("-p", "high", "-n", "2", "-J", "hi", "--wrap", "echo hi from high")
+    c.wait_state(hi, ("RUNNING", "COMPLETED"))
+    j = c.job(low)
+    assert j["restarts"] == 1 and j["state"] in ("PENDING", "RUNNING")
+    out = (c.workdir / f"low-{low}.out").read_text()
+    assert f"*** JOB {low} ON node1 CANCELLED AT " in out and "DUE TO PREEMPTION ***" in out
+    # the requeued job runs again once the preemptor is done
+    assert c.wait_state(hi, "COMPLETED")["exit_code"] == 0
+    c.wait_state(low, "RUNNING")
+    wait_until(lambda: "restart=1" in (c.workdir / f"low-{low}.out").read_text(), what="second run's output")
+    r = c.run(f"scancel {low}")
+    assert r.returncode == 0
+    c.wait_state(low, "CANCELLED")
+
+
+def test_higher_tier_job_suspends_the_lower_one_which_resumes_after(sched_cluster: Cluster):
+    c = sched_cluster
+    pidfile = c.workdir / "susp.pid"
+    low = c.sbatch("-p", "susp", "-n", "2", "-J", "low2",
+                   script=f"#!/bin/sh\necho $$ > {pidfile}\nwhile true; do sleep 0.2; done\n")
+    c.wait_state(low, "RUNNING")
+    pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="pid file"))
+    gate = c.workdir / "release-hi"
+    hi = c.sbatch("-p", "high", "-n", "2", "-J", "hi2",
+                  script=f"#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.1; done\necho done\n")
+    c.wait_state(hi, "RUNNING")
+    c.wait_state(low, "SUSPENDED")
+    wait_until(lambda: proc_state(pid) == "T", what="the suspended job's shell to be stopped")
+    r = c.run(f"squeue -h -o '%i %t %P' -j {low},{hi}")
+    assert sorted(r.stdout.split("\n")[:-1]) == sorted([f"{low} S susp", f"{hi} R high"])
+    gate.touch()
+    c.wait_state(hi, "COMPLETED")
+    c.wait_state(low, "RUNNING")
+    wait_until(lambda: proc_state(pid) != "T", what="the resumed job's shell to run again")
+    assert c.job(low)["restarts"] == 0  # the same run, continued
+    c.run(f"scancel {low}")
+    c.wait_state(low, "CANCELLED")
+
+
+def test_backfill_starts_a_short_job_and_squeue_start_shows_the_head_estimate(sched_cluster: Cluster):
+    c = sched_cluster
+    blocker = c.sbatch("-p", "high", "-n", "1", "-t", "10", "-J", "blocker", "--wrap", "sleep 300")
+    c.wait_state(blocker, "RUNNING")
+    t0 = c.job(blocker)["start_time"]
+    head = c.sbatch("-p", "high", "-n", "2", "-t", "60", "-J", "head", "--wrap", "true")
+    long = c.sbatch("-p", "high", "-n", "1", "-t", "30", "-J", "long", "--wrap", "true")
+    short = c.sbatch("-p", "high", "-n", "1", "-t", "5", "-J", "short", "--wrap", "sleep 300")
+    # the short job fits before the head's reservation: backfill starts it; the long one would delay the head
+    c.wait_state(short, "RUNNING")
+    assert c.job(long)["state"] == "PENDING" and c.job(head)["state"] == "PENDING"
+    est = wait_until(lambda: c.job(head).get("expected_start"), what="an expected start for the head")
+    assert abs(est - (t0 + 600)) <= 2
+    r = c.run("squeue --start -h -o '%i %j %S'")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("\n")[:-1]
+    assert rows[0] == f"{head} head {time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(est))}"
+    assert rows[1].startswith(f"{long} long 20")  # after the head: an hour later
+    r = c.run("sdiag")
+    assert r.returncode == 0, r.stderr
+    assert "Main schedule statistics (microseconds):" in r.stdout and "Backfilling stats" in r.stdout
+    backfilled = int(next(x for x in r.stdout.splitlines() if "Total backfilled jobs (since last slurm start)" in x)
+                     .rsplit(":", 1)[1])
+    assert backfilled >= 1
+    for jid in (blocker, head, long, short):
+        c.run(f"scancel {jid}")
