@@ -81,11 +81,18 @@ class ClusterConfig:
             except ValueError:
                 raise ConfigError(f"{key}: expected a number, got {raw[key]!r}") from None
         max_age = parse_time_minutes(raw.get("prioritymaxage", "7-0"), "PriorityMaxAge")
+        half_life = parse_time_seconds(raw.get("prioritydecayhalflife", "7-0"), "PriorityDecayHalfLife")
         return Weights(age=w("priorityweightage"), fairshare=w("priorityweightfairshare"),
                        jobsize=w("priorityweightjobsize"), partition=w("priorityweightpartition"),
                        qos=w("priorityweightqos"), assoc=w("priorityweightassoc"),
                        max_age=(max_age if max_age is not None else 7 * 1440) * 60.0,
-                       favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"))
+                       favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"),
+                       decay_half_life=float(half_life or 0))
+
+    def priority_calc_period(self) -> float:
+        """PriorityCalcPeriod in seconds (default 5 minutes): how often usage is recomputed."""
+        v = parse_time_seconds(self.raw_value("prioritycalcperiod", "5"), "PriorityCalcPeriod")
+        return float(v or 300)
 
     def preempt_mode_of(self, part: PartitionConf) -> str:
         """A partition's effective PreemptMode, without its GANG flag: OFF, CANCEL, REQUEUE or SUSPEND."""
@@ -182,7 +189,7 @@ _KNOWN_QUIET = {
     "proctracktype", "tasktype", "taskplugin", "prologflags", "returntoservice", "slurmdparameters",
     "slurmctldpidfile", "slurmdpidfile", "slurmdspooldir", "statesavelocation", "slurmctldlogfile",
     "slurmdlogfile", "slurmctlddebug", "slurmddebug", "slurmctldtimeout", "inactivelimit", "waittime",
-    "selecttype", "selecttypeparameters", "grestypes", "prioritytype", "prioritydecayhalflife",
+    "selecttype", "selecttypeparameters", "grestypes", "prioritytype", "prioritydecayhalflife", "prioritycalcperiod",
     "prioritymaxage", "priorityweightage", "priorityweightfairshare", "priorityweightjobsize",
     "priorityweightpartition", "priorityweightqos", "priorityweightassoc", "priorityweighttres",
     "priorityfavorsmall", "priorityflags", "schedulerparameters", "preempttype", "preemptexempttime",

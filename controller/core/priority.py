@@ -22,6 +22,7 @@ class Weights:
     assoc: int = 0
     max_age: float = 7 * 86400.0  #: PriorityMaxAge, seconds
     favor_small: bool = False  #: PriorityFavorSmall
+    decay_half_life: float = 7 * 86400.0  #: PriorityDecayHalfLife, seconds (0: no decay)
 
     @property
     def active(self) -> bool:
@@ -63,3 +64,25 @@ def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus:
     parts = (w.age * age, w.fairshare * fs, w.jobsize * size, w.partition * part, w.qos * qos_factor)
     return Factors(age=round(parts[0]), fairshare=round(parts[1]), jobsize=round(parts[2]),
                    partition=round(parts[3]), qos=round(parts[4]), nice=nice, exact=sum(parts))
+
+
+def decayed(amount: float, age: float, half_life: float) -> float:
+    """`amount` of usage recorded `age` seconds ago, after PriorityDecayHalfLife's decay."""
+    if half_life <= 0 or age <= 0:
+        return amount
+    return amount * 2.0 ** (-age / half_life)
+
+
+def fair_shares(usage: dict[str, float], shares: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Each association's (normalized usage, normalized shares) for the classic 2^(-U/S) factor.
+
+    `usage`: decayed CPU-seconds per association; `shares`: raw shares (associations absent from
+    `usage` have none). Both are normalized over all associations, as Slurm's flat tree does.
+    """
+    total_u = sum(usage.values())
+    total_s = sum(shares.values())
+    out = {}
+    for name, raw in shares.items():
+        u = usage.get(name, 0.0) / total_u if total_u > 0 else 0.0
+        out[name] = (u, raw / total_s if total_s > 0 else 0.0)
+    return out

@@ -15,6 +15,7 @@ from controller.config import ClusterConfig
 from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Request, RunningJob, Snapshot,
                                    natural_key)
 from controller.core.plan import requested_cpus
+from controller.core.priority import decayed, fair_shares
 from controller.errors import Conflict, InvalidRequest, NotFound
 
 from .tables import jobs as J
@@ -72,6 +73,8 @@ class JobStore:
         self._last_est: dict[int, float | None] = {}
         self.weights = config.priority_weights()
         self.sched = config.sched_config()
+        self._usage_at: float | None = None  #: when per-user usage was last computed
+        self._user_usage: dict[str, float] = {}
 
     # ---------------------------------------------------------------- jobs: intake
     def submit(self, body: dict, now: float) -> int:
@@ -217,7 +220,7 @@ class JobStore:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
                                          J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
-                                         J.c.est_start)
+                                         J.c.est_start, J.c.user)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
@@ -231,10 +234,14 @@ class JobStore:
         live = {r.id for r in pend}
         if len(self._requests) > 2 * len(live) + 1000:
             self._requests = {k: v for k, v in self._requests.items() if k in live}
+        fs: dict[str, tuple[float, float]] = {}
+        if self.weights.fairshare:
+            fs = fair_shares(self.user_usage(now), dict.fromkeys({r.user for r in pend} | set(self._user_usage), 1.0))
         pending = tuple(PendingJob(
             job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
-            nice=r.nice, eligible_time=r.eligible_time)
+            nice=r.nice, eligible_time=r.eligible_time,
+            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0)
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
         self._last_priority = {r.id: r.priority for r in pend}
@@ -244,6 +251,25 @@ class JobStore:
                         partitions=self._sched_partitions(node_rows), pending=pending,
                         def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
                         running=running, config=self.sched)
+
+    def user_usage(self, now: float) -> dict[str, float]:
+        """Decayed CPU-seconds per user (PriorityDecayHalfLife), recomputed every PriorityCalcPeriod.
+
+        Every user holds one equal share until accounting associations exist.
+        """
+        if self._usage_at is not None and now - self._usage_at < self.config.priority_calc_period():
+            return self._user_usage
+        half = self.weights.decay_half_life
+        use: dict[str, float] = {}
+        with self.engine.connect() as c:
+            rows = c.execute(select(J.c.user, J.c.alloc, J.c.start_time, J.c.end_time)
+                             .where(J.c.start_time.is_not(None), J.c.alloc.is_not(None)))
+            for r in rows:
+                end = r.end_time or now
+                cpus = sum(a["cpus"] for a in json.loads(r.alloc))
+                use[r.user] = use.get(r.user, 0.0) + decayed(cpus * max(0.0, end - r.start_time), now - end, half)
+        self._usage_at, self._user_usage = now, use
+        return use
 
     @staticmethod
     def _running_job(r: Any) -> RunningJob:

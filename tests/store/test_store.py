@@ -134,3 +134,24 @@ def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
     from controller.errors import InvalidRequest
     with pytest.raises(InvalidRequest):
         store.node_sync("node9", {"resources": RES}, 2.0)
+
+
+def test_fair_share_comes_from_decayed_usage(tmp_path):
+    conf = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
+                            "PartitionName=debug Nodes=ALL Default=YES\nPriorityType=priority/multifactor\n"
+                            "PriorityWeightFairshare=10000\nPriorityDecayHalfLife=01:00:00\n"
+                            "PriorityCalcPeriod=0\n")
+    s = JobStore(make_engine(sqlite_url(str(tmp_path))), conf)
+    register(s)
+    ran = s.submit(body(user="alice", ntasks=4), 1.0)
+    schedule(s, 2.0)
+    s.node_sync("node1", {"running": [ran], "finished": []}, 3.0)
+    s.node_sync("node1", {"running": [], "finished": [{"job_id": ran, "exit_code": 0, "end_time": 3602.0}]}, 3602.0)
+    a = s.submit(body(user="alice", hold=True), 3603.0)
+    b = s.submit(body(user="bob", hold=True), 3603.0)
+    fac = plan(s.snapshot(3602.0)).factors
+    # alice used everything so far with half of the shares: 2^(-1/0.5) = 0.25; bob has no usage
+    assert (fac[a].fairshare, fac[b].fairshare) == (2500, 10000)
+    # an hour later her usage has decayed by half, but it is still all the usage there is
+    assert plan(s.snapshot(7202.0)).factors[a].fairshare == 2500
+    s.engine.dispose()

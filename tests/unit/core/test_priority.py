@@ -49,3 +49,17 @@ def test_priority_never_falls_with_age(a, b):
     kw = dict(w=W, eligible=0.0, nodes=1, cpus=1, total_nodes=4, total_cpus=32, partition_factor=1,
               max_partition_factor=1)
     assert factors(now=hi, **kw).total() >= factors(now=lo, **kw).total()
+
+
+def test_usage_decays_by_half_life_and_fair_share_follows_usage():
+    from controller.core.priority import decayed, fair_shares
+    assert decayed(1000.0, 0, 3600) == 1000.0
+    assert decayed(1000.0, 3600, 3600) == 500.0 and decayed(1000.0, 7200, 3600) == 250.0
+    assert decayed(1000.0, 7200, 0) == 1000.0  # no decay configured
+    fs = fair_shares({"alice": 300.0, "bob": 100.0}, {"alice": 1.0, "bob": 1.0, "carol": 2.0})
+    assert fs == {"alice": (0.75, 0.25), "bob": (0.25, 0.25), "carol": (0.0, 0.5)}
+    w = Weights(fairshare=10000)
+    f = {u: factors(w=w, now=0, eligible=None, nodes=1, cpus=1, total_nodes=1, total_cpus=1, partition_factor=1,
+                    max_partition_factor=1, usage=x[0], shares=x[1]).fairshare for u, x in fs.items()}
+    # 2^(-U/S): over its share halves it per share used; no usage keeps the full weight
+    assert f == {"alice": round(10000 * 2 ** -3), "bob": 5000, "carol": 10000}
