@@ -137,6 +137,8 @@ class _Cycle:
         self.open = {name: f for name, f in self.free.items() if f.cpus > 0}
         self.memo: dict = {}
         self.blocked: set[str] = set()
+        #: nodes of partitions whose first job is waiting: later jobs of any partition keep off them
+        self.fenced: set[str] = set()
         self.started: list[tuple[PendingJob, tuple[NodeAlloc, ...]]] = []
         #: running jobs on their way out (CANCEL/REQUEUE victims): their resources come back soon
         self.going: dict[int, RunningJob] = {r.job_id: r for r in snap.running if r.preempting}
@@ -197,7 +199,7 @@ class _Cycle:
             if reason is not None:
                 out.reasons[job.job_id] = reason
                 continue
-            if job.partition in self.blocked:
+            if job.partition in self.blocked or self.members[part.name] <= self.fenced:
                 out.reasons[job.job_id] = Reason.PRIORITY
                 continue
             allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu)
@@ -205,16 +207,26 @@ class _Cycle:
                 allocs = self.preempt(job, part)
             if allocs is None:
                 out.reasons[job.job_id] = self.blocked_reason(part)
-                self.blocked.add(job.partition)
+                self.block(part.name)
                 continue
             self.start(job, allocs)
+
+    def block(self, part: str) -> None:
+        """The partition's first job waits: the rest of it waits behind it (`Priority`), and
+        lower-ordered jobs of other partitions stay off its nodes, as Slurm's main scheduler does,
+        so that they cannot starve it. Backfill, which knows when jobs end, may still use them."""
+        self.blocked.add(part)
+        self.fenced |= self.members[part]
+        for name in self.members[part]:
+            self.open.pop(name, None)
 
     def resume(self, r: RunningJob) -> None:
         """A suspended job resumes on its own CPUs and GPUs once they are free (it kept its memory)."""
         for a in r.allocs:
             f = self.free.get(a.node)
-            if f is None or f.cpus < a.cpus or not set(a.gpu_ids) <= set(f.gpu_ids):
-                self.blocked.add(r.partition)  # it goes first: its partition's pending jobs wait
+            if (f is None or a.node in self.fenced or f.cpus < a.cpus
+                    or not set(a.gpu_ids) <= set(f.gpu_ids)):
+                self.block(r.partition)  # it goes first: its partition's pending jobs wait
                 return
         for a in r.allocs:
             f = self.free[a.node]
@@ -257,7 +269,7 @@ class _Cycle:
                 f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
                 f.idle = f.cpus == f.total_cpus and f.memory == f.total_memory and len(f.gpu_ids) == f.total_gpus
         cands = [trial.get(name, f) for name, f in self.free.items()
-                 if name in mem and (name in trial or f.cpus > 0)]
+                 if name in mem and name not in self.fenced and (name in trial or f.cpus > 0)]
         return fit(job.request, cands, self.snap.def_mem_per_cpu)
 
     def preempt(self, job: PendingJob, part: Partition) -> tuple[NodeAlloc, ...] | None:
@@ -301,7 +313,8 @@ class _Cycle:
                 continue
             f.cpus += a.cpus
             f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
-        self.open = {name: f for name, f in self.free.items() if f.cpus > 0}  # keep preference order
+        self.open = {name: f for name, f in self.free.items()  # rebuilt: keeps the preference order
+                     if f.cpus > 0 and name not in self.fenced}
 
     # ------------------------------------------------------------------ backfill
     def seconds(self, job: PendingJob) -> float | None:

@@ -107,3 +107,15 @@ def test_backfilled_job_respects_gpus_reserved_later():
     # job 11 would hold GPUs 2-3 past +10 min when the head needs all four; job 12 is done by then
     assert [(s.job_id, s.allocs[0].gpu_ids) for s in p.starts] == [(12, (2, 3))]
     assert p.start_times[10] == NOW + 600
+
+
+def test_slurms_lx_example_backfills_on_the_nodes_the_head_does_not_need():
+    # backfill.c's example: lx[01-04] busy; the head needs five nodes including lx05, the next any three
+    names = {f"lx0{i}": 1 for i in range(1, 9)}
+    run = [running(i, f"lx0{i}", 1, 600) for i in range(1, 5)]
+    head = PendingJob(10, "debug", Request(nodes_min=5, nodelist=("lx05",)), priority=300, submit_time=1.0,
+                      time_limit=60)
+    nxt = pending(11, 60, 200, nodes_min=3)
+    p = plan(cluster(names, run, [head, nxt]))
+    assert [(s.job_id, s.node_names) for s in p.starts] == [(11, ("lx06", "lx07", "lx08"))]
+    assert p.start_times == {10: NOW + 600}

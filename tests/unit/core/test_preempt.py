@@ -92,3 +92,14 @@ def test_preemptors_are_ordered_first():
     low_pending = PendingJob(20, "low", Request(ntasks=1), submit_time=0.0, priority=10**6)
     p = plan(snap(run, [low_pending, high_job(9, 4)], mode="SUSPEND"))
     assert [s.job_id for s in p.starts] == [9]
+
+
+def test_lower_tier_jobs_keep_off_the_nodes_a_waiting_preemptor_needs():
+    # job 2 is already on its way out for job 9; the CPUs job 1 left are not for the low queue
+    run = [low_job(2, 2, prio=50, preempting=True)]
+    low_pending = PendingJob(20, "low", Request(ntasks=1, mem_per_node=100), submit_time=0.0, time_limit=60)
+    s = snap(run, [high_job(9, 4), low_pending])
+    for bf in (False, True):
+        p = plan(s, backfill=bf)
+        assert p.starts == [] and p.preemptions == []
+        assert p.reasons == {9: Reason.RESOURCES, 20: Reason.PRIORITY}
