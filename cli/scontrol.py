@@ -134,6 +134,12 @@ def update(args: list[str]) -> int:
             body["comment"] = v
         elif k == "nice":
             body["nice"] = int(v)
+        elif k == "sitefactor":
+            try:
+                body["site_factor"] = int(v)
+            except ValueError:
+                print(f"Invalid SiteFactor value: {v}", file=sys.stderr)
+                return 1
         else:
             print(f"Update of this parameter is not supported: {k}=", file=sys.stderr)
             return 1

@@ -70,6 +70,7 @@ class JobUpdate(Strict):
     name: str | None = None
     comment: str | None = None
     nice: int | None = None
+    site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
 
 
 class CancelRequest(Strict):

@@ -220,7 +220,7 @@ class JobStore:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
                                          J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
-                                         J.c.est_start, J.c.user)
+                                         J.c.est_start, J.c.user, J.c.site_factor)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
@@ -241,7 +241,7 @@ class JobStore:
             job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
             nice=r.nice, eligible_time=r.eligible_time,
-            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0)
+            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0, site=r.site_factor or 0)
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
         self._last_priority = {r.id: r.priority for r in pend}
@@ -481,7 +481,7 @@ class JobStore:
                     if row.state != "PENDING":
                         raise Conflict("Job is no longer pending execution")
                     values["partition"] = v
-                elif k in ("time_limit", "name", "comment", "nice"):
+                elif k in ("time_limit", "name", "comment", "nice", "site_factor"):
                     values[k] = v
                     if k == "nice":
                         values["priority"] = max(1, 10000 - int(v))

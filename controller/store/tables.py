@@ -60,6 +60,7 @@ jobs = Table(
     Column("suspended_secs", Float, nullable=False, default=0.0),  #: time spent suspended so far
     Column("preempt_time", Float),  #: when the job was chosen as a preemption victim
     Column("preempt_grace", Integer),  #: its partition's GraceTime, seconds
+    Column("site_factor", Integer, nullable=False, default=0),  #: scontrol update SiteFactor=
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)

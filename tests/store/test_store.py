@@ -155,3 +155,16 @@ def test_fair_share_comes_from_decayed_usage(tmp_path):
     # an hour later her usage has decayed by half, but it is still all the usage there is
     assert plan(s.snapshot(7202.0)).factors[a].fairshare == 2500
     s.engine.dispose()
+
+
+def test_site_factor_adds_to_the_priority(tmp_path):
+    conf = parse_slurm_conf("ClusterName=t\nNodeName=node1 CPUs=4 RealMemory=1000\n"
+                            "PartitionName=debug Nodes=ALL Default=YES\nPriorityType=priority/multifactor\n"
+                            "PriorityWeightJobSize=1000\n")
+    s = JobStore(make_engine(sqlite_url(str(tmp_path))), conf)
+    a = s.submit(body(hold=True), 1.0)
+    before = plan(s.snapshot(2.0)).factors[a]
+    s.update_job(a, {"site_factor": 500})
+    after = plan(s.snapshot(2.0)).factors[a]
+    assert (after.site, after.total()) == (500, before.total() + 500)
+    s.engine.dispose()
