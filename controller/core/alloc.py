@@ -23,6 +23,9 @@ class Free:
 
     @classmethod
     def of(cls, n: Node) -> Free:
+        if not n.gpus and not n.exclusive_used:  # the common CPU-only node, without the set work
+            return cls(n.name, max(0, n.cpus - n.cpus_used), max(0, n.memory - n.memory_used), [], n.cpus,
+                       n.memory, 0, n.cpus_used == 0 and n.memory_used == 0, n.weight)
         used = set(n.gpus_used)
         cpus_free = 0 if n.exclusive_used else n.cpus - n.cpus_used
         return cls(

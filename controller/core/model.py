@@ -176,8 +176,8 @@ class Preemption:
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, Reason] = field(default_factory=dict)
-    #: multifactor breakdown and the resulting priority of each pending job (multifactor only)
-    factors: dict[int, Factors] = field(default_factory=dict)
+    #: the multifactor priority of each pending job (multifactor only; `priorities()` has the parts)
+    priorities: dict[int, int] = field(default_factory=dict)
     preemptions: list[Preemption] = field(default_factory=list)
     resumes: list[int] = field(default_factory=list)  #: suspended jobs whose CPUs are free again
     #: expected start of pending jobs that backfill placed on its time map (squeue --start)

@@ -21,12 +21,15 @@ Deterministic and independent of the order of the snapshot's tuples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import compress
+from operator import attrgetter, lt
 
-from .alloc import Free, fit
+from .alloc import Free, _task_counts, fit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
                     Snapshot, Start, natural_key)
 from .priority import Factors, factors
-from .timemap import TimeMap
+from .timemap import CountMap, TimeMap
 
 
 def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
@@ -56,13 +59,51 @@ def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node
         return Reason.PARTITION_TIME_LIMIT
     if memo is None:
         memo = {}
-    key = (job.request, part.name)
-    if key not in memo:
-        members = memo.get(part.name)
-        if members is None:
-            members = memo[part.name] = _ordered([nodes[n] for n in part.nodes if n in nodes])
-        memo[key] = _partition_limit(job.request, part, members, def_mem)
-    return memo[key]
+    verdicts = memo.get(part.name)
+    if verdicts is None:
+        caps = memo.get(None)
+        if caps is None:
+            caps = memo[None] = tuple(map(_CAPS, nodes.values()))
+        verdicts = memo[part.name] = _limits_of(part, caps, def_mem)
+    req = job.request
+    got = verdicts.get(id(req))  # by identity first: hashing a Request costs more than the check
+    if got is None or got[0] is not req:
+        if len(verdicts) > 8192:
+            verdicts.clear()
+        reason = verdicts.get(req, verdicts)  # then by value: queues hold many equal requests
+        if reason is verdicts:
+            reason = verdicts[req] = _partition_limit(
+                req, part, _ordered([nodes[n] for n in part.nodes if n in nodes]), def_mem)
+        got = verdicts[id(req)] = (req, reason)
+    return got[1]
+
+
+_CAPS = attrgetter("name", "cpus", "memory", "gpus", "weight", "available")
+_NAME = attrgetter("name")
+_USED = attrgetter("cpus_used")
+_CPUS = attrgetter("cpus")
+
+
+@lru_cache(maxsize=16)
+def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:
+    """The one (cpus, memory, gpus) shape of the cluster's nodes, if they are all alike and up."""
+    shapes = {c[1:4] for c in caps}
+    return shapes.pop() if len(shapes) == 1 and all(c[5] for c in caps) else None
+
+#: partition-limit verdicts per (partition, the cluster's node capacities): they hold across cycles
+_LIMITS: dict[tuple, dict] = {}
+
+
+def _limits_of(part: Partition, caps: tuple, def_mem: int) -> dict:
+    """The verdict cache of a partition: keyed by request identity (to a (request, verdict) pair)
+    and by request value (to the verdict)."""
+    key = (part, def_mem, caps)
+    got = _LIMITS.get(key)
+    if got is None:
+        if len(_LIMITS) > 64:
+            _LIMITS.clear()
+        got = _LIMITS[key] = {}
+    return got
 
 
 def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:
@@ -82,30 +123,102 @@ def _ordered(nodes) -> list[Node]:  # noqa: ANN001 - any iterable of nodes
     return sorted(nodes, key=lambda n: (n.weight, natural_key(n.name)))
 
 
+@lru_cache(maxsize=16)
+def _node_order(caps: tuple[tuple, ...]) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Node names in preference order (weight, natural name) and each one's rank; kept across
+    cycles, as a cluster's nodes rarely change. `caps`: (name, cpus, memory, gpus, weight)."""
+    names = tuple(c[0] for c in sorted(caps, key=lambda c: (c[4], natural_key(c[0]))))
+    return names, {n: i for i, n in enumerate(names)}
+
+
+@lru_cache(maxsize=64)
+def _members(part: Partition) -> frozenset[str]:
+    return frozenset(part.nodes)
+
+
+@lru_cache(maxsize=4096)
+def _whole_nodes(req: Request, cpus: int, memory: int, gpus: int, def_mem: int) -> int:
+    """How many whole nodes of this shape `req` takes when every node it gets is then full
+    (0 when its layout leaves CPUs free or names nodes): backfill may then count nodes."""
+    if req.nodelist or req.exclude:
+        return 0
+    nnodes, counts = _task_counts(req)
+    if counts is None or not nnodes or any(c != counts[0] for c in counts):
+        return 0
+    per_node = counts[0] * req.cpus_per_task
+    if not req.exclusive and per_node != cpus:
+        return 0
+    if per_node > cpus or (req.gpus_per_node or 0) > gpus or (req.gpus_per_task or 0) * counts[0] > gpus:
+        return 0
+    if req.gpus and -(-req.gpus // nnodes) > gpus:
+        return 0
+    mem = req.mem_per_node if req.mem_per_node is not None else (req.mem_per_cpu or def_mem) * per_node
+    return nnodes if mem <= memory else 0
+
+
 def requested_cpus(req: Request) -> int:
     """The fewest CPUs any layout of `req` takes."""
     return (req.ntasks or req.nodes_min * (req.ntasks_per_node or 1)) * req.cpus_per_task
 
 
-def priorities(snap: Snapshot) -> dict[int, Factors]:
-    """Multifactor priority of every pending job (empty when no weight is set)."""
+def _fixed_parts(snap: Snapshot):  # noqa: ANN202 - a function of a pending job
+    """Everything but age is the same for jobs with the same request, partition and usage: those
+    parts are computed once per cycle (`priority.factors` is the formula; this is its fast path)."""
     w = snap.weights
-    if not w.active:
-        return {}
     total_nodes = len(snap.nodes)
     total_cpus = sum(n.cpus for n in snap.nodes)
     pjf = {p.name: p.priority_job_factor for p in snap.partitions}
     max_pjf = max(pjf.values(), default=1) or 1
+    fixed: dict[tuple, Factors] = {}
+
+    def base(j: PendingJob) -> Factors:
+        key = (id(j.request), j.partition, j.usage, j.shares)
+        got = fixed.get(key)
+        if got is None:
+            r = j.request
+            got = fixed[key] = factors(w=w, now=snap.now, eligible=None, nodes=r.nodes_min, cpus=requested_cpus(r),
+                                       total_nodes=total_nodes, total_cpus=total_cpus,
+                                       partition_factor=pjf.get(j.partition, 1), max_partition_factor=max_pjf,
+                                       usage=j.usage, shares=j.shares)
+        return got
+    return base
+
+
+def _age(w, now: float, eligible: float | None) -> float:  # noqa: ANN001 - Weights
+    if eligible is None or w.max_age <= 0 or not w.age:
+        return 0.0
+    return w.age * min(max(now - eligible, 0.0) / w.max_age, 1.0)
+
+
+def priorities(snap: Snapshot) -> dict[int, Factors]:
+    """Multifactor priority of every pending job, component by component, as sprio shows it
+    (empty when no weight is set)."""
+    w = snap.weights
+    if not w.active:
+        return {}
+    base = _fixed_parts(snap)
     out = {}
     for j in snap.pending:
-        r = j.request
-        f = factors(w=w, now=snap.now, eligible=j.eligible_time, nodes=r.nodes_min, cpus=requested_cpus(r),
-                    total_nodes=total_nodes, total_cpus=total_cpus, partition_factor=pjf.get(j.partition, 1),
-                    max_partition_factor=max_pjf, nice=j.nice, usage=j.usage, shares=j.shares)
-        if j.site:
-            f = Factors(site=j.site, age=f.age, assoc=f.assoc, fairshare=f.fairshare, jobsize=f.jobsize,
-                        partition=f.partition, qos=f.qos, nice=f.nice, exact=f.exact + j.site)
-        out[j.job_id] = f
+        b = base(j)
+        age = _age(w, snap.now, j.eligible_time)
+        out[j.job_id] = Factors(j.site, round(age), b.assoc, b.fairshare, b.jobsize, b.partition, b.qos, j.nice,
+                                b.exact + age + j.site)
+    return out
+
+
+def priority_totals(snap: Snapshot) -> dict[int, int]:
+    """The same priorities as `priorities`, only the totals: what a scheduling cycle needs."""
+    w = snap.weights
+    if not w.active:
+        return {}
+    base = _fixed_parts(snap)
+    now, max_age, w_age = snap.now, w.max_age, w.age
+    out = {}
+    for j in snap.pending:
+        e = j.eligible_time
+        age = w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None and max_age > 0 and w_age else 0.0
+        total = int(base(j).exact + age + j.site - j.nice)
+        out[j.job_id] = total if total > 1 else 1
     return out
 
 
@@ -124,18 +237,22 @@ class _Cycle:
     def __init__(self, snap: Snapshot):
         self.snap = snap
         self.cfg = snap.config
-        self.out = Plan(factors=priorities(snap))
-        self.prio = {jid: f.total() for jid, f in self.out.factors.items()}
-        self.nodes = {n.name: n for n in snap.nodes}
+        self.out = Plan(priorities=priority_totals(snap))
+        self.prio = self.out.priorities
+        self.nodes = dict(zip(map(_NAME, snap.nodes), snap.nodes))
         self.parts = {p.name: p for p in snap.partitions}
         self.tiers = {p.name: p.priority_tier for p in snap.partitions}
-        self.members = {p.name: frozenset(p.nodes) for p in snap.partitions}
-        ordered = _ordered(snap.nodes)
-        self.rank = {n.name: i for i, n in enumerate(ordered)}
-        #: free capacity of every available node, in preference order; `open` only those with CPUs
-        self.free = {n.name: Free.of(n) for n in ordered if n.available}
-        self.open = {name: f for name, f in self.free.items() if f.cpus > 0}
-        self.memo: dict = {}
+        self.members = {p.name: _members(p) for p in snap.partitions}
+        caps = tuple(map(_CAPS, snap.nodes))
+        self.order, self.rank = _node_order(caps)
+        #: free capacity of available nodes with free CPUs, in preference order; `free` gets the
+        #: others too, when something asks for them (`fr`)
+        rank = self.rank
+        with_room = compress(snap.nodes, map(lt, map(_USED, snap.nodes), map(_CPUS, snap.nodes)))
+        room = sorted((n for n in with_room if n.available and not n.exclusive_used), key=lambda n: rank[n.name])
+        self.open = {n.name: Free.of(n) for n in room}
+        self.free = dict(self.open)
+        self.memo: dict = {None: caps}
         self.blocked: set[str] = set()
         #: nodes of partitions whose first job is waiting: later jobs of any partition keep off them
         self.fenced: set[str] = set()
@@ -165,6 +282,16 @@ class _Cycle:
                                     -r.priority, r.start_time, r.job_id), suspended=r))
         items.sort(key=lambda it: it.key)
         return items
+
+    def fr(self, name: str) -> Free | None:
+        """The free capacity of an available node (None for unavailable ones)."""
+        f = self.free.get(name)
+        if f is None:
+            n = self.nodes.get(name)
+            if n is None or not n.available:
+                return None
+            f = self.free[name] = Free.of(n)
+        return f
 
     def candidates(self, part: str) -> list[Free]:
         mem = self.members[part]
@@ -216,14 +343,15 @@ class _Cycle:
         lower-ordered jobs of other partitions stay off its nodes, as Slurm's main scheduler does,
         so that they cannot starve it. Backfill, which knows when jobs end, may still use them."""
         self.blocked.add(part)
-        self.fenced |= self.members[part]
-        for name in self.members[part]:
-            self.open.pop(name, None)
+        members = self.members[part]
+        self.fenced |= members
+        for name in [n for n in self.open if n in members]:
+            del self.open[name]
 
     def resume(self, r: RunningJob) -> None:
         """A suspended job resumes on its own CPUs and GPUs once they are free (it kept its memory)."""
         for a in r.allocs:
-            f = self.free.get(a.node)
+            f = self.fr(a.node)
             if (f is None or a.node in self.fenced or f.cpus < a.cpus
                     or not set(a.gpu_ids) <= set(f.gpu_ids)):
                 self.block(r.partition)  # it goes first: its partition's pending jobs wait
@@ -257,7 +385,7 @@ class _Cycle:
         for r in back:
             keep_mem = self.mode(r) == "SUSPEND" and r.job_id not in self.going
             for a in r.allocs:
-                f0 = self.free.get(a.node)
+                f0 = self.fr(a.node)
                 if f0 is None or a.node not in mem:
                     continue
                 f = trial.get(a.node)
@@ -268,8 +396,8 @@ class _Cycle:
                 f.memory += 0 if keep_mem else a.memory
                 f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
                 f.idle = f.cpus == f.total_cpus and f.memory == f.total_memory and len(f.gpu_ids) == f.total_gpus
-        cands = [trial.get(name, f) for name, f in self.free.items()
-                 if name in mem and name not in self.fenced and (name in trial or f.cpus > 0)]
+        cands = [f for name in self.order if name in mem and name not in self.fenced
+                 and (f := trial.get(name) or self.open.get(name)) is not None]
         return fit(job.request, cands, self.snap.def_mem_per_cpu)
 
     def preempt(self, job: PendingJob, part: Partition) -> tuple[NodeAlloc, ...] | None:
@@ -308,13 +436,13 @@ class _Cycle:
     def _give_back(self, r: RunningJob) -> None:
         """A suspended victim's CPUs and GPUs are free for its preemptor; its memory stays held."""
         for a in r.allocs:
-            f = self.free.get(a.node)
+            f = self.fr(a.node)
             if f is None:
                 continue
             f.cpus += a.cpus
             f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
-        self.open = {name: f for name, f in self.free.items()  # rebuilt: keeps the preference order
-                     if f.cpus > 0 and name not in self.fenced}
+        self.open = {name: f for name in self.order  # rebuilt: keeps the preference order
+                     if (f := self.free.get(name)) is not None and f.cpus > 0 and name not in self.fenced}
 
     # ------------------------------------------------------------------ backfill
     def seconds(self, job: PendingJob) -> float | None:
@@ -322,48 +450,116 @@ class _Cycle:
         if limit is None:
             p = self.parts.get(job.partition)
             limit = p.max_time if p else None
-        return None if limit is None else limit * 60.0
+        return None if limit is None else round(limit * 60.0, 6)
+
+    def _holders(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
+        """(when, allocations) of everything that holds resources and will give them back."""
+        now = self.snap.now
+        out: list[tuple[float | None, tuple[NodeAlloc, ...]]] = []
+        for r in self.snap.running:
+            if r.suspended or r.job_id in self.suspending:
+                continue
+            out.append((now if r.preempting or r.job_id in self.going else r.end_time, r.allocs))
+        for job, allocs in self.started:
+            secs = self.seconds(job)
+            out.append((None if secs is None else now + secs, allocs))
+        return out
+
+    def _count_mode(self, jobs: list[PendingJob], holders: list) -> dict[int, int] | None:
+        """Whole-node backfill: when all nodes are alike, each one idle or held whole by one job,
+        one node set for every partition, and every job to test takes whole nodes, nodes are
+        interchangeable and backfill may plan with node counts (exact, and much cheaper).
+        Returns the node count of each job, or None when the per-node time map is needed."""
+        snap = self.snap
+        if len(set(self.members.values())) != 1 or any(r.suspended for r in snap.running):
+            return None
+        shape = _uniform(self.memo[None])
+        if shape is None:
+            return None
+        if any(not f.idle or f.cpus != shape[0] for f in self.open.values()):
+            return None
+        # every node idle or all its CPUs used, and as many whole-node allocations as busy nodes:
+        # then each busy node is held by one job alone
+        used = list(map(_USED, snap.nodes))
+        if not set(used) <= {0, shape[0]}:
+            return None
+        held = sum(len(r.allocs) for r in snap.running)
+        if held != len(used) - used.count(0) or any(a.cpus != shape[0] for _, allocs in self.started
+                                                     for a in allocs):
+            return None
+        counts = {}
+        for job in jobs:
+            k = _whole_nodes(job.request, *shape, snap.def_mem_per_cpu)
+            if not k:
+                return None
+            counts[job.job_id] = k
+        return counts
 
     def backfill(self, items: list[_Item]) -> None:
         cfg, snap, out = self.cfg, self.snap, self.out
         now = snap.now
-        tm = TimeMap(now, cfg.bf_resolution, cfg.bf_window * 60.0, self.free)
-        for r in snap.running:
-            if r.suspended or r.job_id in self.suspending:
-                continue
-            if r.preempting or r.job_id in self.going:
-                tm.release(now, r.allocs)
-            elif r.end_time is not None:
-                tm.release(r.end_time, r.allocs)
-        for job, allocs in self.started:
-            secs = self.seconds(job)
-            if secs is not None:
-                tm.release(now + secs, allocs)
+        jobs = [it.job for it in items
+                if it.job is not None and out.reasons.get(it.job.job_id) in (Reason.RESOURCES, Reason.PRIORITY)]
+        jobs = jobs[:cfg.bf_max_job_test]
+        if not jobs:
+            return
+        # the main pass's fences do not apply: the time map keeps backfill off what waiting jobs need
+        self.fenced.clear()
+        rank = self.rank
+        self.open = {name: self.free[name] for name in sorted((n for n, f in self.free.items() if f.cpus > 0),
+                                                            key=rank.__getitem__)}
+        holders = self._holders()
+        counts = self._count_mode(jobs, holders)
+        window = cfg.bf_window * 60.0
+        if counts is not None:
+            cm = CountMap(now, cfg.bf_resolution, window, len(self.open),
+                          [(t, len(allocs)) for t, allocs in holders if t is not None])
+        else:
+            tm = TimeMap(now, cfg.bf_resolution, window, {name: f for name in self.order
+                                                         if (f := self.fr(name)) is not None})
+            for t, allocs in holders:
+                if t is not None:
+                    tm.release(t, allocs)
         reserved = False
-        for it in items:
-            job = it.job
-            if job is None or out.reasons.get(job.job_id) not in (Reason.RESOURCES, Reason.PRIORITY):
-                continue
-            if out.bf_tested >= cfg.bf_max_job_test:
-                break
+        for job in jobs:
             out.bf_tested += 1
             part = self.parts[job.partition]
             secs = self.seconds(job)
-            found = tm.earliest(job.request, self.members[part.name], self.rank, secs,
-                                requested_cpus(job.request), snap.def_mem_per_cpu)
-            if found is None:
-                continue
-            t, allocs = found
+            only_now = cfg.bf_easy and reserved  # EASY: later jobs start now or not at all
+            if counts is not None:
+                n = counts[job.job_id]
+                t = cm.earliest(n, secs, only_now)
+                if t is None:
+                    continue
+                allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu) if t == now else None
+                if t == now and allocs is None:  # cannot happen while the counts are right
+                    continue
+            else:
+                found = tm.earliest(job.request, self.members[part.name], self.rank, secs,
+                                    requested_cpus(job.request), snap.def_mem_per_cpu, only_now)
+                if found is None:
+                    continue
+                t, allocs = found
             if t == now:
                 self.start(job, allocs)
                 out.backfilled.add(job.job_id)
                 del out.reasons[job.job_id]
-                tm.reserve(now, secs, allocs)
-                continue
-            out.start_times[job.job_id] = t
-            if not cfg.bf_easy or not reserved:
-                tm.reserve(t, secs, allocs)
+            else:
+                out.start_times[job.job_id] = t
+                if reserved and cfg.bf_easy:
+                    continue
                 reserved = True
+            if counts is not None:
+                cm.reserve(t, secs, counts[job.job_id])
+            else:
+                tm.reserve(t, secs, allocs)
+
+
+def clear_caches() -> None:
+    """Forget what cycles keep from one another (node order, partition-limit verdicts); for benchmarks."""
+    _LIMITS.clear()
+    for f in (_node_order, _members, _whole_nodes, _uniform):
+        f.cache_clear()
 
 
 def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:

@@ -24,7 +24,84 @@ def mask_of(ids) -> int:  # noqa: ANN001 - any iterable of GPU indices
     return m
 
 
-class TimeMap:
+class _Grid:
+    now: float
+    res: int
+
+    def grid(self, t: float) -> float:
+        """`t` rounded up to the map's resolution; never `now` itself (resources held now stay held)."""
+        if t <= self.now:
+            return self.now + self.res
+        steps = -(-(t - self.now) // self.res)
+        return self.now + steps * self.res
+
+
+class CountMap(_Grid):
+    """The time map when nodes are interchangeable and jobs take whole nodes: free-node counts.
+
+    Reservations need no node names then: jobs that hold whole, identical nodes over intervals
+    fit on the nodes iff at no instant more of them run than there are nodes (interval graphs are
+    perfect), so counts are exact.
+    """
+
+    def __init__(self, now: float, resolution: int, window_s: float, free_now: int,
+                 releases: list[tuple[float, int]]):
+        self.now = now
+        self.res = max(1, resolution)
+        self.horizon = now + window_s
+        back: dict[float, int] = {}
+        for at, n in releases:
+            if at <= self.horizon:
+                t = self.grid(at)
+                back[t] = back.get(t, 0) + n
+        self.times = [now]
+        self.cnt = [free_now]
+        for t in sorted(back):
+            self.times.append(t)
+            self.cnt.append(self.cnt[-1] + back[t])
+
+    def _slot(self, t: float) -> int:
+        i = bisect_left(self.times, t)
+        if i < len(self.times) and self.times[i] == t:
+            return i
+        self.times.insert(i, t)
+        self.cnt.insert(i, self.cnt[i - 1])
+        return i
+
+    def reserve(self, start: float, seconds: float | None, n: int) -> None:
+        i = self._slot(start)
+        end = None if seconds is None else self.grid(start + seconds)
+        j = len(self.times) if end is None or end > self.horizon else self._slot(end)
+        cnt = self.cnt
+        for k in range(i, j):
+            cnt[k] -= n
+
+    def earliest(self, n: int, seconds: float | None, only_now: bool = False) -> float | None:
+        """The first slot start from which `n` nodes stay free for `seconds` (None: for ever)."""
+        times, cnt = self.times, self.cnt
+        size = len(times)
+        k = 0
+        while k < size and times[k] <= self.horizon:
+            if cnt[k] < n:
+                if only_now:
+                    return None
+                k += 1
+                continue
+            end = None if seconds is None else times[k] + seconds
+            m = k + 1
+            while m < size and (end is None or times[m] < end):
+                if cnt[m] < n:
+                    break
+                m += 1
+            else:
+                return times[k]
+            if only_now:
+                return None
+            k = m + 1
+        return None
+
+
+class TimeMap(_Grid):
     def __init__(self, now: float, resolution: int, window_s: float, free: dict[str, Free]):
         self.now = now
         self.res = max(1, resolution)
@@ -38,13 +115,6 @@ class TimeMap:
         self.cpu_sum = [sum(c for c, _, _ in slot_open.values())]
 
     # ------------------------------------------------------------------ building
-    def grid(self, t: float) -> float:
-        """`t` rounded up to the map's resolution; never `now` itself (resources held now stay held)."""
-        if t <= self.now:
-            return self.now + self.res
-        steps = -(-(t - self.now) // self.res)
-        return self.now + steps * self.res
-
     def _slot(self, t: float) -> int:
         """Index of the slot starting at `t`, splitting the slot that contains it if needed."""
         i = bisect_left(self.times, t)
@@ -98,7 +168,7 @@ class TimeMap:
 
     # ------------------------------------------------------------------ queries
     def earliest(self, req: Request, members: frozenset[str], rank: dict[str, int], seconds: float | None,
-                 need_cpus: int, def_mem: int) -> tuple[float, tuple[NodeAlloc, ...]] | None:
+                 need_cpus: int, def_mem: int, only_now: bool = False) -> tuple[float, tuple[NodeAlloc, ...]] | None:
         """The first slot start at which `req` fits for `seconds`, with the nodes it would get.
 
         A start later than now prefers nodes that are busy now, leaving nodes free now to jobs
@@ -107,7 +177,7 @@ class TimeMap:
         times = self.times
         n = len(times)
         need_nodes = req.nodes_min
-        for k in range(n):
+        for k in range(1 if only_now else n):
             t = times[k]
             if t > self.horizon:
                 break

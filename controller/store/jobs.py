@@ -356,8 +356,7 @@ class JobStore:
             if changed:
                 c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
                           .values(reason=bindparam("r")), changed)
-            prio = [{"jid": jid, "p": f.total()} for jid, f in plan.factors.items()
-                    if self._last_priority.get(jid) != f.total()]
+            prio = [{"jid": jid, "p": p} for jid, p in plan.priorities.items() if self._last_priority.get(jid) != p]
             if prio:
                 c.execute(update(J).where(J.c.id == bindparam("jid")).values(priority=bindparam("p")), prio)
             est = [{"jid": jid, "t": t} for jid, t in plan.start_times.items() if self._last_est.get(jid) != t]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.config import parse_slurm_conf
-from controller.core.plan import plan
+from controller.core.plan import plan, priorities
 from controller.errors import Conflict, NotFound
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
@@ -149,11 +149,11 @@ def test_fair_share_comes_from_decayed_usage(tmp_path):
     s.node_sync("node1", {"running": [], "finished": [{"job_id": ran, "exit_code": 0, "end_time": 3602.0}]}, 3602.0)
     a = s.submit(body(user="alice", hold=True), 3603.0)
     b = s.submit(body(user="bob", hold=True), 3603.0)
-    fac = plan(s.snapshot(3602.0)).factors
+    fac = priorities(s.snapshot(3602.0))
     # alice used everything so far with half of the shares: 2^(-1/0.5) = 0.25; bob has no usage
     assert (fac[a].fairshare, fac[b].fairshare) == (2500, 10000)
     # an hour later her usage has decayed by half, but it is still all the usage there is
-    assert plan(s.snapshot(7202.0)).factors[a].fairshare == 2500
+    assert priorities(s.snapshot(7202.0))[a].fairshare == 2500
     s.engine.dispose()
 
 
@@ -163,8 +163,9 @@ def test_site_factor_adds_to_the_priority(tmp_path):
                             "PriorityWeightJobSize=1000\n")
     s = JobStore(make_engine(sqlite_url(str(tmp_path))), conf)
     a = s.submit(body(hold=True), 1.0)
-    before = plan(s.snapshot(2.0)).factors[a]
+    before = priorities(s.snapshot(2.0))[a]
     s.update_job(a, {"site_factor": 500})
-    after = plan(s.snapshot(2.0)).factors[a]
+    after = priorities(s.snapshot(2.0))[a]
+    assert plan(s.snapshot(2.0)).priorities[a] == after.total()
     assert (after.site, after.total()) == (500, before.total() + 500)
     s.engine.dispose()

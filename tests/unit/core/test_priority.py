@@ -35,12 +35,12 @@ def test_plan_orders_by_multifactor_priority():
     big = PendingJob(2, "debug", Request(nodes_min=4, exclusive=True), eligible_time=100.0)
     p = plan(snap([small_niced, big]))
     assert [s.job_id for s in p.starts] == [2]
-    assert p.factors[2].total() > p.factors[1].total()
+    assert p.priorities[2] > p.priorities[1]
 
 
 def test_no_weights_keeps_the_stored_priority():
     s = Snapshot(now=1.0, nodes=NODES, partitions=(PART,), pending=(PendingJob(1, "debug", Request()),))
-    assert priorities(s) == {} and plan(s).factors == {}
+    assert priorities(s) == {} and plan(s).priorities == {}
 
 
 @given(a=st.floats(0, 30 * 86400), b=st.floats(0, 30 * 86400))
@@ -63,3 +63,23 @@ def test_usage_decays_by_half_life_and_fair_share_follows_usage():
                     max_partition_factor=1, usage=x[0], shares=x[1]).fairshare for u, x in fs.items()}
     # 2^(-U/S): over its share halves it per share used; no usage keeps the full weight
     assert f == {"alice": round(10000 * 2 ** -3), "bob": 5000, "carol": 10000}
+
+
+@given(jobs=st.lists(st.tuples(st.integers(1, 4), st.floats(0, 30 * 86400), st.integers(-500, 500),
+                               st.floats(0, 1), st.integers(-100, 100)), min_size=1, max_size=20),
+       now=st.floats(0, 40 * 86400))
+def test_scheduler_totals_equal_sprio_components_and_plan_order(jobs, now):
+    from controller.core.plan import priority_totals
+    pend = [PendingJob(i, "debug", Request(nodes_min=n), eligible_time=e, nice=nice, usage=u, shares=0.5, site=site,
+                       submit_time=float(i), held="user") for i, (n, e, nice, u, site) in enumerate(jobs)]
+    s = snap(pend, now=now)
+    parts = priorities(s)
+    assert priority_totals(s) == {jid: f.total() for jid, f in parts.items()}
+    # with age alone, a job eligible earlier never ranks below one eligible later
+    aged = snap([PendingJob(i, "debug", Request(), eligible_time=e, submit_time=0.0) for i, (_, e, *_r) in
+                 enumerate(jobs)], now=now)
+    tot = priority_totals(aged)
+    for a in aged.pending:
+        for b in aged.pending:
+            if a.eligible_time <= b.eligible_time:
+                assert tot[a.job_id] >= tot[b.job_id]

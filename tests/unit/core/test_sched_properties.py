@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.core.alloc import Free, fit
-from controller.core.model import (Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot)
+from controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
 from controller.core.plan import plan
 
 NOW = 10_000.0
@@ -141,6 +141,10 @@ def _order(snap: Snapshot) -> list[PendingJob]:
 @settings(max_examples=300, deadline=None)
 @given(snap=scenarios(preempt=False, partitions=False))
 def test_backfill_never_delays_the_first_reservation(snap):
+    check_first_reservation(snap)
+
+
+def check_first_reservation(snap: Snapshot) -> None:
     """Whatever backfill starts, the first job with a reservation can start at its expected time.
 
     Replays the future independently of the time map: at the expected start, every running or
@@ -171,3 +175,44 @@ def test_backfill_never_delays_the_first_reservation(snap):
     future = Snapshot(now=t0, nodes=tuple(nodes), partitions=snap.partitions, pending=(first,),
                       config=SchedConfig(backfill=False))
     assert [s.job_id for s in plan(future).starts] == [first.job_id], f"job {first.job_id} cannot start at {t0}"
+
+
+@st.composite
+def whole_node_scenarios(draw):
+    """Alike nodes, every job taking whole nodes: backfill plans with node counts."""
+    cpus = draw(st.sampled_from([1, 4]))
+    names = tuple(f"n{i}" for i in range(1, draw(st.integers(1, 8)) + 1))
+    whole = st.builds(Request, nodes_min=st.integers(1, 4), ntasks_per_node=st.just(cpus))
+    free = list(names)
+    run = []
+    for i in range(draw(st.integers(0, 6))):
+        k = draw(st.integers(1, 3))
+        if k > len(free):
+            break
+        took, free = free[:k], free[k:]
+        end = draw(st.one_of(st.none(), st.integers(-60, 7200)))
+        run.append(RunningJob(100 + i, "p", tuple(NodeAlloc(n, cpus, 0, (), cpus) for n in took),
+                              start_time=NOW - 60, end_time=None if end is None else NOW + end,
+                              preempting=draw(st.booleans()) and draw(st.booleans())))
+    busy = {a.node for r in run for a in r.allocs}
+    nodes = tuple(Node(n, cpus, 1000, 0, cpus_used=cpus if n in busy else 0) for n in names)
+    jobs = [PendingJob(i + 1, "p", req, priority=draw(st.integers(1, 5)), submit_time=float(i),
+                       time_limit=draw(st.one_of(st.none(), st.integers(1, 180))))
+            for i, req in enumerate(draw(st.lists(whole, min_size=1, max_size=10)))]
+    cfg = SchedConfig(bf_easy=draw(st.booleans()), bf_resolution=draw(st.sampled_from([1, 60])))
+    return Snapshot(now=NOW, nodes=nodes, partitions=(Partition("p", names),), pending=tuple(jobs),
+                    running=tuple(run), config=cfg)
+
+
+@settings(max_examples=300, deadline=None)
+@given(snap=whole_node_scenarios())
+def test_whole_node_backfill_counts_nodes_and_keeps_the_first_reservation(snap):
+    from controller.core import plan as core
+    jobs = [j for j in snap.pending]
+    cyc = core._Cycle(snap)
+    cyc.main_pass(cyc.queue())
+    assert cyc._count_mode(jobs, cyc._holders()) is not None  # this generator exercises the count map
+    check_first_reservation(snap)
+    p = plan(snap)
+    used = _used_after(snap, p)
+    assert all(cpus <= n.cpus for n in snap.nodes for cpus in [used[n.name][0]])
