@@ -67,9 +67,9 @@ def sdiag() -> int:
 
 
 def slurmlet() -> int:
-    """`slurmlet controller|agent|up|down ...`"""
+    """`slurmlet controller|agent|up|down|simulate ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,up,down} [options]\n"
+    usage = "usage: slurmlet {controller,agent,up,down,simulate} [options]\n"
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
@@ -80,6 +80,9 @@ def slurmlet() -> int:
     if cmd == "agent":
         from nodeagent.agent import main
         return main(rest)
+    if cmd == "simulate":
+        from cli import simulate
+        return simulate.main(rest)
     if cmd in ("up", "down", "status"):
         from cli import cluster
         return getattr(cluster, cmd)(rest)

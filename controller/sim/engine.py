@@ -1,0 +1,314 @@
+"""The trace replayer: a discrete-event loop around the scheduling core's `plan()`.
+
+The machine is `procs` single-CPU nodes (n0001, n0002, ...) in one partition. A job of size k
+asks for k nodes (`Request(nodes_min=k)`), its time limit is its requested time, and it holds its
+nodes for `SwfJob.occupied` seconds. At every instant where jobs complete or arrive, all
+completions and then all arrivals are applied, and then (at most) one scheduling pass runs:
+a `Snapshot` of the nodes, the pending queue and the running jobs goes to `plan()`, and the
+plan's starts are applied. The clock then jumps to the next arrival or completion.
+
+Nothing is rebuilt that did not change: every node exists as two prebuilt `Node` values (free and
+busy) and a start or completion swaps only its own nodes; pending jobs are prebuilt `PendingJob`
+values; the partition tuple is built once. A pass is skipped when it cannot start anything:
+
+* always when no pending job is small enough for the free processors (a start needs that);
+* with the main pass only and equal priorities (policy fcfs), when the queue's head does not fit,
+  and the pass sees only the jobs that can matter: the head, the jobs behind it that fit with it,
+  and the first one that does not (the core starts a prefix of the queue and stops there);
+* with EASY backfill and equal priorities, unless something completed or a job that fits arrived
+  since the last pass (a job that neither the main pass nor backfill could start stays unstartable
+  while nothing completes: the head's reservation does not move and time only runs out); and the
+  pass sees only the prefix the main pass starts, the first job that does not fit (the only one
+  that reserves) and, of the jobs behind it, those that fit in the processors left.
+
+`exact=True` turns the last two off (a full pass with the full queue at every instant at which
+some pending job fits); the tests check that both give the same schedule.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from controller.core.model import Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
+from controller.core.plan import plan
+from controller.core.priority import Weights
+
+from .swf import SwfJob, Trace
+
+POLICIES = ("fcfs", "easy", "slurm")
+#: `slurm` without --config: age and job size, PriorityMaxAge 7 days
+DEFAULT_SLURM_WEIGHTS = Weights(age=1000, jobsize=1000, max_age=7 * 86400.0)
+HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
+PARTITION = "batch"
+
+
+class SimulationError(RuntimeError):
+    """The core produced a plan the simulator cannot apply (or left jobs that can never start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    config: SchedConfig
+    weights: Weights = Weights()
+
+
+def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
+    """A backfill window that covers the whole trace: the span of its submit times plus twice its
+    longest requested time (no reservation or backfilled job can end further ahead than that)."""
+    if not jobs:
+        return 1
+    span = max(j.submit for j in jobs) - min(j.submit for j in jobs)
+    longest = max(j.requested for j in jobs)
+    return max(1, math.ceil((span + 2 * longest) / 60) + 1)
+
+
+def policy(name: str, jobs: Sequence[SwfJob] = (), conf=None) -> Policy:  # noqa: ANN001 - ClusterConfig
+    """The SchedConfig and priority weights of a named policy.
+
+    fcfs: main pass only, equal priorities (submit time, then job id). easy: EASY backfilling
+    (bf_easy, a window covering the trace, 1 s resolution, no job-test limit), equal priorities.
+    slurm: multifactor priority (`conf.priority_weights()` when a slurm.conf is given, else
+    age + job size) and Slurm's backfill defaults (or the conf's SchedulerType and
+    SchedulerParameters).
+    """
+    if name == "fcfs":
+        return Policy(name, SchedConfig(backfill=False))
+    if name == "easy":
+        return Policy(name, SchedConfig(backfill=True, bf_easy=True, bf_window=easy_window_minutes(jobs),
+                                        bf_resolution=1, bf_max_job_test=HUGE))
+    if name == "slurm":
+        if conf is None:
+            return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS)
+        return Policy(name, conf.sched_config(), conf.priority_weights())
+    raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
+
+
+@dataclass(slots=True)
+class SimResult:
+    policy: str
+    max_procs: int
+    jobs: list[SwfJob]  #: in queue order: (submit time, job id)
+    start: list[float]  #: per job, same order
+    end: list[float]
+    wall_s: float = 0.0  #: the event loop's own run time
+    passes: int = 0  #: plan() calls
+    idle_passes: int = 0  #: plan() calls that started nothing
+    queued: int = 0  #: pending jobs handed to plan(), summed over the passes
+    instants: int = 0  #: distinct event times
+    core_s: float = 0.0  #: time spent inside plan()
+    skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
+
+    def summary(self) -> dict:
+        n = len(self.jobs)
+        out: dict = {"policy": self.policy, "machine_procs": self.max_procs, "jobs": n,
+                     "skipped": sum(self.skipped.values()), "skipped_by_reason": dict(self.skipped)}
+        if n:
+            first = min(j.submit for j in self.jobs)
+            last = max(self.end)
+            makespan = last - first
+            waits = [s - j.submit for j, s in zip(self.jobs, self.start)]
+            work = sum(j.procs * j.occupied for j in self.jobs)
+            bsld = sum(max(1.0, (w + j.occupied) / max(j.occupied, 10)) for j, w in zip(self.jobs, waits))
+            out.update(makespan_s=_num(makespan),
+                       utilization=round(work / (self.max_procs * makespan), 6) if makespan > 0 else 0.0,
+                       mean_wait_s=round(sum(waits) / n, 3), mean_bounded_slowdown=round(bsld / n, 4),
+                       max_wait_s=_num(max(waits)))
+        else:
+            out.update(makespan_s=0, utilization=0.0, mean_wait_s=0.0, mean_bounded_slowdown=0.0, max_wait_s=0)
+        out.update(passes=self.passes, idle_passes=self.idle_passes, wall_s=round(self.wall_s, 4),
+                   core_s=round(self.core_s, 4), jobs_per_s=round(n / self.wall_s, 1) if self.wall_s > 0 else 0.0)
+        return out
+
+    def schedule_lines(self) -> list[str]:
+        """`job_id submit start end procs`, sorted by job id (trace ids and seconds)."""
+        rows = sorted(zip(self.jobs, self.start, self.end), key=lambda r: (r[0].job_id, r[0].submit, r[0].line))
+        return [f"{j.job_id} {_num(j.submit)} {_num(s)} {_num(e)} {j.procs}" for j, s, e in rows]
+
+
+def minutes(seconds: float) -> float:
+    """`seconds` as a time limit in minutes whose `* 60` is never above `seconds`.
+
+    The core works in seconds (`limit * 60`) and rounds times up to its backfill resolution; for
+    about 3% of integers r, `r / 60 * 60` is r plus one ulp, which would round up to r + 1 s.
+    One step down gives r minus one ulp, which rounds up to r.
+    """
+    m = seconds / 60
+    if m * 60 > seconds:
+        m = math.nextafter(m, -math.inf)
+    return m
+
+
+def _num(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x
+
+
+def simulate(trace: Trace, pol: Policy, *, exact: bool = False) -> SimResult:
+    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name).run()
+    res.skipped = dict(trace.skipped)
+    return res
+
+
+class Engine:
+    def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),
+                 *, exact: bool = False, name: str = ""):
+        if procs <= 0:
+            raise ValueError("the machine needs at least one processor")
+        too_wide = [j.job_id for j in jobs if j.procs > procs or j.procs <= 0 or j.occupied <= 0]
+        if too_wide:
+            raise ValueError(f"jobs that cannot run on {procs} processors: {too_wide[:5]}")
+        self.procs = procs
+        self.config = config
+        self.weights = weights
+        self.exact = exact
+        self.name = name
+        # queue order: submit time, then job id (the file position breaks exact ties)
+        self.jobs = [j for _, j in sorted(enumerate(jobs), key=lambda p: (p[1].submit, p[1].job_id, p[0]))]
+        width = max(4, len(str(procs)))
+        self.names = tuple(f"n{i:0{width}d}" for i in range(1, procs + 1))
+        self.free_nodes = [Node(nm, 1, 0, 0) for nm in self.names]
+        self.busy_nodes = [Node(nm, 1, 0, 0, cpus_used=1) for nm in self.names]
+        self.index = {nm: i for i, nm in enumerate(self.names)}
+        self.partitions = (Partition(PARTITION, self.names),)
+        reqs: dict[int, Request] = {}
+        # core job ids are 1 + the position in queue order, so the core's (priority, submit time,
+        # job id) order is the trace's (submit time, job id) order even when trace ids repeat
+        self.pending_jobs = [
+            PendingJob(job_id=k + 1, partition=PARTITION, request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
+                       submit_time=float(j.submit), time_limit=minutes(j.requested), eligible_time=float(j.submit))
+            for k, j in enumerate(self.jobs)]
+
+    def run(self) -> SimResult:
+        t0 = time.perf_counter()
+        jobs, pend_objs = self.jobs, self.pending_jobs
+        n, procs = len(jobs), self.procs
+        size = [j.procs for j in jobs]
+        submit = [j.submit for j in jobs]
+        occupied = [j.occupied for j in jobs]
+        requested = [j.requested for j in jobs]
+        start: list[float] = [math.nan] * n
+        end: list[float] = [math.nan] * n
+        cfg, weights = self.config, self.weights
+        free_nodes, busy_nodes, index, parts = self.free_nodes, self.busy_nodes, self.index, self.partitions
+        node_list = list(free_nodes)
+        nodes_t = tuple(node_list)
+        nodes_dirty = False
+        fcfs = not cfg.backfill and not weights.active and not self.exact
+        easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
+        pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
+        running: dict[int, RunningJob] = {}
+        count = [0] * (procs + 2)  # pending jobs per size
+        min_size = procs + 1  # smallest pending size (procs + 1: none)
+        heap: list[tuple[float, int]] = []  # (end, queue position)
+        free = procs
+        head = 0  # fcfs: queue position of the first job not started yet
+        i = 0  # next arrival
+        passes = instants = idle = queued = 0
+        core_s = 0.0
+        inf = math.inf
+        while i < n or heap:
+            t = submit[i] if i < n else inf
+            if heap and heap[0][0] <= t:
+                t = heap[0][0]
+            instants += 1
+            completed = False
+            while heap and heap[0][0] == t:
+                k = heapq.heappop(heap)[1]
+                rj = running.pop(k + 1)
+                for a in rj.allocs:
+                    x = index[a.node]
+                    node_list[x] = free_nodes[x]
+                free += size[k]
+                completed = True
+                nodes_dirty = True
+            new_min = procs + 1
+            while i < n and submit[i] == t:
+                s = size[i]
+                pending[i + 1] = pend_objs[i]
+                count[s] += 1
+                if s < new_min:
+                    new_min = s
+                i += 1
+            if new_min < min_size:
+                min_size = new_min
+            if not pending or min_size > free:
+                continue
+            if fcfs:
+                if size[head] > free:
+                    continue
+                # the head and the jobs that fit behind it, then the first that does not
+                m, room = head, free
+                while m < i and size[m] <= room:
+                    room -= size[m]
+                    m += 1
+                queue = tuple(pend_objs[head:min(m + 1, i)])
+            elif easy:
+                if not completed and new_min > free:
+                    continue
+                # the main pass starts a prefix of the queue and blocks at the first job that does
+                # not fit; that job alone reserves; of the rest, only jobs that fit in what is left
+                # can backfill, and they reserve nothing
+                room = free
+                it = iter(pending.values())
+                front = []
+                for pj in it:
+                    front.append(pj)
+                    s = size[pj.job_id - 1]
+                    if s > room:
+                        break
+                    room -= s
+                queue = (*front, *[pj for pj in it if size[pj.job_id - 1] <= room])
+            else:
+                queue = tuple(pending.values())
+            if nodes_dirty:
+                nodes_t = tuple(node_list)
+                nodes_dirty = False
+            snap = Snapshot(now=float(t), nodes=nodes_t, partitions=parts, pending=queue, weights=weights,
+                            running=tuple(running.values()), config=cfg)
+            queued += len(queue)
+            c0 = time.perf_counter()
+            p = plan(snap)
+            core_s += time.perf_counter() - c0
+            passes += 1
+            if not p.starts:
+                idle += 1
+            if p.preemptions:
+                raise SimulationError("the plan preempts jobs; the simulator runs without preemption")
+            for st in p.starts:
+                jid = st.job_id
+                k = jid - 1
+                if pending.pop(jid, None) is None:
+                    raise SimulationError(f"the plan starts job {jid}, which is not pending")
+                used = 0
+                for a in st.allocs:
+                    x = index[a.node]
+                    if node_list[x] is not free_nodes[x]:
+                        raise SimulationError(f"the plan puts job {jid} on busy node {a.node}")
+                    node_list[x] = busy_nodes[x]
+                    used += a.cpus
+                s = size[k]
+                if used != s:
+                    raise SimulationError(f"job {jid} asked for {s} processors and got {used}")
+                free -= s
+                nodes_dirty = True
+                count[s] -= 1
+                if s == min_size and not count[s]:
+                    while min_size <= procs and not count[min_size]:
+                        min_size += 1
+                start[k] = t
+                end[k] = t + occupied[k]
+                heapq.heappush(heap, (end[k], k))
+                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t), float(t + requested[k]))
+            if fcfs:
+                while head < i and start[head] == start[head]:  # not NaN: started
+                    head += 1
+        if pending:
+            raise SimulationError(f"{len(pending)} jobs never started (the core left them pending), "
+                                  f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
+        return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
+                         wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
+                         instants=instants, core_s=core_s)

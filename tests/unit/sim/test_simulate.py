@@ -1,0 +1,281 @@
+"""The trace replayer: hand-computed schedules, invariants on real traces, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli import simulate as cli_simulate
+from controller.config import parse_slurm_conf
+from controller.core.model import SchedConfig
+from controller.sim import engine, swf
+
+TRACES = Path("/work/shared/traces")
+REAL = sorted(TRACES.glob("*.swf.gz"))
+needs_traces = pytest.mark.skipif(not REAL, reason="needs the real traces in /work/shared/traces")
+SLURMLET = Path(sys.executable).parent / "slurmlet"
+
+
+def rec(job_id, submit, run, procs, req_time=-1) -> str:
+    f = [job_id, submit, 0, run, procs, -1, -1, procs, req_time, -1, 1, 1, 1, -1, -1, -1, -1, -1]
+    return " ".join(str(x) for x in f)
+
+
+def run(text: str, pol: str = "fcfs", *, exact: bool = False, conf=None) -> dict[int, tuple]:
+    """{job id: (start, end)} of a trace given as SWF text."""
+    t = swf.parse(text)
+    res = engine.simulate(t, engine.policy(pol, t.jobs, conf), exact=exact)
+    return {j.job_id: (s, e) for j, s, e in zip(res.jobs, res.start, res.end)}
+
+
+# A 4-processor machine: a narrow job runs 0-100, a full-width job waits for it, and a small
+# short job arrives behind the wide one. FCFS must not let it overtake; EASY backfills it.
+HOLE = ("; MaxProcs: 4\n" + rec(1, 0, 100, 1, 100) + "\n" + rec(2, 1, 50, 4, 50) + "\n"
+        + rec(3, 2, 10, 1, 10) + "\n")
+
+
+def test_fcfs_never_lets_a_later_job_overtake_the_blocked_head():
+    assert run(HOLE, "fcfs") == {1: (0, 100), 2: (100, 150), 3: (150, 160)}
+
+
+def test_easy_backfills_a_small_job_into_the_hole_before_the_heads_reservation():
+    assert run(HOLE, "easy") == {1: (0, 100), 2: (100, 150), 3: (2, 12)}
+
+
+def test_easy_does_not_backfill_a_job_that_would_delay_the_head():
+    # job 3 asks for 200 s: it would still hold a processor at 100, when the head needs all four
+    text = HOLE.replace(rec(3, 2, 10, 1, 10), rec(3, 2, 10, 1, 200))
+    assert run(text, "easy") == {1: (0, 100), 2: (100, 150), 3: (150, 160)}
+
+
+def test_easy_skips_a_pass_when_nothing_completed_and_no_arrival_fits():
+    # at 2 job 3 fits in the free processors but not before the head's reservation at 100; at 3
+    # a job as wide as the machine arrives: nothing can start, and the pass is skipped
+    text = HOLE.replace(rec(3, 2, 10, 1, 10), rec(3, 2, 10, 1, 200)) + rec(4, 3, 10, 4) + "\n"
+    t = swf.parse(text)
+    pol = engine.policy("easy", t.jobs)
+    fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+    assert fast.start == full.start == [0, 100, 150, 160]
+    assert (fast.passes, full.passes) == (5, 6)  # full: at 0, 2, 3, 100, 150, 160
+
+
+def test_jobs_are_killed_at_their_requested_time():
+    text = "; MaxProcs: 2\n" + rec(1, 0, 100, 2, 60) + "\n" + rec(2, 0, 5, 2) + "\n"
+    assert run(text) == {1: (0, 60), 2: (60, 65)}
+
+
+def test_completions_and_arrivals_at_one_instant_share_one_pass():
+    # job 1 ends at 10, when job 3 (the whole machine) arrives; job 2 has waited since 5. One pass
+    # sees both: by job size job 3 goes first under slurm. (A pass between the completion and the
+    # arrival would have started job 2 at 10.)
+    text = "; MaxProcs: 3\n" + "\n".join([rec(1, 0, 10, 3), rec(2, 5, 5, 1), rec(3, 10, 5, 3)])
+    assert run(text, "slurm") == {1: (0, 10), 3: (10, 15), 2: (15, 20)}
+    assert run(text, "fcfs") == {1: (0, 10), 2: (10, 15), 3: (15, 20)}
+
+
+def test_queue_order_is_submit_time_then_job_id():
+    text = "; MaxProcs: 1\n" + "\n".join([rec(7, 0, 10, 1), rec(5, 0, 10, 1), rec(6, 5, 10, 1), rec(1, 6, 10, 1)])
+    assert run(text) == {5: (0, 10), 7: (10, 20), 6: (20, 30), 1: (30, 40)}
+
+
+def test_several_jobs_start_in_one_pass_and_the_machine_fills_exactly():
+    text = "; MaxProcs: 4\n" + "\n".join([rec(1, 0, 10, 2), rec(2, 0, 10, 2), rec(3, 0, 10, 1)])
+    assert run(text) == {1: (0, 10), 2: (0, 10), 3: (10, 20)}
+
+
+def test_slurm_policy_orders_by_multifactor_priority():
+    # job 3 is wider, so its job-size factor puts it ahead of the older job 2 when job 1 ends
+    text = "; MaxProcs: 4\n" + "\n".join([rec(1, 0, 100, 4), rec(2, 1, 1000, 1), rec(3, 2, 10, 4)])
+    assert run(text, "fcfs") == {1: (0, 100), 2: (100, 1100), 3: (1100, 1110)}
+    assert run(text, "slurm") == {1: (0, 100), 2: (110, 1110), 3: (100, 110)}
+    # a slurm.conf without multifactor priority: equal priorities, submit order again
+    basic = parse_slurm_conf("PriorityType=priority/basic\n")
+    assert run(text, "slurm", conf=basic)[2] == (100, 1100)
+
+
+def test_policies_and_config():
+    jobs = swf.parse(HOLE).jobs
+    assert engine.policy("fcfs").config == SchedConfig(backfill=False)
+    assert not engine.policy("fcfs").weights.active
+    easy = engine.policy("easy", jobs).config
+    assert easy.backfill and easy.bf_easy and easy.bf_resolution == 1 and easy.bf_max_job_test >= 10**9
+    assert easy.bf_window * 60 >= 2 + 2 * 100
+    slurm = engine.policy("slurm", jobs)
+    assert slurm.config == SchedConfig() and slurm.weights == engine.DEFAULT_SLURM_WEIGHTS
+    conf = parse_slurm_conf("PriorityType=priority/multifactor\nPriorityWeightAge=5\nPriorityWeightJobSize=7\n"
+                            "SchedulerParameters=bf_window=60,bf_max_job_test=10\n")
+    pol = engine.policy("slurm", jobs, conf)
+    assert (pol.weights.age, pol.weights.jobsize) == (5, 7)
+    if hasattr(conf, "sched_config"):
+        assert (pol.config.bf_window, pol.config.bf_max_job_test) == (60, 10)
+    with pytest.raises(ValueError, match="unknown policy"):
+        engine.policy("sjf")
+
+
+def test_minutes_never_round_up_past_the_second():
+    for r in (1, 31, 62, 123, 3600, 86399, 123457):
+        m = engine.minutes(r)
+        assert r - 1e-6 < m * 60 <= r
+
+
+def test_summary_figures_by_hand():
+    res = engine.simulate(swf.parse(HOLE), engine.policy("fcfs"))
+    s = res.summary()
+    # waits 0, 99, 148; makespan 160; work 100 + 200 + 10 = 310 processor-seconds on 4 processors
+    assert s["jobs"] == 3 and s["makespan_s"] == 160 and s["max_wait_s"] == 148
+    assert s["mean_wait_s"] == pytest.approx((0 + 99 + 148) / 3, abs=1e-3)
+    assert s["utilization"] == pytest.approx(310 / (4 * 160), abs=1e-6)
+    bsld = (1 + (99 + 50) / 50 + (148 + 10) / 10) / 3
+    assert s["mean_bounded_slowdown"] == pytest.approx(bsld, abs=1e-3)
+    assert res.schedule_lines() == ["1 0 0 100 1", "2 1 100 150 4", "3 2 150 160 1"]
+
+
+def test_empty_trace():
+    s = engine.simulate(swf.parse("; MaxProcs: 8\n"), engine.policy("easy")).summary()
+    assert s["jobs"] == 0 and s["makespan_s"] == 0 and s["passes"] == 0
+
+
+def check_schedule(lines: list[str], jobs: list[swf.SwfJob], procs: int) -> None:
+    """One line per job, sorted by id, start >= submit, end - start = occupied, never more than
+    `procs` processors busy (ends before starts at one instant)."""
+    rows = [tuple(int(x) for x in line.split()) for line in lines]
+    assert len(rows) == len(jobs)
+    assert [r[0] for r in rows] == sorted(j.job_id for j in jobs)
+    by_id = {j.job_id: j for j in jobs}
+    events = []
+    for jid, submit, start, end, n in rows:
+        j = by_id[jid]
+        assert submit == j.submit and n == j.procs and start >= submit and end - start == j.occupied
+        events += [(start, 1, n), (end, 0, -n)]
+    busy = 0
+    for _, _, d in sorted(events):
+        busy += d
+        assert 0 <= busy <= procs
+
+
+@needs_traces
+@pytest.mark.parametrize("policy", engine.POLICIES)
+def test_schedule_file_from_the_cli_is_consistent(tmp_path, capsys, policy):
+    path = str(REAL[-1])  # the smallest machine: KTH, 100 processors
+    out = tmp_path / "sched.txt"
+    assert cli_simulate.main([path, "--policy", policy, "--jobs", "300", "--schedule", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    trace = swf.load(path, 300)
+    assert summary["jobs"] == 300 and summary["machine_procs"] == trace.max_procs
+    check_schedule(out.read_text().splitlines(), trace.jobs, trace.max_procs)
+
+
+@needs_traces
+@pytest.mark.parametrize("policy", ["fcfs", "easy"])
+def test_shortcuts_give_the_schedule_of_full_passes(policy):
+    """Trimmed queues and skipped passes change nothing: compare with a full pass at every instant."""
+    for path in REAL:
+        t = swf.load(str(path), 150)
+        pol = engine.policy(policy, t.jobs)
+        fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+        assert fast.start == full.start, path.name
+        assert fast.passes <= full.passes
+
+
+def crowded(n: int = 400, procs: int = 16, seed: int = 7) -> str:
+    """A deterministic synthetic trace with a long queue: wide and narrow jobs, overestimates."""
+    rng = random.Random(seed)
+    lines, t = [f"; MaxProcs: {procs}"], 0
+    for i in range(1, n + 1):
+        t += rng.choice((0, 0, 1, 5, 30))
+        run = rng.choice((1, 10, 60, 300, 1000))
+        req = rng.choice((-1, run, run * 2, run * 10, max(1, run // 2)))
+        size = rng.choice((1, 1, 2, 3, 4, 8, procs // 2, procs))
+        lines.append(rec(i, t, run, size, req))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy"])
+def test_shortcuts_on_a_crowded_synthetic_trace(policy):
+    t = swf.parse(crowded())
+    pol = engine.policy(policy, t.jobs)
+    fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+    assert fast.start == full.start
+    assert fast.passes <= full.passes and fast.queued < full.queued / 2  # the shortcuts did cut work
+    check_schedule(fast.schedule_lines(), t.jobs, t.max_procs)
+
+
+def test_easy_beats_fcfs_on_the_crowded_trace():
+    t = swf.parse(crowded())
+    f = engine.simulate(t, engine.policy("fcfs")).summary()
+    e = engine.simulate(t, engine.policy("easy", t.jobs)).summary()
+    assert e["mean_wait_s"] < f["mean_wait_s"]
+
+
+@needs_traces
+def test_deterministic():
+    t = swf.load(str(REAL[0]), 200)
+    a = engine.simulate(t, engine.policy("slurm", t.jobs))
+    b = engine.simulate(t, engine.policy("slurm", t.jobs))
+    assert a.schedule_lines() == b.schedule_lines()
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+def one_line_error(capsys, argv: list[str], *words: str) -> None:
+    assert cli_simulate.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("slurmlet simulate: error: "), err
+    for w in words:
+        assert w in err, err
+
+
+def test_cli_errors(tmp_path, capsys):
+    good = tmp_path / "t.swf"
+    good.write_text(HOLE)
+    with pytest.raises(SystemExit) as e:
+        cli_simulate.main([str(good), "--policy", "sjf"])
+    assert e.value.code == 2
+    assert "invalid choice: 'sjf'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli_simulate.main([str(good), "--policy", "fcfs", "--jobs", "-1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--jobs: must not be negative" in err
+    one_line_error(capsys, [str(tmp_path / "missing.swf"), "--policy", "fcfs"], "missing.swf",
+                   "No such file")
+    bad = tmp_path / "bad.swf"
+    bad.write_text(HOLE + "4 5 6\n")
+    one_line_error(capsys, [str(bad), "--policy", "easy"], "bad.swf:5:", "expected 18 fields")
+    one_line_error(capsys, [str(good), "--policy", "slurm", "--config", str(tmp_path / "nope.conf")],
+                   "--config", "nope.conf")
+
+
+def test_cli_text_output(tmp_path, capsys):
+    p = tmp_path / "t.swf"
+    p.write_text(HOLE + rec(9, 3, 0, 1) + "\n" + rec(10, 3, 10, 5) + "\n")
+    assert cli_simulate.main([str(p), "--policy", "fcfs"]) == 0
+    out = capsys.readouterr().out
+    kv = dict(line.split(": ", 1) for line in out.splitlines())
+    assert kv["jobs simulated"] == "3"
+    assert kv["jobs skipped"] == "2 (run time <= 0: 1, wider than the machine: 1)"
+    assert kv["makespan"].startswith("160 s") and kv["max wait"].startswith("148 s")
+    assert kv["utilization"] == "48.44 %"
+    assert kv["mean wait"] == "82.3 s"
+    for key in ("mean bounded slowdown (tau 10 s)", "simulation wall time", "throughput"):
+        assert key in kv
+
+
+@needs_traces
+@pytest.mark.parametrize("policy", engine.POLICIES)
+def test_real_cli_entry_point(policy):
+    r = subprocess.run([str(SLURMLET), "simulate", str(REAL[0]), "--policy", policy, "--jobs", "200"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^jobs simulated: 200$", r.stdout, re.M), r.stdout
+
+
+def test_slurmlet_usage_mentions_simulate():
+    r = subprocess.run([str(SLURMLET), "--help"], capture_output=True, text=True)
+    assert "simulate" in r.stdout
