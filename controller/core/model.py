@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .priority import Factors, Weights
+from .priority import Weights
 
 
 class Reason(str, Enum):

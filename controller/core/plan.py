@@ -32,10 +32,6 @@ from .priority import Factors, factors
 from .timemap import CountMap, TimeMap
 
 
-def order_key(job: PendingJob, tiers: dict[str, int]) -> tuple:
-    return (-tiers.get(job.partition, 0), -job.priority, job.submit_time, job.job_id)
-
-
 def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node], def_mem: int,
                   now: float, memo: dict | None = None) -> Reason | None:
     """A reason that holds whatever else runs: holds, begin time, partition limits.
@@ -573,4 +569,5 @@ def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:
     return cyc.out
 
 
-__all__ = ["plan", "static_reason", "order_key", "requested_cpus", "Request", "Snapshot", "Plan"]
+__all__ = ["plan", "priorities", "priority_totals", "static_reason", "requested_cpus", "clear_caches", "Request",
+           "Snapshot", "Plan"]
