@@ -16,6 +16,7 @@ CONF = """ClusterName=anchor
 NodeName=node1 CPUs=2 RealMemory=4000
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE
 PartitionName=susp Nodes=ALL MaxTime=INFINITE PriorityTier=1 PreemptMode=SUSPEND,GANG
+PartitionName=graced Nodes=ALL MaxTime=INFINITE PriorityTier=1 PreemptMode=CANCEL GraceTime=4
 PartitionName=high Nodes=ALL MaxTime=INFINITE PriorityTier=10 PreemptMode=OFF
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
@@ -111,3 +112,23 @@ def test_backfill_starts_a_short_job_and_squeue_start_shows_the_head_estimate(sc
     assert backfilled >= 1
     for jid in (blocker, head, long, short):
         c.run(f"scancel {jid}")
+
+
+def test_cancel_preemption_with_grace_time_warns_first_then_kills(sched_cluster: Cluster):
+    c = sched_cluster
+    low = c.sbatch("-p", "graced", "-n", "2", "-J", "low3", "-o", "graced-%j.out",
+                   script="#!/bin/sh\ntrap 'echo got TERM' TERM\necho started\nwhile true; do sleep 0.1; done\n")
+    c.wait_state(low, "RUNNING")
+    out = c.workdir / f"graced-{low}.out"
+    wait_until(lambda: out.exists() and "started" in out.read_text(), what="the job's first line")
+    hi = c.sbatch("-p", "high", "-n", "2", "-J", "hi3", "--wrap", "true")
+    # the notice: SIGTERM at once, the job keeps running through its GraceTime
+    wait_until(lambda: "got TERM" in out.read_text(), what="the preemption notice")
+    assert c.job(low)["state"] == "RUNNING"
+    j = c.wait_state(low, "PREEMPTED", timeout=30)
+    text = out.read_text()
+    assert text.index("got TERM") < text.index(f"*** JOB {low} ON node1 CANCELLED AT ")
+    assert "DUE TO PREEMPTION ***" in text and j["restarts"] == 0
+    c.wait_state(hi, "COMPLETED")
+    r = c.run(f"sacct -X -n -P -o JobID,State -j {low}")
+    assert r.stdout.split() == [f"{low}|PREEMPTED"]
