@@ -117,6 +117,8 @@ class Controller:
         p = plan(snap, backfill=backfill)
         woken = self.store.apply(p, now)
         future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
+        if self.store.next_dep_time is not None:  # an after:ID+minutes dependency comes due
+            future.append(self.store.next_dep_time)
         self.next_begin = min(future) if future else None
         self.notify(woken)
         us = int((time.perf_counter() - t0) * 1e6)

@@ -24,8 +24,6 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     # refused rather than run with the wrong semantics until they are implemented
     if body.get("array"):
         raise InvalidRequest("Job arrays (--array) are not supported by this slurmlet version")
-    if body.get("dependency"):
-        raise InvalidRequest("Job dependencies (--dependency) are not supported by this slurmlet version")
     part_name = body.get("partition")
     if part_name:
         # Slurm takes the first of a comma-separated list

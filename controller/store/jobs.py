@@ -12,12 +12,13 @@ from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, updat
 
 from cli.opts import default_output, expand_pattern
 from controller.config import ClusterConfig
-from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Request, RunningJob, Snapshot,
-                                   natural_key)
+from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Reason, Request, RunningJob,
+                                   Snapshot, natural_key)
 from controller.core.plan import requested_cpus
 from controller.core.priority import decayed, fair_shares
 from controller.errors import Conflict, InvalidRequest, NotFound
 
+from . import deps
 from .tables import jobs as J
 from .tables import nodes as N
 
@@ -27,7 +28,7 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep")
+              "stderr", "kill_on_invalid_dep", "dependency")
 
 
 _INSERT_JOB = insert(J)
@@ -73,6 +74,10 @@ class JobStore:
         self._last_est: dict[int, float | None] = {}
         self.weights = config.priority_weights()
         self.sched = config.sched_config()
+        self._deps: dict[int, tuple[deps.Dependency, bool]] = {}  #: parsed once per pending job
+        self._dep_updates: dict[int, str | None] = {}
+        self._dep_kill: list[int] = []
+        self.next_dep_time: float | None = None
         self._usage_at: float | None = None  #: when per-user usage was last computed
         self._user_usage: dict[str, float] = {}
 
@@ -85,21 +90,42 @@ class JobStore:
         if time_limit is None and pconf is not None and pconf.default_time is not None:
             time_limit = pconf.default_time
         requeue = body.get("requeue")
+        dep_text = None
+        if body.get("dependency"):
+            dep_text = self._check_dependency(body["dependency"])
         row = dict(
             name=body["name"], user=body["user"], uid=body["uid"], gid=body["gid"], grp=body["group"],
             account=body.get("account") or body["user"], qos=body.get("qos") or "normal", partition=part,
-            state="PENDING", reason="None", priority=self._base_priority(body), nice=body.get("nice") or 0,
+            state="PENDING", priority=self._base_priority(body), nice=body.get("nice") or 0,
             held="user" if body.get("hold") else None, submit_time=now,
-            eligible_time=None if body.get("hold") else max(now, body.get("begin_time") or now),
+            eligible_time=None if body.get("hold") or dep_text else max(now, body.get("begin_time") or now),
             begin_time=body.get("begin_time"), time_limit=time_limit, spec=json.dumps(spec),
             script=body["script"], environment=json.dumps(body.get("environment") or {}),
             nodes="", active=False, exit_code=0, exit_signal=0, restarts=0,
             requeue=self.config.job_requeue if requeue is None else bool(requeue),
-            comment=body.get("comment") or None, dependency=body.get("dependency") or None,
+            comment=body.get("comment") or None, dependency=dep_text,
+            reason="Dependency" if dep_text else "None",
         )
         with self.engine.begin() as c:
             # parameters, not .values(): the compiled statement is cached across submissions
             return int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
+
+    def _check_dependency(self, spec: str) -> str:
+        """Refuses a malformed dependency or one naming unknown jobs, as slurmctld does; returns
+        what squeue shows until the first scheduling pass evaluates it."""
+        try:
+            dep = deps.parse(spec)
+        except ValueError as e:
+            raise InvalidRequest(str(e)) from None
+        ids = {it.target for it in dep.items if it.target is not None}
+        if ids:
+            with self.engine.connect() as c:
+                known = {r.id for r in c.execute(select(J.c.id).where(J.c.id.in_(ids)))}
+            if ids - known:
+                raise InvalidRequest("Job dependency problem")
+        text = [f"{it.kind}:{it.text}(unfulfilled)" if it.target is not None else "singleton(unfulfilled)"
+                for it in dep.items]
+        return ("?" if dep.any_of else ",").join(text)
 
     @staticmethod
     def _base_priority(body: dict) -> int:
@@ -220,13 +246,14 @@ class JobStore:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
                                          J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
-                                         J.c.est_start, J.c.user, J.c.site_factor)
+                                         J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency, J.c.name)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
             for i in range(0, len(missing), 500):
                 for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
                     self._requests[jid] = request_of(json.loads(spec))
+            blocked = self._dependencies(c, [r for r in pend if r.dependency], now)
             act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
                                         J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
                                         J.c.suspended_secs).where(J.c.active.is_(True))))
@@ -234,6 +261,8 @@ class JobStore:
         live = {r.id for r in pend}
         if len(self._requests) > 2 * len(live) + 1000:
             self._requests = {k: v for k, v in self._requests.items() if k in live}
+        if len(self._deps) > 2 * len(live) + 1000:
+            self._deps = {k: v for k, v in self._deps.items() if k in live}
         fs: dict[str, tuple[float, float]] = {}
         if self.weights.fairshare:
             fs = fair_shares(self.user_usage(now), dict.fromkeys({r.user for r in pend} | set(self._user_usage), 1.0))
@@ -241,7 +270,8 @@ class JobStore:
             job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
             nice=r.nice, eligible_time=r.eligible_time,
-            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0, site=r.site_factor or 0)
+            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0, site=r.site_factor or 0,
+            blocked_reason=blocked.get(r.id))
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
         self._last_priority = {r.id: r.priority for r in pend}
@@ -251,6 +281,56 @@ class JobStore:
                         partitions=self._sched_partitions(node_rows), pending=pending,
                         def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
                         running=running, config=self.sched)
+
+    def _dependencies(self, c: Any, rows: list[Any], now: float) -> dict[int, Reason]:
+        """Evaluate the dependencies of pending jobs: their blocking reasons; what changed in what
+        squeue shows, and the jobs to cancel, are kept for `apply`."""
+        self._dep_updates: dict[int, str | None] = {}
+        self._dep_kill: list[int] = []
+        self.next_dep_time: float | None = None
+        if not rows:
+            return {}
+        parsed = {}
+        for r in rows:
+            got = self._deps.get(r.id)
+            if got is None:
+                spec = json.loads(c.execute(select(J.c.spec).where(J.c.id == r.id)).scalar() or "{}")
+                try:
+                    got = (deps.parse(spec.get("dependency") or ""), bool(spec.get("kill_on_invalid_dep")))
+                except ValueError:
+                    got = (deps.Dependency((), False), False)
+                self._deps[r.id] = got
+            parsed[r.id] = got
+        ids = {it.target for d, _ in parsed.values() for it in d.items if it.target is not None}
+        targets: dict[int, deps.Target] = {}
+        for i in range(0, len(ids), 500):
+            chunk = sorted(ids)[i:i + 500]
+            for t in c.execute(select(J.c.id, J.c.state, J.c.start_time, J.c.end_time, J.c.exit_code)
+                               .where(J.c.id.in_(chunk))):
+                targets[t.id] = deps.Target(t.state, t.start_time, t.end_time, t.exit_code)
+        first: dict[tuple[str, str], int] = {}  # singleton: the earliest active job per (user, name)
+        names = {r.name for r in rows if any(it.kind == "singleton" for it in parsed[r.id][0].items)}
+        if names:
+            for t in c.execute(select(J.c.id, J.c.user, J.c.name).where(J.c.name.in_(names),
+                                                                          J.c.state.in_(deps.ACTIVE))):
+                key = (t.user, t.name)
+                first[key] = min(first.get(key, t.id), t.id)
+        kill_all = "kill_invalid_depend" in self.config.sched_params()
+        out: dict[int, Reason] = {}
+        for r in rows:
+            dep, kill = parsed[r.id]
+            verdict, shown, wake = deps.evaluate(dep, targets, first.get((r.user, r.name), r.id) < r.id, now)
+            if shown != r.dependency:
+                self._dep_updates[r.id] = shown
+            if verdict == "never":
+                out[r.id] = Reason.DEPENDENCY_NEVER
+                if kill or kill_all:
+                    self._dep_kill.append(r.id)
+            elif verdict == "wait":
+                out[r.id] = Reason.DEPENDENCY
+            if wake is not None:
+                self.next_dep_time = wake if self.next_dep_time is None else min(self.next_dep_time, wake)
+        return out
 
     def user_usage(self, now: float) -> dict[str, float]:
         """Decayed CPU-seconds per user (PriorityDecayHalfLife), recomputed every PriorityCalcPeriod.
@@ -336,6 +416,14 @@ class JobStore:
         woken: set[str] = set()
         last = self._last_reasons
         with self.engine.begin() as c:
+            for jid, shown in self._dep_updates.items():
+                vals: dict = {"dependency": shown}
+                if shown is None:  # all satisfied: the job becomes eligible (the age factor starts)
+                    vals["eligible_time"] = func.coalesce(J.c.eligible_time, now)
+                c.execute(update(J).where(J.c.id == jid, J.c.state == "PENDING").values(**vals))
+            for jid in self._dep_kill:
+                c.execute(update(J).where(J.c.id == jid, J.c.state == "PENDING").values(
+                    state="CANCELLED", reason="DependencyNeverSatisfied", start_time=now, end_time=now))
             for s in plan.starts:
                 row = c.execute(select(J.c.id, J.c.name, J.c.user, J.c.spec, J.c.array_job_id,
                                        J.c.array_task_id).where(J.c.id == s.job_id)).first()

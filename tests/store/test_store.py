@@ -6,7 +6,7 @@ import pytest
 
 from controller.config import parse_slurm_conf
 from controller.core.plan import plan, priorities
-from controller.errors import Conflict, NotFound
+from controller.errors import Conflict, InvalidRequest, NotFound
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
 from tests.conftest import PG_URL, pg_available, reset_pg
@@ -169,3 +169,31 @@ def test_site_factor_adds_to_the_priority(tmp_path):
     assert plan(s.snapshot(2.0)).priorities[a] == after.total()
     assert (after.site, after.total()) == (500, before.total() + 500)
     s.engine.dispose()
+
+
+def test_dependencies_hold_jobs_until_their_targets_end(store: JobStore):
+    register(store)
+    a = store.submit(body(name="train"), 1.0)
+    b = store.submit(body(dependency=f"afterok:{a}"), 2.0)
+    c = store.submit(body(dependency=f"afternotok:{a}", kill_on_invalid_dep=True), 3.0)
+    d = store.submit(body(dependency=f"afternotok:{a}"), 4.0)
+    e = store.submit(body(name="train", dependency="singleton"), 5.0)
+    with pytest.raises(InvalidRequest, match="Job dependency problem"):
+        store.submit(body(dependency="afterok:999999"), 6.0)
+    with pytest.raises(InvalidRequest, match="Job dependency problem"):
+        store.submit(body(dependency="afterok:"), 6.0)
+    assert store.public(store.get_row(b))["dependency"] == f"afterok:{a}(unfulfilled)"
+    schedule(store, 10.0)
+    pub = {j: store.public(store.get_row(j)) for j in (a, b, c, d, e)}
+    assert pub[a]["state"] == "RUNNING"
+    assert [(pub[j]["state"], pub[j]["reason"]) for j in (b, c, d, e)] == [("PENDING", "Dependency")] * 4
+    assert pub[e]["dependency"] == "singleton(unfulfilled)" and pub[b]["eligible_time"] is None
+    store.node_sync("node1", {"running": [a], "finished": []}, 11.0)
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": a, "exit_code": 0}]}, 12.0)
+    schedule(store, 13.0)
+    pub = {j: store.public(store.get_row(j)) for j in (b, c, d, e)}
+    assert (pub[b]["state"], pub[b]["dependency"], pub[b]["eligible_time"]) == ("RUNNING", None, 13.0)
+    assert (pub[c]["state"], pub[c]["reason"]) == ("CANCELLED", "DependencyNeverSatisfied")
+    assert (pub[d]["state"], pub[d]["reason"], pub[d]["dependency"]) == \
+        ("PENDING", "DependencyNeverSatisfied", f"afternotok:{a}(failed)")
+    assert pub[e]["state"] == "RUNNING"
