@@ -42,12 +42,17 @@ def main(argv: list[str]) -> int:
     o, pos = res
     verbose = "verbose" in o
     ids: list[int] = []
+    tasks: list[str] = []
     for tok in common.split_list(pos):
-        base = tok.split("_")[0].split(".")[0]
-        if not base.isdigit():
+        base = tok.split(".")[0]
+        head, _, task = base.partition("_")
+        if not head.isdigit() or (task and not task.isdigit() and task != "*"):
             print(f"scancel: error: Invalid job id {tok}", file=sys.stderr)
             return 1
-        ids.append(int(base))
+        if task and task != "*":
+            tasks.append(f"{int(head)}_{int(task)}")
+        else:
+            ids.append(int(head))
     users = common.split_list(o.get("user", []))
     if "me" in o:
         users.append(common.current_user())
@@ -60,7 +65,7 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             print(f"scancel: error: Invalid job state specified: {e}", file=sys.stderr)
             return 1
-    if not (ids or users or names or parts or states or "account" in o or "nodelist" in o):
+    if not (ids or tasks or users or names or parts or states or "account" in o or "nodelist" in o):
         print("scancel: error: No job identification provided", file=sys.stderr)
         return 1
     sig = None
@@ -72,7 +77,7 @@ def main(argv: list[str]) -> int:
         if sig == 9 and not ("batch" in o or "full" in o):
             sig = None  # SIGKILL is a plain cancel
     import os
-    body = {"ids": ids, "users": users, "names": names, "partitions": parts, "states": states,
+    body = {"ids": ids, "tasks": tasks, "users": users, "names": names, "partitions": parts, "states": states,
             "signal": sig, "uid": os.getuid()}
     if verbose:
         for jid in ids:

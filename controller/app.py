@@ -231,13 +231,21 @@ def create_app(settings: Settings) -> FastAPI:
         """scancel: by ids and/or filters. Answers per-job results."""
         c = ctl()
         now = c.clock()
-        ids = list(body.ids)
+        ids = [t for jid in body.ids for t in (c.store.array_members(jid) or [jid])]
+        bad: list[dict] = []
+        for tok in body.tasks:
+            master, _, idx = tok.partition("_")
+            rid = c.store.array_task(int(master), int(idx)) if master.isdigit() and idx.isdigit() else None
+            if rid is None:
+                bad.append({"job_id": tok, "ok": False, "error": "Invalid job id specified"})
+            else:
+                ids.append(rid)
         if body.users or body.names or body.partitions or body.states:
             rows = c.store.job_rows(ids=ids or None, users=body.users or None, names=body.names or None,
                                     partitions=body.partitions or None,
                                     states=body.states or ["PENDING", "RUNNING", "SUSPENDED"], now=now)
             ids = [r.id for r in rows]
-        results = []
+        results = list(bad)
         for jid in ids:
             try:
                 host = c.store.cancel(jid, now, signal=body.signal, uid=body.uid)

@@ -23,7 +23,13 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     """
     # refused rather than run with the wrong semantics until they are implemented
     if body.get("array"):
-        raise InvalidRequest("Job arrays (--array) are not supported by this slurmlet version")
+        from cli.opts import OptError, parse_array
+        try:
+            tasks, _ = parse_array(body["array"], config.max_array_size)
+        except OptError:
+            raise InvalidRequest("Invalid job array specification") from None
+        if not tasks:
+            body = dict(body, array=None)
     part_name = body.get("partition")
     if part_name:
         # Slurm takes the first of a comma-separated list

@@ -90,6 +90,9 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     if order.get("array_task_id") is not None:
         s["SLURM_ARRAY_JOB_ID"] = str(order["array_job_id"])
         s["SLURM_ARRAY_TASK_ID"] = str(order["array_task_id"])
+        for key, var in (("array_count", "COUNT"), ("array_max", "MAX"), ("array_min", "MIN"), ("array_step", "STEP")):
+            if order.get(key) is not None:
+                s[f"SLURM_ARRAY_TASK_{var}"] = str(order[key])
     env.update(s)
     # the slurmlet commands (srun, scontrol, ...) must be found inside the job
     path = env.get("PATH") or os.defpath

@@ -75,6 +75,8 @@ class JobUpdate(Strict):
 
 class CancelRequest(Strict):
     ids: list[int] = Field(default_factory=list)
+    #: array tasks, `ARRAYID_INDEX` (a plain array id in `ids` means every task of it)
+    tasks: list[str] = Field(default_factory=list)
     signal: int | None = Field(None, ge=1, le=64)
     users: list[str] = Field(default_factory=list)
     names: list[str] = Field(default_factory=list)

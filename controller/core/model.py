@@ -28,6 +28,7 @@ class Reason(str, Enum):
     REQ_NODE_NOT_AVAIL = "ReqNodeNotAvail"
     NODE_DOWN = "NodeDown"
     DEPENDENCY = "Dependency"
+    ARRAY_TASK_LIMIT = "JobArrayTaskLimit"  #: the array's %N throttle is reached
     DEPENDENCY_NEVER = "DependencyNeverSatisfied"
 
 

@@ -7,6 +7,7 @@ Pure functions over plain values; the store feeds them rows. Slurm's rules:
 * `afterok:ID` once it completed with exit code 0 (never, if it ended otherwise);
 * `afternotok:ID` once it ended in a failed state (never, if it completed);
 * `singleton` once no earlier job of the same user and name is still pending or running;
+* a job array's id stands for all of its tasks (each must satisfy the item), `ID_TASK` for one;
 * items joined by `,` must all hold (one that never can makes the job `DependencyNeverSatisfied`);
   joined by `?`, any one is enough (never, only when none can).
 
@@ -17,6 +18,7 @@ Satisfied items drop out of what `squeue %E` / `scontrol show job` show; the oth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from cli.opts import OptError, parse_dependency
 
@@ -31,6 +33,7 @@ class Item:
     target: int | None  #: job id (None for singleton)
     text: str  #: the target as given: "12", "12_3", "12+5"
     minutes: int = 0
+    task: int | None = None  #: `12_3`: one task of array 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,8 @@ def parse(spec: str) -> Dependency:
             continue
         for t in targets:
             base, _, mins = t.partition("+")
-            out.append(Item(kind, int(base.split("_")[0]), t, int(mins or 0)))
+            head, _, task = base.partition("_")
+            out.append(Item(kind, int(head), t, int(mins or 0), int(task) if task.isdigit() else None))
     return Dependency(tuple(out), any_of)
 
 
@@ -86,7 +90,15 @@ def item_status(it: Item, tgt: Target | None, now: float) -> str:
     return "ok"  # afterany, aftercorr, afterburstbuffer
 
 
-def evaluate(dep: Dependency, targets: dict[int, Target], singleton_blocked: bool,
+def items_status(it: Item, tgts: list[Target], now: float) -> str:
+    """An item naming several jobs (an array's tasks) holds when it holds for each of them."""
+    if not tgts:
+        return item_status(it, None, now)
+    got = [item_status(it, t, now) for t in tgts]
+    return "failed" if "failed" in got else "wait" if "wait" in got else "ok"
+
+
+def evaluate(dep: Dependency, lookup: Callable[[Item], list[Target]], singleton_blocked: bool,
              now: float) -> tuple[str, str | None, float | None]:
     """(`ok` | `wait` | `never`, what %E shows (None when nothing is left), when an `after+min`
     item will hold, if that is all it waits for)."""
@@ -99,11 +111,13 @@ def evaluate(dep: Dependency, targets: dict[int, Target], singleton_blocked: boo
             if st != "ok":
                 shown.append("singleton(unfulfilled)")
         else:
-            tgt = targets.get(it.target)
-            st = item_status(it, tgt, now)
-            if st == "wait" and it.kind == "after" and tgt is not None and tgt.state != "PENDING" and tgt.start_time:
-                t = tgt.start_time + it.minutes * 60
-                wake = t if wake is None else min(wake, t)
+            tgts = lookup(it)
+            st = items_status(it, tgts, now)
+            if st == "wait" and it.kind == "after" and it.minutes:
+                began = [t.start_time for t in tgts if t.state != "PENDING" and t.start_time]
+                if began and len(began) == len(tgts):
+                    at = max(began) + it.minutes * 60
+                    wake = at if wake is None else min(wake, at)
             if st != "ok":
                 shown.append(f"{it.kind}:{it.text}({'failed' if st == 'failed' else 'unfulfilled'})")
         states.append(st)

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 import hostlist
 from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
 
-from cli.opts import default_output, expand_pattern
+from cli.opts import default_output, expand_pattern, parse_array
 from controller.config import ClusterConfig
 from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Reason, Request, RunningJob,
                                    Snapshot, natural_key)
@@ -28,7 +28,7 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep", "dependency")
+              "stderr", "kill_on_invalid_dep", "dependency", "array")
 
 
 _INSERT_JOB = insert(J)
@@ -106,9 +106,29 @@ class JobStore:
             comment=body.get("comment") or None, dependency=dep_text,
             reason="Dependency" if dep_text else "None",
         )
+        if body.get("array"):
+            return self._submit_array(body["array"], row, spec)
         with self.engine.begin() as c:
             # parameters, not .values(): the compiled statement is cached across submissions
             return int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
+
+    def _submit_array(self, array: str, row: dict, spec: dict) -> int:
+        """One row per task, in index order; the first one's id is the array's job id.
+
+        (Slurm gives a task its own id only when it starts, the last one keeping the array's id;
+        here every task has its id from the start, so later jobs' ids come after all of them.)"""
+        tasks, throttle = parse_array(array, self.config.max_array_size)
+        step = tasks[1] - tasks[0] if len(tasks) > 1 else 1
+        if any(b - a != step for a, b in zip(tasks, tasks[1:])):
+            step = 1
+        spec = dict(spec, array_count=len(tasks), array_min=tasks[0], array_max=tasks[-1], array_step=step)
+        row = dict(row, spec=json.dumps(spec), array_max_tasks=throttle or None)
+        with self.engine.begin() as c:
+            first = int(c.execute(_INSERT_JOB, dict(row, array_task_id=tasks[0])).inserted_primary_key[0])
+            c.execute(update(J).where(J.c.id == first).values(array_job_id=first))
+            if len(tasks) > 1:
+                c.execute(_INSERT_JOB, [dict(row, array_job_id=first, array_task_id=t) for t in tasks[1:]])
+        return first
 
     def _check_dependency(self, spec: str) -> str:
         """Refuses a malformed dependency or one naming unknown jobs, as slurmctld does; returns
@@ -224,6 +244,7 @@ class JobStore:
             "req_nodes": spec.get("nodelist"), "exc_nodes": spec.get("exclude"),
             "alloc_node": spec.get("submit_host"), "begin_time": row.begin_time,
             "expected_start": row.est_start if row.state == "PENDING" else None,
+            "array_max_tasks": row.array_max_tasks or 0,
             "suspend_time": row.suspend_time, "suspended_secs": row.suspended_secs or 0.0,
             "pre_sus_time": (row.suspend_time - row.start_time - (row.suspended_secs or 0.0))
             if row.state == "SUSPENDED" and row.suspend_time and row.start_time else None,
@@ -246,7 +267,8 @@ class JobStore:
         with self.engine.connect() as c:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
                                          J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
-                                         J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency, J.c.name)
+                                         J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency, J.c.name,
+                                         J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
@@ -254,6 +276,7 @@ class JobStore:
                 for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
                     self._requests[jid] = request_of(json.loads(spec))
             blocked = self._dependencies(c, [r for r in pend if r.dependency], now)
+            blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
             act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
                                         J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
                                         J.c.suspended_secs).where(J.c.active.is_(True))))
@@ -282,6 +305,25 @@ class JobStore:
                         def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
                         running=running, config=self.sched)
 
+    @staticmethod
+    def _throttled(c: Any, rows: list[Any]) -> dict[int, Reason]:
+        """`--array=...%N`: pending tasks beyond the N an array may run at once wait
+        (`JobArrayTaskLimit`); the lowest indexes go first."""
+        if not rows:
+            return {}
+        arrays = {r.array_job_id for r in rows}
+        running = dict(c.execute(select(J.c.array_job_id, func.count()).where(
+            J.c.array_job_id.in_(arrays), J.c.active.is_(True)).group_by(J.c.array_job_id)).all())
+        out: dict[int, Reason] = {}
+        left: dict[int, int] = {}
+        for r in sorted(rows, key=lambda r: (r.array_job_id, r.array_task_id)):
+            n = left.setdefault(r.array_job_id, r.array_max_tasks - running.get(r.array_job_id, 0))
+            if n > 0:
+                left[r.array_job_id] = n - 1
+            else:
+                out[r.id] = Reason.ARRAY_TASK_LIMIT
+        return out
+
     def _dependencies(self, c: Any, rows: list[Any], now: float) -> dict[int, Reason]:
         """Evaluate the dependencies of pending jobs: their blocking reasons; what changed in what
         squeue shows, and the jobs to cancel, are kept for `apply`."""
@@ -302,12 +344,25 @@ class JobStore:
                 self._deps[r.id] = got
             parsed[r.id] = got
         ids = {it.target for d, _ in parsed.values() for it in d.items if it.target is not None}
-        targets: dict[int, deps.Target] = {}
+        by_id: dict[int, deps.Target] = {}
+        arrays: dict[int, dict[int, deps.Target]] = {}  # array id -> task index -> task
         for i in range(0, len(ids), 500):
             chunk = sorted(ids)[i:i + 500]
-            for t in c.execute(select(J.c.id, J.c.state, J.c.start_time, J.c.end_time, J.c.exit_code)
-                               .where(J.c.id.in_(chunk))):
-                targets[t.id] = deps.Target(t.state, t.start_time, t.end_time, t.exit_code)
+            for t in c.execute(select(J.c.id, J.c.state, J.c.start_time, J.c.end_time, J.c.exit_code,
+                                      J.c.array_job_id, J.c.array_task_id)
+                               .where(or_(J.c.id.in_(chunk), J.c.array_job_id.in_(chunk)))):
+                tgt = deps.Target(t.state, t.start_time, t.end_time, t.exit_code)
+                by_id[t.id] = tgt
+                if t.array_job_id is not None:
+                    arrays.setdefault(t.array_job_id, {})[t.array_task_id] = tgt
+
+        def lookup(it: deps.Item) -> list[deps.Target]:
+            tasks = arrays.get(it.target)
+            if tasks is None:
+                return [by_id[it.target]] if it.target in by_id else []
+            if it.task is not None:
+                return [tasks[it.task]] if it.task in tasks else []
+            return list(tasks.values())
         first: dict[tuple[str, str], int] = {}  # singleton: the earliest active job per (user, name)
         names = {r.name for r in rows if any(it.kind == "singleton" for it in parsed[r.id][0].items)}
         if names:
@@ -319,7 +374,7 @@ class JobStore:
         out: dict[int, Reason] = {}
         for r in rows:
             dep, kill = parsed[r.id]
-            verdict, shown, wake = deps.evaluate(dep, targets, first.get((r.user, r.name), r.id) < r.id, now)
+            verdict, shown, wake = deps.evaluate(dep, lookup, first.get((r.user, r.name), r.id) < r.id, now)
             if shown != r.dependency:
                 self._dep_updates[r.id] = shown
             if verdict == "never":
@@ -660,7 +715,8 @@ class JobStore:
             "op": "launch", "job_id": r.id, "name": r.name, "user": r.user, "uid": r.uid, "gid": r.gid,
             "script": r.script, "environment": json.loads(r.environment), "workdir": spec.get("workdir"),
             "stdout": r.stdout, "stderr": r.stderr, "stdin": spec.get("stdin"),
-            "open_mode": spec.get("open_mode") or "truncate", "time_limit": r.time_limit,
+            # a requeued job's new run appends to its files, as slurmctld sets it up
+            "open_mode": "append" if r.restarts else spec.get("open_mode") or "truncate", "time_limit": r.time_limit,
             "start_time": r.start_time, "alloc": json.loads(r.alloc), "nodes": r.nodes,
             "partition": r.partition, "account": r.account, "qos": r.qos, "argv": spec.get("argv") or [],
             "submit_dir": spec.get("submit_dir"), "submit_host": spec.get("submit_host"),
@@ -669,6 +725,8 @@ class JobStore:
             "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
             "suspended_secs": r.suspended_secs or 0.0,
+            "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
+            "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
         }
 
@@ -741,6 +799,17 @@ class JobStore:
                 admin_state=state, reason=reason, reason_time=now if reason else None))
             if res.rowcount == 0:
                 raise NotFound("Invalid node name specified")
+
+    def array_members(self, array_job_id: int) -> list[int]:
+        """The unfinished tasks of a job array (empty when `array_job_id` is no array's id)."""
+        with self.engine.connect() as c:
+            return [r.id for r in c.execute(select(J.c.id).where(
+                J.c.array_job_id == array_job_id, J.c.state.not_in(FINAL_STATES)).order_by(J.c.id))]
+
+    def array_task(self, array_job_id: int, task: int) -> int | None:
+        with self.engine.connect() as c:
+            return c.execute(select(J.c.id).where(J.c.array_job_id == array_job_id,
+                                                  J.c.array_task_id == task)).scalar()
 
     def state_counts(self) -> dict[str, int]:
         """How many jobs are in each state (sdiag)."""

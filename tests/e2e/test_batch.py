@@ -148,8 +148,8 @@ def test_bad_input_is_refused_with_slurm_messages(cluster: Cluster):
         ("squeue -j abc", 1, "squeue: error: Invalid job id: abc\n"),
         ("squeue -j 999999", 1, "slurm_load_jobs error: Invalid job id specified\n"),
         ("scancel abc", 1, "scancel: error: Invalid job id abc\n"),
-        ("sbatch --array=0-3 --wrap true", 1, "sbatch: error: Batch job submission failed: "
-                                              "Job arrays (--array) are not supported by this slurmlet version\n"),
+        ("sbatch --array=0-2000 --wrap true", 1, "sbatch: error: Batch job submission failed: "
+                                                 "Invalid job array specification\n"),
         ("scancel", 1, "scancel: error: No job identification provided\n"),
         ("sacct -j abc", 1, "sacct: fatal: Bad job/step specified: abc\n"),
         ("sacct -o JobID,Bogus", 1, 'sacct: error: Invalid field requested: "Bogus"\n'),

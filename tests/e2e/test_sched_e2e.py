@@ -51,12 +51,15 @@ def test_higher_tier_job_requeues_the_lower_one(sched_cluster: Cluster):
     c.wait_state(hi, ("RUNNING", "COMPLETED"))
     j = c.job(low)
     assert j["restarts"] == 1 and j["state"] in ("PENDING", "RUNNING")
-    out = (c.workdir / f"low-{low}.out").read_text()
-    assert f"*** JOB {low} ON node1 CANCELLED AT " in out and "DUE TO PREEMPTION ***" in out
-    # the requeued job runs again once the preemptor is done
+    # the requeued job runs again once the preemptor is done, appending to its output
     assert c.wait_state(hi, "COMPLETED")["exit_code"] == 0
     c.wait_state(low, "RUNNING")
-    wait_until(lambda: "restart=1" in (c.workdir / f"low-{low}.out").read_text(), what="second run's output")
+    out = c.workdir / f"low-{low}.out"
+    wait_until(lambda: "restart=1" in out.read_text(), what="second run's output")
+    lines = out.read_text().splitlines()
+    assert lines[0] == "start restart=" and lines[2] == "start restart=1"  # unset on the first run
+    assert lines[1].startswith(f"slurmstepd-node1: error: *** JOB {low} ON node1 CANCELLED AT ")
+    assert lines[1].endswith(" DUE TO PREEMPTION ***")
     r = c.run(f"scancel {low}")
     assert r.returncode == 0
     c.wait_state(low, "CANCELLED")

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from controller.store.deps import Target, evaluate, parse
+from controller.store.deps import Target, evaluate as _evaluate, parse
 
 NOW = 1000.0
+
+
+def evaluate(dep, targets: dict, singleton_blocked: bool, now: float):  # noqa: ANN001, ANN201
+    """Jobs by id; a list value is an array's tasks."""
+    def lookup(it):  # noqa: ANN001, ANN202
+        got = targets.get(it.target)
+        if isinstance(got, dict):
+            return [got[it.task]] if it.task is not None else list(got.values())
+        return [got] if got is not None else []
+    return _evaluate(dep, lookup, singleton_blocked, now)
 RUN = Target("RUNNING", 900.0, None, 0)
 DONE = Target("COMPLETED", 900.0, 950.0, 0)
 EXIT3 = Target("FAILED", 900.0, 950.0, 3)
@@ -55,3 +65,11 @@ def test_all_of_and_any_of_and_the_wake_time_of_after_plus_minutes():
 def test_malformed_dependencies_are_refused(spec):
     with pytest.raises(ValueError, match="Job dependency problem"):
         parse(spec)
+
+
+def test_an_array_id_stands_for_every_task_and_id_task_for_one():
+    tasks = {0: DONE, 1: RUN}
+    assert evaluate(parse("afterok:7"), {7: tasks}, False, NOW)[0] == "wait"
+    assert evaluate(parse("afterok:7_0"), {7: tasks}, False, NOW)[0] == "ok"
+    assert evaluate(parse("afterok:7"), {7: {0: DONE, 1: EXIT3}}, False, NOW)[0] == "never"
+    assert evaluate(parse("afterany:7"), {7: {0: DONE, 1: EXIT3}}, False, NOW)[0] == "ok"
