@@ -1,6 +1,6 @@
-"""srun. Inside an allocation it runs the command as a job step on the batch node (steps across
-all allocated nodes come with the distributed-launch work); outside one it allocates, runs and
-releases, as Slurm does, by submitting the command and relaying its output and exit code."""
+"""srun. Inside an allocation it runs the command as a job step across the job's nodes (the
+agents stream each task's output back here); outside one it allocates, runs and releases, as
+Slurm does, by submitting the command and relaying its output and exit code."""
 
 from __future__ import annotations
 
@@ -31,25 +31,128 @@ def main(argv: list[str]) -> int:
 
 
 def _step(req: dict) -> int:
-    import subprocess
-    env = dict(os.environ)
-    step = int(env.get("SLURMLET_NEXT_STEP", "0"))
-    env.update(SLURM_STEP_ID=str(step), SLURM_STEPID=str(step), SLURM_STEP_NODELIST=env.get("SLURMD_NODENAME", ""),
-               SLURM_STEP_NUM_NODES="1", SLURM_STEP_NUM_TASKS="1", SLURM_STEP_TASKS_PER_NODE="1",
-               SLURM_PROCID="0", SLURM_LOCALID="0", SLURM_NODEID="0", SLURM_DISTRIBUTION="block")
-    label = "label" in req["opts"]
-    if label:
-        p = subprocess.Popen(req["command"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert p.stdout is not None
-        for line in p.stdout:
-            sys.stdout.buffer.write(b"0: " + line)
-        rc = p.wait()
-    else:
-        rc = subprocess.call(req["command"], env=env)
-    if rc:
-        print(f"srun: error: {env.get('SLURMD_NODENAME', 'localhost')}: task 0: Exited with exit code {rc}",
-              file=sys.stderr)
-    return rc if rc >= 0 else 128 - rc
+    """A step of the current (or --jobid) allocation: the controller lays its tasks out over the
+    job's nodes, their agents start them and stream their output here; srun exits with the
+    highest task exit code."""
+    import signal
+    import socket
+    from cli import http
+    o = req["opts"]
+    job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
+    srv = socket.socket()
+    srv.bind(("0.0.0.0", 0))
+    srv.listen(256)
+    host = os.environ.get("SLURMLET_NODE_ADDR") or "127.0.0.1"
+    env = req.get("environment") or dict(os.environ)
+    body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
+            "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"] or 1,
+            "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
+            "cwd": req["workdir"] or os.getcwd(), "io": f"{host}:{srv.getsockname()[1]}",
+            "label": req["label"], "unbuffered": req["unbuffered"]}
+    try:
+        step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
+    except http.ControllerError as e:
+        print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
+        return 1
+    io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"])
+    sid = step["step_id"]
+
+    def interrupted(signum, frame) -> None:  # noqa: ANN001
+        print("srun: forcing job termination", file=sys.stderr)
+        try:
+            http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
+        except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
+            pass
+        io.cancelled = True
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+    io.run(lambda: http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING")
+    worst = 0
+    for rank in sorted(io.exits):
+        code, sig, node = io.exits[rank]
+        if sig:
+            print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
+            worst = max(worst, 128 + sig)
+        elif code:
+            print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
+            worst = max(worst, code)
+    return worst
+
+
+def _signame(sig: int) -> str:
+    import signal
+    return {signal.SIGKILL: "Killed", signal.SIGTERM: "Terminated", signal.SIGSEGV: "Segmentation fault",
+            signal.SIGABRT: "Aborted"}.get(sig, f"Killed by signal {sig}")
+
+
+class _StepIO:
+    """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
+
+    def __init__(self, srv, ntasks: int, label: bool):  # noqa: ANN001 - a listening socket
+        import threading
+        self.srv = srv
+        self.ntasks = ntasks
+        self.label = label
+        self.exits: dict[int, tuple[int, int, str]] = {}
+        self.lock = threading.Lock()
+        self.cancelled = False
+
+    def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
+        import selectors
+        import threading
+        import time
+        sel = selectors.DefaultSelector()
+        sel.register(self.srv, selectors.EVENT_READ)
+        workers: list[threading.Thread] = []
+        last_check = time.monotonic()
+        over_since: float | None = None
+        while len(self.exits) < self.ntasks:
+            for _ in sel.select(0.2):
+                conn, _ = self.srv.accept()
+                t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+                t.start()
+                workers.append(t)
+            now = time.monotonic()
+            if now - last_check > 1.0:  # a node that died never reports: ask the controller
+                last_check = now
+                try:
+                    if step_over():
+                        over_since = over_since or now
+                except Exception:  # noqa: BLE001
+                    pass
+                if over_since is not None and now - over_since > 3.0:
+                    break
+        for t in workers:
+            t.join(5)
+        self.srv.close()
+
+    def _serve(self, conn) -> None:  # noqa: ANN001 - an accepted socket
+        import json
+        with conn:
+            f = conn.makefile("rb")
+            head = json.loads(f.readline() or b"{}")
+            rank, stream = head.get("rank", 0), head.get("stream")
+            if stream == "exit":
+                with self.lock:
+                    self.exits[rank] = (int(head.get("code") or 0), int(head.get("signal") or 0), head.get("node", "?"))
+                return
+            out = sys.stdout.buffer if stream == "out" else sys.stderr.buffer
+            prefix = f"{rank}: ".encode() if self.label else b""
+            pending = b""
+            while True:
+                chunk = f.read1(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                if lines:
+                    with self.lock:
+                        out.write(b"".join(prefix + line + b"\n" for line in lines))
+                        out.flush()
+            if pending:
+                with self.lock:
+                    out.write(prefix + pending)
+                    out.flush()
 
 
 def _allocate_and_run(req: dict) -> int:

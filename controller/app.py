@@ -13,7 +13,8 @@ from typing import Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from controller.api.schemas import CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate
+from controller.api.schemas import (CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate,
+                                    StepCreate)
 from controller.config import ClusterConfig
 from controller.core.model import PendingJob
 from controller.core.plan import plan, priorities
@@ -219,12 +220,38 @@ def create_app(settings: Settings) -> FastAPI:
         rows = c.store.job_rows(ids=id_list, states=_split(states), users=_split(users),
                                 partitions=_split(partitions), names=_split(names), since=since, until=until,
                                 now=c.clock(), history=history)
-        return _json({"jobs": [c.store.public(r) for r in rows]})
+        jobs = [c.store.public(r) for r in rows]
+        _add_steps(c.store, jobs)
+        return _json({"jobs": jobs})
 
     @app.get("/api/v1/jobs/{job_id}")
     async def get_job(job_id: int):  # noqa: ANN202
         c = ctl()
-        return _json(c.store.public(c.store.get_row(job_id)))
+        job = c.store.public(c.store.get_row(job_id))
+        _add_steps(c.store, [job])
+        return _json(job)
+
+    @app.post("/api/v1/jobs/{job_id}/steps")
+    async def create_step(job_id: int, body: StepCreate):  # noqa: ANN202
+        """srun inside an allocation: a step on the job's nodes; their agents start its tasks."""
+        c = ctl()
+        got = c.store.create_step(job_id, body.model_dump(), c.clock())
+        c.notify(x["node"] for x in got["layout"])
+        return _json(got)
+
+    @app.post("/api/v1/jobs/{job_id}/steps/{step_id}/cancel")
+    async def cancel_step(job_id: int, step_id: int):  # noqa: ANN202
+        c = ctl()
+        c.notify(c.store.cancel_step(job_id, step_id, c.clock()))
+        return {"ok": True}
+
+    @app.get("/api/v1/jobs/{job_id}/steps/{step_id}")
+    async def get_step(job_id: int, step_id: int):  # noqa: ANN202
+        c = ctl()
+        got = [s for s in c.store.step_rows([job_id]).get(job_id, []) if s["step"] == step_id]
+        if not got:
+            raise NotFound("Invalid job id specified")
+        return _json(got[0])
 
     @app.post("/api/v1/jobs/cancel")
     async def cancel(body: CancelRequest):  # noqa: ANN202
@@ -357,8 +384,8 @@ def create_app(settings: Settings) -> FastAPI:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(ev.wait(), wait)
             if ev.is_set():
-                orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended},
-                                           c.clock())
+                orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
+                                                  "steps_running": body.steps_running}, c.clock())
         return _json({"orders": orders})
 
     # ------------------------------------------------------------------ misc
@@ -396,6 +423,14 @@ def create_app(settings: Settings) -> FastAPI:
         return {"ok": True}
 
     return app
+
+
+def _add_steps(store: JobStore, jobs: list[dict]) -> None:
+    """The srun steps of started jobs, after their batch step (sacct's ID.batch, ID.0, ...)."""
+    started = [j["job_id"] for j in jobs if j.get("batch_host")]
+    got = store.step_rows(started)
+    for j in jobs:
+        j["steps"] = j["steps"] + got.get(j["job_id"], [])
 
 
 def _json(doc: object) -> JSONResponse:

@@ -18,6 +18,7 @@ import psutil
 
 from .env import batch_environment
 from .launcher import Launcher
+from .steps import StepRunner
 
 log = logging.getLogger("slurmlet.agent")
 LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do
@@ -59,6 +60,7 @@ class Agent:
             "version": "22.05.8",
         }
         self.launcher = Launcher(name, spool, kill_wait)
+        self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited)
         self.cluster = cluster
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
@@ -78,6 +80,7 @@ class Agent:
         with contextlib.suppress(BaseException):
             await main
         await self.launcher.shutdown()
+        await self.steps.shutdown()
 
     async def _serve(self) -> None:
         timeout = httpx.Timeout(LONG_POLL + 30.0, connect=5.0)
@@ -86,9 +89,11 @@ class Agent:
             while True:
                 self.launcher.exited.clear()
                 finished = self.launcher.unacked()
+                steps_done = self.steps.unacked()
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
-                              "wait": 0.0 if finished or not self.registered else LONG_POLL,
+                              "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
+                              "wait": 0.0 if finished or steps_done or not self.registered else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
                 if not self.registered:
@@ -121,6 +126,7 @@ class Agent:
                 backoff = 0.1
                 self.registered = True
                 self.launcher.ack([f["job_id"] for f in finished])
+                self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
                 for order in resp.json()["orders"]:
                     await self.apply(order)
 
@@ -132,6 +138,10 @@ class Agent:
             await self.launcher.launch(order, env)
         elif op == "kill":
             self.launcher.kill(order["job_id"], order.get("why", "cancel"), float(order.get("grace") or 0))
+        elif op == "step":
+            await self.steps.start(order)
+        elif op == "kill_step":
+            self.steps.kill(f"{order['job_id']}.{order['step_id']}")
         elif op == "suspend":
             self.launcher.suspend(order["job_id"])
         elif op == "resume":

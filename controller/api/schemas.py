@@ -112,10 +112,35 @@ class Finished(Strict):
     restarts: int | None = None  # the incarnation that ended; a stale report is ignored
 
 
+class StepFinished(Strict):
+    job_id: int
+    step_id: int
+    results: dict[str, list[int]] = Field(default_factory=dict)  #: rank -> [exit code, signal]
+    end_time: float | None = None
+
+
+class StepCreate(Strict):
+    """srun's step request: where and how many tasks, what they run, where their output goes."""
+
+    argv: list[str] = Field(min_length=1)
+    nodes: int | None = Field(None, ge=1)
+    ntasks: int | None = Field(None, ge=1)
+    ntasks_per_node: int | None = Field(None, ge=1)
+    cpus_per_task: int = Field(1, ge=1)
+    gpus_per_task: int | None = Field(None, ge=1)
+    environment: dict[str, str] = Field(default_factory=dict)
+    cwd: str = "/"
+    io: str | None = None  #: host:port where srun collects the tasks' output and exit codes
+    label: bool = False
+    unbuffered: bool = False
+
+
 class NodeSync(Strict):
     resources: NodeResources | None = None
     running: list[int] = Field(default_factory=list)
     suspended: list[int] = Field(default_factory=list)
+    steps_running: list[str] = Field(default_factory=list)  #: "JOB.STEP" with tasks on this node
+    steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     wait: float = Field(0.0, ge=0, le=30)
     cpu_load: float | None = None

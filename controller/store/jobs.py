@@ -18,7 +18,7 @@ from controller.core.plan import requested_cpus
 from controller.core.priority import decayed, fair_shares
 from controller.errors import Conflict, InvalidRequest, NotFound
 
-from . import deps
+from . import deps, steps
 from .tables import jobs as J
 from .tables import nodes as N
 
@@ -181,6 +181,25 @@ class JobStore:
             q = q.where(and_(*conds))
         with self.engine.connect() as c:
             return list(c.execute(q.order_by(J.c.id)))
+
+    # ---------------------------------------------------------------- steps
+    def create_step(self, job_id: int, req: dict, now: float) -> dict:
+        with self.engine.begin() as c:
+            return steps.create(c, job_id, req, now)
+
+    def cancel_step(self, job_id: int, step_id: int, now: float) -> list[str]:
+        with self.engine.begin() as c:
+            return steps.cancel(c, job_id, step_id, now)
+
+    def step_rows(self, job_ids: list[int]) -> dict[int, list[dict]]:
+        """sacct's step rows of these jobs, by job."""
+        out: dict[int, list[dict]] = {}
+        if not job_ids:
+            return out
+        with self.engine.connect() as c:
+            for i in range(0, len(job_ids), 500):
+                out.update(steps.public(c, job_ids[i:i + 500]))
+        return out
 
     def get_row(self, job_id: int) -> Any:
         with self.engine.connect() as c:
@@ -642,6 +661,9 @@ class JobStore:
             running = set(body.get("running") or [])
             stopped = set(body.get("suspended") or [])
             done = {f["job_id"] for f in body.get("finished") or []}
+            steps.record(c, name, body.get("steps_finished") or [], now)
+            step_orders = steps.orders_for(c, name, set(body.get("steps_running") or []),
+                                           {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
             rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
             if body.get("resources"):
                 # a (re)starting agent runs nothing we do not hear about: those jobs were lost with it
@@ -675,7 +697,7 @@ class JobStore:
                     orders.append(self._launch_order(r, name))
             for jid in sorted(running - active_ids - done):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
-        return orders
+        return orders + step_orders
 
     def _upsert_node(self, c: Any, name: str, body: dict, now: float) -> None:
         res = body.get("resources")
@@ -736,6 +758,7 @@ class JobStore:
                                       J.c.active.is_(True))).first()
         if r is None or (fin.get("restarts") is not None and fin["restarts"] != r.restarts):
             return  # already applied, or about an earlier incarnation: reports are idempotent
+        steps.end_job_steps(c, r.id, now)  # the batch script is done: so are its steps
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
         end = fin.get("end_time") or now
         action = r.pending_action
@@ -770,6 +793,7 @@ class JobStore:
 
     def _node_failed(self, c: Any, r: Any, now: float) -> None:
         """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL."""
+        steps.end_job_steps(c, r.id, now)
         if r.pending_action == "cancel":
             c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
                                                               batch_state="CANCELLED", batch_exit_signal=9))

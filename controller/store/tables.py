@@ -91,3 +91,23 @@ nodes = Table(
     Column("free_mem", Integer),
     Column("last_busy", Float),
 )
+
+#: job steps (srun inside an allocation): one row per step, its layout and its tasks' results
+steps = Table(
+    "steps",
+    metadata,
+    Column("job_id", Integer, primary_key=True),
+    Column("step_id", Integer, primary_key=True),
+    Column("name", String(256), nullable=False),
+    #: RUNNING, then COMPLETED, FAILED or CANCELLED
+    Column("state", String(16), nullable=False),
+    #: JSON list of {node, addr, ranks, cpus, gpu_ids}: which global task ranks run where
+    Column("layout", Text, nullable=False),
+    Column("request", Text, nullable=False),  #: JSON: argv, env, cwd, io address, label, ...
+    Column("start_time", Float, nullable=False),
+    Column("end_time", Float),
+    #: JSON {node: {rank: [exit_code, signal]}} as the nodes report their tasks' ends
+    Column("results", Text, nullable=False, default="{}"),
+    Column("exit_code", Integer, nullable=False, default=0),
+    Column("exit_signal", Integer, nullable=False, default=0),
+)

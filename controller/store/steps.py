@@ -1,0 +1,156 @@
+"""Job steps (`srun` inside an allocation): layout, the agents' orders, their reports, sacct rows.
+
+A step runs its tasks on the first N nodes of its job, ranks laid out in blocks (Slurm's
+default distribution). Each node's agent is told to start its ranks; the tasks' output goes
+straight to the `srun` that asked (its address is part of the request), their exit codes come
+back to the controller through the agents' syncs, and the step ends when every node reported.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import hostlist
+from sqlalchemy import func, insert, select, update
+
+from controller.errors import Conflict, InvalidRequest, NotFound
+
+from .tables import jobs as J
+from .tables import nodes as N
+from .tables import steps as S
+
+#: pending actions under which a job's processes are going away: its steps go with them
+_ENDING = ("cancel", "requeue", "requeue_hold", "preempt", "preempt_requeue")
+
+
+def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_node: int | None,
+                cpus_per_task: int) -> list[dict]:
+    """Which ranks run on which of the job's nodes (block distribution)."""
+    if nodes is not None and nodes > len(alloc):
+        raise InvalidRequest("Requested node configuration is not available")
+    if ntasks is None:
+        n = nodes or len(alloc)
+        ntasks = n * per_node if per_node else n
+    n = min(nodes or (len(alloc) if per_node is None else -(-ntasks // per_node)), ntasks, len(alloc))
+    if per_node:
+        counts = []
+        left = ntasks
+        for _ in range(n):
+            counts.append(min(per_node, left))
+            left -= counts[-1]
+        if left > 0:
+            raise InvalidRequest("More processors requested than permitted")
+    else:
+        base, extra = divmod(ntasks, n)
+        counts = [base + (1 if i < extra else 0) for i in range(n)]
+    out, rank = [], 0
+    for a, k in zip(alloc, counts):
+        if k * cpus_per_task > a["cpus"]:
+            raise InvalidRequest("More processors requested than permitted")
+        out.append({"node": a["node"], "ranks": list(range(rank, rank + k)), "cpus": a["cpus"],
+                    "gpu_ids": a["gpu_ids"]})
+        rank += k
+    return out
+
+
+def create(c: Any, job_id: int, req: dict, now: float) -> dict:
+    job = c.execute(select(J.c.state, J.c.alloc, J.c.active, J.c.pending_action).where(J.c.id == job_id)).first()
+    if job is None:
+        raise NotFound()
+    if job.state != "RUNNING" or not job.active or job.pending_action:
+        raise Conflict("Job/step already completing or completed")
+    layout = plan_layout(json.loads(job.alloc), req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
+                         req.get("cpus_per_task") or 1)
+    addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
+    for x in layout:
+        x["addr"] = addrs.get(x["node"], "127.0.0.1")
+    last = c.execute(select(func.max(S.c.step_id)).where(S.c.job_id == job_id)).scalar()
+    step_id = 0 if last is None else last + 1
+    argv = req.get("argv") or []
+    c.execute(insert(S).values(job_id=job_id, step_id=step_id, name=(argv[0].rsplit("/", 1)[-1] if argv else ""),
+                               state="RUNNING", layout=json.dumps(layout), request=json.dumps(req), start_time=now,
+                               results="{}", exit_code=0, exit_signal=0))
+    return {"job_id": job_id, "step_id": step_id, "layout": layout,
+            "nodelist": hostlist.collect_hostlist([x["node"] for x in layout])}
+
+
+def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
+    """srun interrupted: the step's tasks are killed. Returns the nodes to wake."""
+    row = c.execute(select(S.c.state, S.c.layout).where(S.c.job_id == job_id, S.c.step_id == step_id)).first()
+    if row is None:
+        raise NotFound("Invalid job id specified")
+    if row.state == "RUNNING":
+        c.execute(update(S).where(S.c.job_id == job_id, S.c.step_id == step_id, S.c.state == "RUNNING")
+                  .values(state="CANCELLED"))
+    return [x["node"] for x in json.loads(row.layout)]
+
+
+def end_job_steps(c: Any, job_id: int, now: float) -> None:
+    """The job is over: steps still running are cancelled (their tasks are killed)."""
+    c.execute(update(S).where(S.c.job_id == job_id, S.c.state == "RUNNING").values(state="CANCELLED"))
+
+
+def record(c: Any, node: str, reports: list[dict], now: float) -> None:
+    """A node's tasks of a step ended: keep their codes; the step ends once every node reported."""
+    for rep in reports:
+        row = c.execute(select(S).where(S.c.job_id == rep["job_id"], S.c.step_id == rep["step_id"])).first()
+        if row is None:
+            continue
+        results = json.loads(row.results)
+        if node in results:
+            continue  # a repeated report
+        results[node] = {str(k): v for k, v in (rep.get("results") or {}).items()}
+        vals: dict = {"results": json.dumps(results)}
+        layout = json.loads(row.layout)
+        if all(x["node"] in results for x in layout):
+            codes = [v for r in results.values() for v in r.values()]
+            code = max((v[0] for v in codes), default=0)
+            sig = max((v[1] for v in codes), default=0)
+            state = row.state if row.state != "RUNNING" else ("FAILED" if code or sig else "COMPLETED")
+            vals.update(state=state, exit_code=code, exit_signal=sig, end_time=rep.get("end_time") or now)
+        c.execute(update(S).where(S.c.job_id == row.job_id, S.c.step_id == row.step_id).values(**vals))
+
+
+def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dict]:
+    """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
+    orders = []
+    rows = c.execute(select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
+                            J.c.time_limit, J.c.start_time.label("job_start"))
+                     .join(J, J.c.id == S.c.job_id)
+                     .where(S.c.state == "RUNNING"))
+    live = set()
+    for r in rows:
+        key = f"{r.job_id}.{r.step_id}"
+        mine = next((x for x in json.loads(r.layout) if x["node"] == node), None)
+        if mine is None:
+            continue
+        if not r.active or r.pending_action in _ENDING:
+            continue  # dies with its job (kill order below)
+        live.add(key)
+        if key in running or key in done or node in json.loads(r.results):
+            continue
+        layout = json.loads(r.layout)
+        orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
+                       "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
+                       "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
+                       "tasks_per_node": [len(x["ranks"]) for x in layout],
+                       "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
+                       "job_nodes": r.job_nodes, "request": json.loads(r.request)})
+    for key in sorted(running - live):
+        jid, sid = key.split(".")
+        orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})
+    return orders
+
+
+def public(c: Any, job_ids: list[int]) -> dict[int, list[dict]]:
+    """sacct's rows of the steps of these jobs, by job."""
+    out: dict[int, list[dict]] = {}
+    for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
+        layout = json.loads(r.layout)
+        out.setdefault(r.job_id, []).append({"step": r.step_id, "name": r.name, "state": r.state, "exit_code": r.exit_code,
+                    "exit_signal": r.exit_signal, "start_time": r.start_time, "end_time": r.end_time,
+                    "nodes": hostlist.collect_hostlist([x["node"] for x in layout]), "num_nodes": len(layout),
+                    "num_cpus": sum(x["cpus"] for x in layout),
+                    "num_tasks": sum(len(x["ranks"]) for x in layout)})
+    return out

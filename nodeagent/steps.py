@@ -1,0 +1,196 @@
+"""Step tasks on one node: start this node's ranks of an srun step, stream their output to srun,
+report their exit codes, kill them when the step or its job goes away.
+
+The I/O protocol with srun is plain TCP: for each task and stream the agent opens a connection
+to srun's address, sends one JSON header line (`{"rank": 3, "stream": "out"}`) and then the
+stream's bytes until it ends; a last connection per task carries `{"rank": 3, "stream": "exit",
+"code": 0, "signal": 0, "node": "node2"}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+from .env import compress_counts
+from .launcher import session_pids, signal_session
+
+log = logging.getLogger("slurmlet.agent")
+
+
+@dataclass
+class StepRun:
+    key: str
+    procs: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)  #: rank -> process
+    results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
+    killing: bool = False
+
+
+def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> dict[str, str]:
+    """srun's environment with what slurmstepd sets per node and per task."""
+    req = order["request"]
+    env = dict(req.get("environment") or {})
+    node = order["node"]
+    tpn = order["tasks_per_node"]
+    step = str(order["step_id"])
+    gpus = order.get("gpu_ids") or []
+    per_task = req.get("gpus_per_task")
+    if per_task and gpus:
+        gpus = gpus[local_id * per_task:(local_id + 1) * per_task]
+    env.update({
+        "SLURMD_NODENAME": node, "HOSTNAME": node, "SLURM_TOPOLOGY_ADDR": node,
+        "SLURM_CPUS_ON_NODE": str(order.get("cpus") or 1), "SLURM_NODEID": str(order["node_index"]),
+        "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local_id),
+        "SLURM_GTIDS": ",".join(str(r) for r in order["ranks"]),
+        "SLURM_STEP_ID": step, "SLURM_STEPID": step, "SLURM_STEP_NODELIST": order["nodelist"],
+        "SLURM_STEP_NUM_NODES": str(len(tpn)), "SLURM_STEP_NUM_TASKS": str(sum(tpn)),
+        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn), "SLURM_DISTRIBUTION": "block",
+        "SLURMLET_NODE_ADDR": node_addr,
+    })
+    io = req.get("io")
+    if io:
+        host, _, port = io.rpartition(":")
+        env.update({"SLURM_SRUN_COMM_HOST": host, "SLURM_SRUN_COMM_PORT": port, "SLURM_LAUNCH_NODE_IPADDR": host,
+                    "SLURM_STEP_LAUNCHER_PORT": port})
+    for k in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+              "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE"):
+        env.pop(k, None)
+    if gpus:
+        ids = ",".join(str(g) for g in gpus)
+        env.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "ROCR_VISIBLE_DEVICES": ids,
+                    "ZE_AFFINITY_MASK": ids, "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
+    return env
+
+
+class StepRunner:
+    def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event):
+        self.node = node
+        self.node_addr = node_addr
+        self.kill_wait = kill_wait
+        self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
+        self.running: dict[str, StepRun] = {}
+        self.finished: dict[str, dict] = {}  #: reports not yet acknowledged by the controller
+        self.done: dict[str, float] = {}  #: ended recently: a repeated order must not run them again
+
+    def running_keys(self) -> list[str]:
+        return sorted(self.running)
+
+    def unacked(self) -> list[dict]:
+        return list(self.finished.values())
+
+    def ack(self, keys: list[str]) -> None:
+        for k in keys:
+            self.finished.pop(k, None)
+
+    async def start(self, order: dict) -> None:
+        key = f"{order['job_id']}.{order['step_id']}"
+        if key in self.running or key in self.done:
+            return
+        run = self.running[key] = StepRun(key)
+        req = order["request"]
+        io = req.get("io")
+        pumps = []
+        for local_id, rank in enumerate(order["ranks"]):
+            env = task_environment(order, rank, local_id, self.node_addr)
+            try:
+                # $$ of the shell is the pid that then execs the task: SLURM_TASK_PID
+                proc = await asyncio.create_subprocess_exec(
+                    "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', *req["argv"],
+                    cwd=req.get("cwd") if os.path.isdir(req.get("cwd") or "") else "/tmp", env=env,
+                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            except OSError as e:
+                run.results[rank] = [2, 0]
+                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
+                                                            f"execve(): {req['argv'][0]}: {e.strerror}\n".encode())))
+                continue
+            run.procs[rank] = proc
+            pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
+            pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
+        asyncio.create_task(self._watch(order, run, pumps))
+
+    async def _connect(self, io: str | None, header: dict):  # noqa: ANN202 - a StreamWriter or None
+        if not io:
+            return None
+        host, _, port = io.rpartition(":")
+        try:
+            _, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
+        except (OSError, asyncio.TimeoutError, ValueError):
+            return None  # srun is gone: the output is dropped, the task still runs
+        w.write(json.dumps(header).encode() + b"\n")
+        return w
+
+    async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader) -> None:
+        w = await self._connect(io, {"rank": rank, "stream": stream})
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                break
+            if w is not None:
+                w.write(chunk)
+                with contextlib.suppress(OSError, ConnectionError):
+                    await w.drain()
+        await self._close(w)
+
+    async def _send(self, io: str | None, rank: int, stream: str, data: bytes, **extra) -> None:  # noqa: ANN003
+        w = await self._connect(io, {"rank": rank, "stream": stream, **extra})
+        if w is not None:
+            w.write(data)
+        await self._close(w)
+
+    @staticmethod
+    async def _close(w) -> None:  # noqa: ANN001
+        if w is None:
+            return
+        with contextlib.suppress(OSError, ConnectionError):
+            await w.drain()
+            w.close()
+            await w.wait_closed()
+
+    async def _watch(self, order: dict, run: StepRun, pumps: list[asyncio.Task]) -> None:
+        for rank, proc in run.procs.items():
+            rc = await proc.wait()
+            run.results[rank] = [rc, 0] if rc >= 0 else [0, -rc]
+            signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
+        await asyncio.gather(*pumps, return_exceptions=True)
+        io = order["request"].get("io")
+        for rank in order["ranks"]:
+            code, sig = run.results.get(rank, [0, 0])
+            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
+        self.running.pop(run.key, None)
+        self.done[run.key] = time.time()
+        if len(self.done) > 10000:
+            for k in sorted(self.done, key=self.done.get)[:5000]:
+                del self.done[k]
+        self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"],
+                                  "results": {str(k): v for k, v in run.results.items()}, "end_time": time.time()}
+        self.wake.set()
+
+    def kill(self, key: str) -> None:
+        """SIGTERM every task of the step here, SIGKILL after KillWait."""
+        run = self.running.get(key)
+        if run is None or run.killing:
+            return
+        run.killing = True
+        for proc in run.procs.values():
+            signal_session(proc.pid, signal.SIGCONT)
+            signal_session(proc.pid, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        for proc in run.procs.values():
+            loop.call_later(self.kill_wait, signal_session, proc.pid, signal.SIGKILL)
+
+    async def shutdown(self, grace: float = 1.0) -> None:
+        procs = [p for run in self.running.values() for p in run.procs.values()]
+        for p in procs:
+            signal_session(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while procs and time.monotonic() < deadline and any(session_pids(p.pid) for p in procs):
+            await asyncio.sleep(0.05)
+        for p in procs:
+            signal_session(p.pid, signal.SIGKILL)

@@ -1,0 +1,68 @@
+"""srun steps inside an allocation on a real 2-node local cluster: layout and task environment,
+output relayed to srun with -l labels, exit codes, sacct's step rows, cancellation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = """#!/bin/sh
+srun -l bash -c 'echo $SLURM_STEP_ID $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME' | sort
+srun bash -c 'echo out-$SLURM_PROCID; echo err-$SLURM_PROCID >&2; exit $SLURM_PROCID'
+echo "rc=$?"
+srun -N1 -n1 bash -c 'echo $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE'
+srun -n 99 true
+echo "rc=$?"
+"""
+
+
+def test_steps_run_across_the_nodes_with_slurms_environment_and_exit_codes(cluster: Cluster):
+    c = cluster
+    jid = c.sbatch("-N2", "--ntasks-per-node=2", "-J", "steps", "-o", "steps-%j.out", script=SCRIPT)
+    j = c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=60)
+    lines = (c.workdir / f"steps-{jid}.out").read_text().splitlines()
+    assert lines[:4] == ["0: 0 0 0 0 node1", "1: 0 1 1 0 node1", "2: 0 2 0 1 node2", "3: 0 3 1 1 node2"]
+    rest = lines[4:]
+    assert sorted(x for x in rest if x.startswith(("out-", "err-"))) == \
+        [f"{s}-{r}" for s in ("err", "out") for r in range(4)]
+    assert [x for x in rest if x.startswith("srun: error: node")] == [
+        "srun: error: node1: task 1: Exited with exit code 1", "srun: error: node2: task 2: Exited with exit code 2",
+        "srun: error: node2: task 3: Exited with exit code 3"]
+    assert "rc=3" in rest and "1 node1 1" in rest
+    assert f"srun: error: Unable to create step for job {jid}: More processors requested than permitted" in rest
+    assert rest[-1] == "rc=1" and j["state"] == "COMPLETED"  # the script's own last command succeeded
+    r = c.run(f"sacct -j {jid} -n -P -o JobID,JobName,State,ExitCode,NodeList,NTasks")
+    assert r.stdout.splitlines()[1:] == [
+        f"{jid}.batch|batch|COMPLETED|0:0|node1|1",
+        f"{jid}.0|bash|COMPLETED|0:0|node[1-2]|4",
+        f"{jid}.1|bash|FAILED|3:0|node[1-2]|4",
+        f"{jid}.2|bash|COMPLETED|0:0|node1|1",
+    ]
+
+
+def test_cancelling_the_job_kills_its_step_tasks_on_every_node(cluster: Cluster):
+    c = cluster
+    pids = c.workdir / "step-pids"
+    pids.mkdir()
+    script = f"#!/bin/sh\nsrun bash -c 'echo $$ > {pids}/$SLURM_PROCID; exec sleep 300'\n"
+    jid = c.sbatch("-N2", "--ntasks-per-node=1", "-J", "long", script=script)
+    c.wait_state(jid, "RUNNING")
+    got = wait_until(lambda: len(list(pids.iterdir())) == 2 and [int(p.read_text()) for p in pids.iterdir()],
+                     what="both tasks to start")
+    assert c.run(f"scancel {jid}").returncode == 0
+    c.wait_state(jid, "CANCELLED")
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return not open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    wait_until(lambda: not any(alive(p) for p in got), what="the step's tasks to be gone on both nodes")
+    r = c.run(f"sacct -j {jid} -n -P -o JobID,State")
+    assert f"{jid}.0|CANCELLED" in r.stdout.splitlines()
