@@ -19,6 +19,21 @@ def compress_counts(counts: list[int]) -> str:
     return ",".join(out)
 
 
+def rendezvous(order: dict, node: str, node_addr: str) -> dict[str, str]:
+    """torchrun's and the AI Runtime's variables: the first node's address and the job's port, the
+    node count, this node's rank, and the local world size (GPUs here, else tasks here)."""
+    alloc = order["alloc"]
+    names = [a["node"] for a in alloc]
+    rank = names.index(node) if node in names else 0
+    mine = alloc[rank]
+    addrs = order.get("node_addrs") or {}
+    out = {"MASTER_ADDR": addrs.get(names[0]) or node_addr, "NUM_NODES": str(len(alloc)), "NODE_RANK": str(rank),
+           "LOCAL_WORLD_SIZE": str(len(mine.get("gpu_ids") or []) or mine.get("tasks") or 1)}
+    if order.get("master_port"):
+        out["MASTER_PORT"] = str(order["master_port"])
+    return out
+
+
 def batch_environment(order: dict, *, node: str, cluster: str, controller_url: str, bin_dir: str,
                       node_addr: str, submit_host: str | None = None) -> dict[str, str]:
     """Job environment for the batch script on the first node of the allocation."""
@@ -87,6 +102,7 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         ids = ",".join(str(g) for g in gpus)
         s.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "ROCR_VISIBLE_DEVICES": ids,
                   "ZE_AFFINITY_MASK": ids, "SLURM_JOB_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
+    s.update(rendezvous(order, node, node_addr))
     if order.get("array_task_id") is not None:
         s["SLURM_ARRAY_JOB_ID"] = str(order["array_job_id"])
         s["SLURM_ARRAY_TASK_ID"] = str(order["array_task_id"])

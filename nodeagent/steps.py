@@ -52,7 +52,13 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         "SLURM_STEP_NUM_NODES": str(len(tpn)), "SLURM_STEP_NUM_TASKS": str(sum(tpn)),
         "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn), "SLURM_DISTRIBUTION": "block",
         "SLURMLET_NODE_ADDR": node_addr,
+        # the rendezvous of torchrun and the AI Runtime, over the step's nodes
+        "MASTER_ADDR": order.get("master_addr") or node_addr, "NUM_NODES": str(len(tpn)),
+        "NODE_RANK": str(order["node_index"]),
+        "LOCAL_WORLD_SIZE": str(len(order.get("gpu_ids") or []) or len(order["ranks"])),
     })
+    if order.get("master_port"):
+        env["MASTER_PORT"] = str(order["master_port"])
     io = req.get("io")
     if io:
         host, _, port = io.rpartition(":")

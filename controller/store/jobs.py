@@ -490,6 +490,8 @@ class JobStore:
         woken: set[str] = set()
         last = self._last_reasons
         with self.engine.begin() as c:
+            ports = {p for (p,) in c.execute(select(J.c.master_port).where(
+                J.c.active.is_(True), J.c.master_port.is_not(None)))} if plan.starts else set()
             for jid, shown in self._dep_updates.items():
                 vals: dict = {"dependency": shown}
                 if shown is None:  # all satisfied: the job becomes eligible (the age factor starts)
@@ -503,8 +505,12 @@ class JobStore:
                                        J.c.array_task_id).where(J.c.id == s.job_id)).first()
                 spec = json.loads(row.spec)
                 host = s.allocs[0].node
+                port = 29500 + s.job_id % 1000  # a port per job: no two running jobs share one
+                while port in ports:
+                    port += 1
+                ports.add(port)
                 res = c.execute(update(J).where(J.c.id == s.job_id, J.c.state == "PENDING").values(
-                    state="RUNNING", reason="None", start_time=now, active=True, batch_host=host,
+                    master_port=port, state="RUNNING", reason="None", start_time=now, active=True, batch_host=host,
                     alloc=json.dumps([asdict(a) for a in s.allocs]), nodes=compress(s.node_names),
                     eligible_time=func.coalesce(J.c.eligible_time, now),
                     stdout=self._pattern_path(row, spec, "stdout", host),
@@ -694,7 +700,10 @@ class JobStore:
                     # its processes are gone (or never started): finish the transition now
                     self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
                 else:
-                    orders.append(self._launch_order(r, name))
+                    order = self._launch_order(r, name)
+                    alloc_nodes = [a["node"] for a in order["alloc"]]
+                    order["node_addrs"] = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_(alloc_nodes))).all())
+                    orders.append(order)
             for jid in sorted(running - active_ids - done):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
         return orders + step_orders
@@ -746,7 +755,7 @@ class JobStore:
             "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
             "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
-            "suspended_secs": r.suspended_secs or 0.0,
+            "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port,
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,

@@ -62,6 +62,7 @@ jobs = Table(
     Column("preempt_grace", Integer),  #: its partition's GraceTime, seconds
     Column("site_factor", Integer, nullable=False, default=0),  #: scontrol update SiteFactor=
     Column("array_max_tasks", Integer),  #: --array=...%N: at most N tasks of the array run at once
+    Column("master_port", Integer),  #: MASTER_PORT of the job's rendezvous, the same on all its nodes
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)

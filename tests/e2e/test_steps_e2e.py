@@ -66,3 +66,22 @@ def test_cancelling_the_job_kills_its_step_tasks_on_every_node(cluster: Cluster)
     wait_until(lambda: not any(alive(p) for p in got), what="the step's tasks to be gone on both nodes")
     r = c.run(f"sacct -j {jid} -n -P -o JobID,State")
     assert f"{jid}.0|CANCELLED" in r.stdout.splitlines()
+
+
+def test_rendezvous_variables_are_the_same_on_every_node(cluster: Cluster):
+    c = cluster
+    script = ("#!/bin/sh\necho batch $MASTER_ADDR $MASTER_PORT $NUM_NODES $NODE_RANK $LOCAL_WORLD_SIZE\n"
+              "srun -l bash -c 'echo $MASTER_ADDR $MASTER_PORT $NUM_NODES $NODE_RANK $LOCAL_WORLD_SIZE' | sort\n")
+    a = c.sbatch("-N2", "--ntasks-per-node=2", "-o", "rdv-%j.out", script=script)
+    b = c.sbatch("-N2", "--ntasks-per-node=1", "-o", "rdv-%j.out", script=script)
+    for j in (a, b):
+        c.wait_state(j, "COMPLETED", timeout=60)
+    first = {}
+    for j, per_node in ((a, 2), (b, 1)):
+        lines = (c.workdir / f"rdv-{j}.out").read_text().splitlines()
+        addr, port = lines[0].split()[1:3]
+        assert lines[0] == f"batch {addr} {port} 2 0 {per_node}"
+        ranks = [(r, n) for n in range(2) for r in range(per_node)]
+        assert lines[1:] == [f"{i}: {addr} {port} 2 {n} {per_node}" for i, (_, n) in enumerate(ranks)]
+        first[j] = port
+    assert first[a] != first[b]  # each job has its own port
