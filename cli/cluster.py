@@ -87,6 +87,46 @@ def generated_conf(nodes: int, cpus: int, memory: int, gpus: int, gpu_type: str 
             f"SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=1\n")
 
 
+HOSTS = os.environ.get("SLURMLET_HOSTS_FILE", "/etc/hosts")
+
+
+def node_addresses(names: list[str]) -> dict[str, str]:
+    """Each local node's own loopback address, 127.0.1.N, so that node names resolve apart."""
+    return {name: f"127.0.1.{i}" for i, name in enumerate(names, 1) if i < 255}
+
+
+def add_hosts(names: list[str], state: str) -> dict[str, str]:
+    """Hosts entries for the local nodes (so `scontrol show hostnames ... | head -n1` works as
+    `--master_addr`); returns the addresses to give the agents, or {} when the hosts file cannot
+    be written (the agents then use 127.0.0.1)."""
+    addrs = node_addresses(names)
+    mark = f"# slurmlet {state}"
+    try:
+        with open(HOSTS) as f:
+            lines = f.read().splitlines()
+        known = {w for line in lines for w in line.split("#")[0].split()[1:]}
+        new = [f"{addr}\t{name}\t{mark}" for name, addr in addrs.items() if name not in known]
+        if new:
+            with open(HOSTS, "a") as f:
+                f.write("".join(line + "\n" for line in new))
+    except OSError:
+        return {}
+    return addrs
+
+
+def remove_hosts(state: str) -> None:
+    mark = f"# slurmlet {state}"
+    try:
+        with open(HOSTS) as f:
+            lines = f.read().splitlines(keepends=True)
+        keep = [line for line in lines if not line.rstrip("\n").endswith(mark)]
+        if len(keep) != len(lines):
+            with open(HOSTS, "w") as f:
+                f.write("".join(keep))
+    except OSError:
+        pass
+
+
 def up(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="slurmlet up", description="Start a local cluster and print its shell exports.")
     ap.add_argument("--config", help="slurm.conf to use (default: generated from the options below)")
@@ -154,11 +194,14 @@ def up(argv: list[str]) -> int:
     if not _wait(lambda: _ping(url), args.timeout):
         print(f"slurmlet up: error: the controller did not start; see {state}/controller.log", file=sys.stderr)
         return 1
+    addrs = add_hosts(node_names, state)
     for name in node_names:
         key = f"agent:{name}"
         if pids.get(key) and _alive(pids[key]):
             continue
         cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name)]
+        if name in addrs and not (conf.node(name) and conf.node(name).addr):
+            cmd += ["--addr", addrs[name]]
         if not conf.node(name):
             cmd += ["--cpus", str(args.cpus_per_node), "--memory", str(args.memory_per_node),
                     "--gpus", str(args.gpus_per_node)]
@@ -222,6 +265,7 @@ def down(argv: list[str]) -> int:
     for key in order:
         _stop(pids[key], args.timeout)
     os.remove(os.path.join(state, "pids.json"))
+    remove_hosts(state)
     try:
         with open(os.path.join(state, "cluster.json")) as f:
             url = json.load(f).get("url")
