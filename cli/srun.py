@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
         return 1
     if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
         return _step(req)
-    return _allocate_and_run(req)
+    return _allocate_and_run(req, argv)
 
 
 def _step(req: dict) -> int:
@@ -54,8 +54,10 @@ def _step(req: dict) -> int:
     except http.ControllerError as e:
         print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         return 1
-    io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"])
+    io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
+    if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
+        io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
     def interrupted(signum, frame) -> None:  # noqa: ANN001
         print("srun: forcing job termination", file=sys.stderr)
@@ -88,11 +90,13 @@ def _signame(sig: int) -> str:
 class _StepIO:
     """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
 
-    def __init__(self, srv, ntasks: int, label: bool):  # noqa: ANN001 - a listening socket
+    def __init__(self, srv, ntasks: int, label: bool, unbuffered: bool = False):  # noqa: ANN001 - a socket
         import threading
         self.srv = srv
         self.ntasks = ntasks
         self.label = label
+        self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
+        self.on_bad_exit = None
         self.exits: dict[int, tuple[int, int, str]] = {}
         self.lock = threading.Lock()
         self.cancelled = False
@@ -134,7 +138,16 @@ class _StepIO:
             rank, stream = head.get("rank", 0), head.get("stream")
             if stream == "exit":
                 with self.lock:
-                    self.exits[rank] = (int(head.get("code") or 0), int(head.get("signal") or 0), head.get("node", "?"))
+                    self.exits[rank] = code = (int(head.get("code") or 0), int(head.get("signal") or 0),
+                                               head.get("node", "?"))
+                    hook, bad = self.on_bad_exit, code[0] or code[1]
+                    if hook and bad:
+                        self.on_bad_exit = None
+                if hook and bad:
+                    try:
+                        hook()
+                    except Exception:  # noqa: BLE001 - the step may be over already
+                        pass
                 return
             out = sys.stdout.buffer if stream == "out" else sys.stderr.buffer
             prefix = f"{rank}: ".encode() if self.label else b""
@@ -143,6 +156,11 @@ class _StepIO:
                 chunk = f.read1(65536)
                 if not chunk:
                     break
+                if self.unbuffered:
+                    with self.lock:
+                        out.write(chunk)
+                        out.flush()
+                    continue
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 if lines:
@@ -155,7 +173,9 @@ class _StepIO:
                     out.flush()
 
 
-def _allocate_and_run(req: dict) -> int:
+def _allocate_and_run(req: dict, argv: list[str]) -> int:
+    """Outside an allocation: a job whose script is this very srun, which then runs as a step on
+    the job's nodes; its output (and exit code) is relayed here once the job ends."""
     import shlex
     import tempfile
     from cli import http
@@ -165,7 +185,7 @@ def _allocate_and_run(req: dict) -> int:
     o = dict(req["opts"])
     out = tempfile.NamedTemporaryFile(prefix="srun-", suffix=".out", delete=False)
     out.close()
-    script = "#!/bin/sh\n" + " ".join(shlex.quote(a) for a in req["command"]) + "\n"
+    script = "#!/bin/sh\nexec srun " + " ".join(shlex.quote(a) for a in argv) + "\n"
     o["output"] = out.name
     try:
         body = build_submit(o, script=script, default_name=os.path.basename(req["command"][0]), script_args=[],
@@ -176,8 +196,6 @@ def _allocate_and_run(req: dict) -> int:
         rc = wait_for(job_id)
         with open(out.name, "rb") as f:
             data = f.read()
-        if "label" in req["opts"]:
-            data = b"".join(b"0: " + line for line in data.splitlines(keepends=True))
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return rc

@@ -85,3 +85,23 @@ def test_rendezvous_variables_are_the_same_on_every_node(cluster: Cluster):
         assert lines[1:] == [f"{i}: {addr} {port} 2 {n} {per_node}" for i, (_, n) in enumerate(ranks)]
         first[j] = port
     assert first[a] != first[b]  # each job has its own port
+
+
+def test_srun_outside_an_allocation_allocates_runs_a_step_and_releases(cluster: Cluster):
+    c = cluster
+    r = c.run(["srun", "-N2", "-l", "bash", "-c", "echo $SLURMD_NODENAME"])
+    assert (r.returncode, sorted(r.stdout.splitlines())) == (0, ["0: node1", "1: node2"])
+    r = c.run(["srun", "-n2", "bash", "-c", "exit 3"])
+    assert r.returncode == 3
+    assert "srun: error: node1: task 0: Exited with exit code 3" in r.stdout + r.stderr
+    assert c.idle_nodes() == set(c.node_names) or wait_until(lambda: c.idle_nodes() == set(c.node_names))
+
+
+def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
+    c = cluster
+    script = ("#!/bin/sh\nsrun -K -N2 -n2 bash -c '[ $SLURM_PROCID = 0 ] && exit 4; exec sleep 300'\n"
+              "echo rc=$?\n")
+    jid = c.sbatch("-N2", "-o", "kbe-%j.out", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    text = (c.workdir / f"kbe-{jid}.out").read_text()
+    assert "srun: error: node1: task 0: Exited with exit code 4" in text and text.splitlines()[-1] != "rc=0"
