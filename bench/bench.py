@@ -95,12 +95,25 @@ def bench_latency(n: int) -> None:
             while not (stamp.exists() and stamp.read_text().strip()) and time.monotonic() < deadline:
                 time.sleep(0.002)
             lat.append(float(stamp.read_text()) - t0)
+        sr = [c.timed("srun", "-N1", "true") for _ in range(n)]
+        ranks = []
+        for i in range(max(3, n // 6)):
+            d = c.work / f"ranks{i}"
+            d.mkdir()
+            t0 = time.time()
+            c.run("sbatch", "-N2", "--ntasks-per-node=2", "--wrap", f"srun sh -c 'date +%s.%N > {d}/$SLURM_PROCID'")
+            deadline = time.monotonic() + 30
+            while len([p for p in d.iterdir() if p.read_text().strip()]) < 4 and time.monotonic() < deadline:
+                time.sleep(0.002)
+            ranks.append(max(float(p.read_text()) for p in d.iterdir()) - t0)
         print(f"\n2-node local cluster, medians of {n} runs")
         row("benchmark", "slurmlet", "target", "real Slurm")
         row("sbatch --wrap true (round trip)", f"{median_ms(sb):.1f} ms", "<= 20 ms", "5.4 ms")
         row("squeue", f"{median_ms(sq):.1f} ms", "<= 20 ms", "5.0 ms")
         row("sacct -j ID", f"{median_ms(sa):.1f} ms", "<= 20 ms", "90 ms")
         row("submit -> script running (idle cluster)", f"{median_ms(lat):.1f} ms", "<= 50 ms", "0.5-2 s")
+        row("srun -N1 true (outside an allocation)", f"{median_ms(sr):.1f} ms", "<= 100 ms", "135 ms")
+        row("submit -> 4 ranks of a 2-node srun step running", f"{median_ms(ranks):.1f} ms", "", "")
         py = [_timed([sys.executable, "-c", "pass"]) for _ in range(n)]
         row("(python3 -c pass, for scale)", f"{median_ms(py):.1f} ms", "", "")
     finally:

@@ -80,14 +80,10 @@ def _read_stdin() -> str:
 def wait_for(job_id: int) -> int:
     """sbatch -W: poll until the job ends; exit with its exit code (1 when it ended otherwise
     unsuccessfully without one: cancelled, timed out, killed by a signal)."""
-    import time
-    delay = 0.05
-    while True:
-        job = http.request("GET", f"/api/v1/jobs/{job_id}")
+    while True:  # the controller answers as soon as the job ends (or after 10 s: ask again)
+        job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=10", timeout=60)
         if job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"):
             break
-        time.sleep(delay)
-        delay = min(delay * 1.5, 1.0)
     if job["state"] == "COMPLETED":
         return 0
     return job["exit_code"] or 1

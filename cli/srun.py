@@ -97,6 +97,8 @@ class _StepIO:
         self.label = label
         self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
         self.on_bad_exit = None
+        import socket
+        self.wake_r, self.wake_w = socket.socketpair()  # a task's exit wakes the accept loop at once
         self.exits: dict[int, tuple[int, int, str]] = {}
         self.lock = threading.Lock()
         self.cancelled = False
@@ -107,11 +109,15 @@ class _StepIO:
         import time
         sel = selectors.DefaultSelector()
         sel.register(self.srv, selectors.EVENT_READ)
+        sel.register(self.wake_r, selectors.EVENT_READ)
         workers: list[threading.Thread] = []
         last_check = time.monotonic()
         over_since: float | None = None
         while len(self.exits) < self.ntasks:
-            for _ in sel.select(0.2):
+            for key, _ in sel.select(0.5):
+                if key.fileobj is self.wake_r:
+                    self.wake_r.recv(4096)
+                    continue
                 conn, _ = self.srv.accept()
                 t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
                 t.start()
@@ -143,6 +149,7 @@ class _StepIO:
                     hook, bad = self.on_bad_exit, code[0] or code[1]
                     if hook and bad:
                         self.on_bad_exit = None
+                self.wake_w.send(b"x")
                 if hook and bad:
                     try:
                         hook()

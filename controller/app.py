@@ -94,6 +94,8 @@ class Controller:
         self.stats = Stats()
         self.next_begin: float | None = None
         self.last_sync: dict[str, float] = {}
+        #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
+        self.ended = asyncio.Event()
         self.bf_enabled = self.store.sched.backfill
         self.bf_interval = settings.config.bf_interval()
         self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass
@@ -104,6 +106,10 @@ class Controller:
         if ev is None:
             ev = self.node_events[name] = asyncio.Event()
         return ev
+
+    def jobs_changed(self) -> None:
+        self.ended.set()
+        self.ended = asyncio.Event()
 
     def notify(self, hosts) -> None:  # noqa: ANN001
         for h in hosts:
@@ -117,6 +123,8 @@ class Controller:
         snap = self.store.snapshot(now)
         p = plan(snap, backfill=backfill)
         woken = self.store.apply(p, now)
+        if self.store._dep_kill:
+            self.jobs_changed()
         future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
         if self.store.next_dep_time is not None:  # an after:ID+minutes dependency comes due
             future.append(self.store.next_dep_time)
@@ -225,9 +233,19 @@ def create_app(settings: Settings) -> FastAPI:
         return _json({"jobs": jobs})
 
     @app.get("/api/v1/jobs/{job_id}")
-    async def get_job(job_id: int):  # noqa: ANN202
+    async def get_job(job_id: int, wait: float = 0.0):  # noqa: ANN202
+        """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun)."""
         c = ctl()
-        job = c.store.public(c.store.get_row(job_id))
+        deadline = c.clock() + min(max(wait, 0.0), 30.0)
+        while True:
+            ev = c.ended
+            row = c.store.get_row(job_id)
+            left = deadline - c.clock()
+            if row.state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING") or left <= 0:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(ev.wait(), left)
+        job = c.store.public(row)
         _add_steps(c.store, [job])
         return _json(job)
 
@@ -280,6 +298,7 @@ def create_app(settings: Settings) -> FastAPI:
                 results.append({"job_id": jid, "ok": True})
             except DomainError as e:
                 results.append({"job_id": jid, "ok": False, "error": e.error})
+        c.jobs_changed()
         c.wake.set()
         return _json({"results": results})
 
@@ -377,6 +396,8 @@ def create_app(settings: Settings) -> FastAPI:
         orders = c.store.node_sync(name, data, now)
         last = c.last_sync.get(name)
         c.last_sync[name] = now
+        if body.finished:
+            c.jobs_changed()
         if body.finished or body.resources or last is None or now - last > c.config.slurmd_timeout:
             c.wake.set()  # resources freed, or a node (re)appeared
         wait = min(body.wait, c.settings.max_long_poll)
