@@ -48,7 +48,8 @@ def _step(req: dict) -> int:
             "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"] or 1,
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
             "cwd": req["workdir"] or os.getcwd(), "io": f"{host}:{srv.getsockname()[1]}",
-            "label": req["label"], "unbuffered": req["unbuffered"]}
+            "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
+            "nodelist": _hosts(o.get("nodelist"))}
     try:
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:
@@ -79,6 +80,13 @@ def _step(req: dict) -> int:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
             worst = max(worst, code)
     return worst
+
+
+def _hosts(expr: object) -> list[str]:
+    if not expr:
+        return []
+    import hostlist
+    return hostlist.expand_hostlist(str(expr))
 
 
 def _signame(sig: int) -> str:

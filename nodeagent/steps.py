@@ -39,9 +39,10 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
     node = order["node"]
     tpn = order["tasks_per_node"]
     step = str(order["step_id"])
-    gpus = order.get("gpu_ids") or []
+    node_gpus = order.get("gpu_ids") or []
+    gpus = node_gpus
     per_task = req.get("gpus_per_task")
-    if per_task and gpus:
+    if per_task and gpus:  # --gpus-per-task: each task its own slice of the node's GPUs
         gpus = gpus[local_id * per_task:(local_id + 1) * per_task]
     env.update({
         "SLURMD_NODENAME": node, "HOSTNAME": node, "SLURM_TOPOLOGY_ADDR": node,
@@ -65,12 +66,14 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         env.update({"SLURM_SRUN_COMM_HOST": host, "SLURM_SRUN_COMM_PORT": port, "SLURM_LAUNCH_NODE_IPADDR": host,
                     "SLURM_STEP_LAUNCHER_PORT": port})
     for k in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-              "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE"):
+              "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS"):
         env.pop(k, None)
     if gpus:
         ids = ",".join(str(g) for g in gpus)
         env.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "ROCR_VISIBLE_DEVICES": ids,
-                    "ZE_AFFINITY_MASK": ids, "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
+                    "ZE_AFFINITY_MASK": ids, "SLURM_STEP_GPUS": ids,
+                    # the node's share of the job, as on the batch node
+                    "SLURM_JOB_GPUS": ",".join(str(g) for g in node_gpus), "SLURM_GPUS_ON_NODE": str(len(node_gpus))})
     return env
 
 
@@ -105,21 +108,53 @@ class StepRunner:
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
             try:
+                files = self._files(order, rank, env)
+            except OSError as e:
+                run.results[rank] = [1, 0]
+                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
+                                                            f"Could not open output file: {e}\n".encode())))
+                continue
+            try:
                 # $$ of the shell is the pid that then execs the task: SLURM_TASK_PID
                 proc = await asyncio.create_subprocess_exec(
                     "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', *req["argv"],
                     cwd=req.get("cwd") if os.path.isdir(req.get("cwd") or "") else "/tmp", env=env,
-                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE, start_new_session=True)
+                    stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
+                    stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True)
             except OSError as e:
                 run.results[rank] = [2, 0]
                 pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
                                                             f"execve(): {req['argv'][0]}: {e.strerror}\n".encode())))
                 continue
+            finally:
+                for f in set(files):
+                    f.close()
             run.procs[rank] = proc
-            pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
-            pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
+            if not files:
+                pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
+                pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
         asyncio.create_task(self._watch(order, run, pumps))
+
+    def _files(self, order: dict, rank: int, env: dict[str, str]) -> tuple:
+        """srun -o/-e: the task writes to its pattern's file (per task with %t: truncated; shared
+        by several tasks: appended to) instead of streaming to srun."""
+        req = order["request"]
+        if not req.get("stdout"):
+            return ()
+        from cli.opts import expand_pattern
+
+        def path(pattern: str) -> str:
+            aj, at = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
+            return expand_pattern(pattern, job_id=order["job_id"], step_id=order["step_id"], task_id=rank,
+                                  node_index=order["node_index"], node=order["node"],
+                                  user=env.get("SLURM_JOB_USER", ""), name=env.get("SLURM_JOB_NAME", ""),
+                                  array_job_id=int(aj) if aj else None, array_task_id=int(at) if at else None,
+                                  workdir=req.get("cwd") or "/")
+        out_pat = req["stdout"]
+        err_pat = req.get("stderr") or out_pat
+        out = open(path(out_pat), "wb" if "%t" in out_pat else "ab")
+        err = out if err_pat == out_pat else open(path(err_pat), "wb" if "%t" in err_pat else "ab")
+        return out, err
 
     async def _connect(self, io: str | None, header: dict):  # noqa: ANN202 - a StreamWriter or None
         if not io:

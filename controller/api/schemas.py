@@ -133,6 +133,9 @@ class StepCreate(Strict):
     io: str | None = None  #: host:port where srun collects the tasks' output and exit codes
     label: bool = False
     unbuffered: bool = False
+    stdout: str | None = None  #: srun -o pattern: the tasks write there instead of streaming to srun
+    stderr: str | None = None
+    nodelist: list[str] = Field(default_factory=list)  #: srun -w: run on these nodes of the job
 
 
 class NodeSync(Strict):

@@ -25,8 +25,15 @@ _ENDING = ("cancel", "requeue", "requeue_hold", "preempt", "preempt_requeue")
 
 
 def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_node: int | None,
-                cpus_per_task: int) -> list[dict]:
-    """Which ranks run on which of the job's nodes (block distribution)."""
+                cpus_per_task: int, nodelist: list[str] | None = None) -> list[dict]:
+    """Which ranks run on which of the job's nodes (block distribution); `nodelist` (srun -w)
+    names nodes of the job the step must run on, first."""
+    if nodelist:
+        names = [a["node"] for a in alloc]
+        if any(n not in names for n in nodelist):
+            raise InvalidRequest("Requested node configuration is not available")
+        alloc = [a for a in alloc if a["node"] in nodelist] + [a for a in alloc if a["node"] not in nodelist]
+        nodes = max(nodes or 0, len(nodelist))
     if nodes is not None and nodes > len(alloc):
         raise InvalidRequest("Requested node configuration is not available")
     if ntasks is None:
@@ -61,7 +68,7 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
     if job.state != "RUNNING" or not job.active or job.pending_action:
         raise Conflict("Job/step already completing or completed")
     layout = plan_layout(json.loads(job.alloc), req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
-                         req.get("cpus_per_task") or 1)
+                         req.get("cpus_per_task") or 1, req.get("nodelist"))
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")

@@ -105,3 +105,14 @@ def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
     c.wait_state(jid, "COMPLETED", timeout=60)
     text = (c.workdir / f"kbe-{jid}.out").read_text()
     assert "srun: error: node1: task 0: Exited with exit code 4" in text and text.splitlines()[-1] != "rc=0"
+
+
+def test_output_patterns_and_nodelist(cluster: Cluster):
+    c = cluster
+    script = ("#!/bin/sh\nsrun -o 'task-%j.%s-%t-%N.out' bash -c 'echo rank $SLURM_PROCID'\n"
+              "srun -w node2 -N1 -n1 bash -c 'echo on $SLURMD_NODENAME'\n")
+    jid = c.sbatch("-N2", "--ntasks-per-node=1", "-o", "pat-%j.out", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    assert (c.workdir / f"task-{jid}.0-0-node1.out").read_text() == "rank 0\n"
+    assert (c.workdir / f"task-{jid}.0-1-node2.out").read_text() == "rank 1\n"
+    assert (c.workdir / f"pat-{jid}.out").read_text() == "on node2\n"
