@@ -22,10 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class LocalCluster:
-    def __init__(self, nodes: int, cpus: int = 8):
+    def __init__(self, nodes: int, cpus: int = 8, gpus: int = 0):
         self.state = tempfile.mkdtemp(prefix="slurmlet-bench-")
         r = subprocess.run([str(BIN / "slurmlet"), "up", "--nodes", str(nodes), "--cpus-per-node", str(cpus),
-                            "--state-dir", self.state, "--port", "0"], capture_output=True, text=True)
+                            "--gpus-per-node", str(gpus), "--state-dir", self.state, "--port", "0"],
+                           capture_output=True, text=True)
         if r.returncode:
             raise SystemExit(f"slurmlet up failed: {r.stderr}")
         self.env = dict(os.environ)
@@ -126,6 +127,39 @@ def _timed(argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def bench_example() -> None:
+    """The llama-sft example (2 nodes x 2 gloo ranks, 40 steps): submit -> all ranks in one
+    process group, and submit -> done. Needs torch."""
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
+        print("\nllama-sft example: skipped (pip install torch==2.13.0)")
+        return
+    import shutil
+    c = LocalCluster(2, cpus=4, gpus=8)
+    try:
+        work = c.work / "llama-sft"
+        shutil.copytree(ROOT / "examples" / "llama-sft", work)
+        t0 = time.time()
+        jid = subprocess.run([str(BIN / "sbatch"), "--parsable", "--export=ALL,NPROC_PER_NODE=2,STEPS=40",
+                              "-o", "sft.out", "llama-sft.sbatch"], capture_output=True, text=True, cwd=work,
+                             env=c.env, check=True).stdout.strip()
+        out = work / "sft.out"
+        joined = done = None
+        deadline = time.monotonic() + 300
+        while done is None and time.monotonic() < deadline:
+            text = out.read_text() if out.exists() else ""
+            if joined is None and "process group:" in text:
+                joined = time.time() - t0
+            if "\ndone\n" in text:
+                done = time.time() - t0
+            time.sleep(0.01)
+        print(f"\nllama-sft example (job {jid}), 2 nodes x 2 gloo ranks, 40 steps")
+        row("submit -> all 4 ranks in one process group", f"{joined or float('nan'):.1f} s", "", "")
+        row("submit -> done", f"{done or float('nan'):.1f} s", "", "")
+    finally:
+        c.down()
+
+
 def bench_throughput(n: int) -> None:
     c = LocalCluster(4)
     try:
@@ -219,6 +253,7 @@ def main() -> None:
     import bench_sim  # the trace simulator on the same core: jobs per second per trace and policy
     bench_sim.main(["--jobs", "2000" if args.quick else "10000"])
     bench_latency(10 if args.quick else 30)
+    bench_example()
     bench_throughput(100 if args.quick else 500)
 
 

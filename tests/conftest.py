@@ -168,13 +168,18 @@ class Cluster:
                           what=f"job {job_id} to reach {states}")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(tmp_path_factory.mktemp("cluster")).start()
+def serve(c: Cluster):
+    """A fixture's body: start the cluster, hand it out, stop it; fail if a daemon crashed."""
+    c.start()
     yield c
     crashed = c.crashed()
     c.stop()
     assert not crashed, f"daemons crashed: {crashed}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    yield from serve(Cluster(tmp_path_factory.mktemp("cluster")))
 
 
 @pytest.fixture

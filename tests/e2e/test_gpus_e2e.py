@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Cluster, wait_until
+from tests.conftest import Cluster, serve, wait_until
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(tmp_path_factory.mktemp("gpus"), nodes=2, cpus=4, gpus=8).start()
-    yield c
-    crashed = c.crashed()
-    c.stop()
-    assert not crashed, f"daemons crashed: {crashed}"
+    yield from serve(Cluster(tmp_path_factory.mktemp("gpus"), nodes=2, cpus=4, gpus=8))
 
 
 def test_concurrent_jobs_never_share_a_gpu(gpu_cluster: Cluster):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cluster, wait_until
+from tests.conftest import Cluster, serve, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -35,11 +35,7 @@ def proc_state(pid: int) -> str:
 
 @pytest.fixture(scope="module")
 def sched_cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = Cluster(tmp_path_factory.mktemp("sched"), nodes=1, conf=CONF).start()
-    yield c
-    crashed = c.crashed()
-    c.stop()
-    assert not crashed, f"daemons crashed: {crashed}"
+    yield from serve(Cluster(tmp_path_factory.mktemp("sched"), nodes=1, conf=CONF))
 
 
 def test_higher_tier_job_requeues_the_lower_one(sched_cluster: Cluster):

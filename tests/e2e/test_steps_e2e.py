@@ -116,3 +116,21 @@ def test_output_patterns_and_nodelist(cluster: Cluster):
     assert (c.workdir / f"task-{jid}.0-0-node1.out").read_text() == "rank 0\n"
     assert (c.workdir / f"task-{jid}.0-1-node2.out").read_text() == "rank 1\n"
     assert (c.workdir / f"pat-{jid}.out").read_text() == "on node2\n"
+
+
+def test_interrupting_srun_kills_its_tasks_on_every_node(cluster: Cluster):
+    c = cluster
+    pids = c.workdir / "int-pids"
+    pids.mkdir()
+    script = (f"#!/bin/sh\nsrun bash -c 'echo $$ > {pids}/$SLURM_PROCID; exec sleep 300' &\nsrun_pid=$!\n"
+              f"while [ $(ls {pids} | wc -l) -lt 2 ]; do sleep 0.1; done\n"
+              "kill -INT $srun_pid\nwait $srun_pid\necho srun-rc=$?\n")
+    jid = c.sbatch("-N2", "--ntasks-per-node=1", "-o", "int-%j.out", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    got = [int(p.read_text()) for p in pids.iterdir()]
+    wait_until(lambda: not any(os.path.exists(f"/proc/{p}") and
+                               open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z" for p in got),
+               what="the tasks to be gone")
+    assert "srun-rc=0" not in (c.workdir / f"int-{jid}.out").read_text()
+    r = c.run(f"sacct -j {jid} -n -P -o JobID,State")
+    assert f"{jid}.0|CANCELLED" in r.stdout.splitlines()
