@@ -52,6 +52,9 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         "SLURM_STEP_ID": step, "SLURM_STEPID": step, "SLURM_STEP_NODELIST": order["nodelist"],
         "SLURM_STEP_NUM_NODES": str(len(tpn)), "SLURM_STEP_NUM_TASKS": str(sum(tpn)),
         "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn), "SLURM_DISTRIBUTION": "block",
+        # srun overwrites the job-wide counts with the step's, as Slurm's srun does
+        "SLURM_NNODES": str(len(tpn)), "SLURM_NTASKS": str(sum(tpn)), "SLURM_NPROCS": str(sum(tpn)),
+        "SLURM_TASKS_PER_NODE": compress_counts(tpn),
         "SLURMLET_NODE_ADDR": node_addr,
         # the rendezvous of torchrun and the AI Runtime, over the step's nodes
         "MASTER_ADDR": order.get("master_addr") or node_addr, "NUM_NODES": str(len(tpn)),

@@ -57,6 +57,17 @@ def request_of(spec: dict) -> Request:
     )
 
 
+def _port_free(port: int) -> bool:
+    """Nothing listens on `port` here (on a local cluster, here is every node)."""
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
 #: pending_action values under which the job's processes are being stopped for good or for a requeue
 _KILL_WHY = {"cancel": "cancel", "requeue": "requeue", "requeue_hold": "requeue", "preempt": "preempt",
              "preempt_requeue": "preempt"}
@@ -506,7 +517,7 @@ class JobStore:
                 spec = json.loads(row.spec)
                 host = s.allocs[0].node
                 port = 29500 + s.job_id % 1000  # a port per job: no two running jobs share one
-                while port in ports:
+                while port in ports or not _port_free(port):
                     port += 1
                 ports.add(port)
                 res = c.execute(update(J).where(J.c.id == s.job_id, J.c.state == "PENDING").values(

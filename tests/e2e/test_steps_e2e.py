@@ -15,7 +15,7 @@ SCRIPT = """#!/bin/sh
 srun -l bash -c 'echo $SLURM_STEP_ID $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME' | sort
 srun bash -c 'echo out-$SLURM_PROCID; echo err-$SLURM_PROCID >&2; exit $SLURM_PROCID'
 echo "rc=$?"
-srun -N1 -n1 bash -c 'echo $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE'
+srun -N1 -n1 bash -c 'echo $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE $SLURM_NTASKS $SLURM_NNODES'
 srun -n 99 true
 echo "rc=$?"
 """
@@ -33,7 +33,7 @@ def test_steps_run_across_the_nodes_with_slurms_environment_and_exit_codes(clust
     assert [x for x in rest if x.startswith("srun: error: node")] == [
         "srun: error: node1: task 1: Exited with exit code 1", "srun: error: node2: task 2: Exited with exit code 2",
         "srun: error: node2: task 3: Exited with exit code 3"]
-    assert "rc=3" in rest and "1 node1 1" in rest
+    assert "rc=3" in rest and "1 node1 1 1 1" in rest  # the step's counts override the job's
     assert f"srun: error: Unable to create step for job {jid}: More processors requested than permitted" in rest
     assert rest[-1] == "rc=1" and j["state"] == "COMPLETED"  # the script's own last command succeeded
     r = c.run(f"sacct -j {jid} -n -P -o JobID,JobName,State,ExitCode,NodeList,NTasks")
