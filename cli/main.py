@@ -62,6 +62,10 @@ def sprio() -> int:
     return _cli("sprio", "sprio")
 
 
+def air() -> int:
+    return _cli("air", "air")
+
+
 def sdiag() -> int:
     return _cli("sdiag", "sdiag")
 

@@ -215,6 +215,25 @@ def create_app(settings: Settings) -> FastAPI:
         c.wake.set()
         return {"job_id": job_id}
 
+    @app.post("/api/v1/runs")
+    async def submit_run(request: Request):  # noqa: ANN202
+        """air run: a workload (validated, errors naming the field path) becomes a batch job."""
+        from controller import workload as wl
+        c = ctl()
+        doc = await request.json()
+        if not isinstance(doc, dict):
+            raise InvalidRequest("expected a JSON object")
+        w = wl.parse(doc.get("workload"))
+        body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
+                           uid=int(doc.get("uid") or 0), gid=int(doc.get("gid") or 0),
+                           group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"))
+        data = validate_submit(JobSubmit.model_validate(body).model_dump(), c.config, c.store.node_rows())
+        if doc.get("dry_run"):
+            return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
+        job_id = c.store.submit(data, c.clock())
+        c.wake.set()
+        return {"job_id": job_id}
+
     @app.get("/api/v1/jobs")
     async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,
                         partitions: str | None = None, names: str | None = None,

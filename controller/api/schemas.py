@@ -54,6 +54,7 @@ class JobSubmit(Strict):
     group: str = "root"
     submit_host: str = "localhost"
     argv: list[str] = Field(default_factory=list)
+    max_retries: int = Field(0, ge=0, le=100)  #: an air run: failed attempts are run again this many times
     test_only: bool = False
     kill_on_invalid_dep: bool = False
 

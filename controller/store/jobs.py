@@ -28,7 +28,7 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep", "dependency", "array")
+              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries")
 
 
 _INSERT_JOB = insert(J)
@@ -793,6 +793,13 @@ class JobStore:
         elif action == "preempt":
             vals.update(state="PREEMPTED", reason="None", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)
+        elif (fin.get("timeout") or sig or code or fin.get("launch_failed")) and \
+                r.restarts < (json.loads(r.spec).get("max_retries") or 0):
+            # an air run's failed attempt: run it again under the same id (the attempt counter is restarts)
+            retry = self._requeued_values(now, False)
+            retry.update(begin_time=now, eligible_time=now, reason="None")
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**retry))
+            return
         elif fin.get("timeout"):
             vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)

@@ -1,0 +1,119 @@
+"""`air`: workload YAML runs on a real 2-node cluster; watch, list, get, logs, cancel, retries, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import ROOT, Cluster, serve, wait_until
+
+pytestmark = pytest.mark.e2e
+
+YAML = """experiment_name: hello-air
+compute: {num_accelerators: 4, accelerator_type: GPU_2xH100}
+code_source: {root_path: .}
+command: |
+  echo "node $NODE_RANK of $NUM_NODES lws=$LOCAL_WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT code=$CODE_SOURCE_PATH $GREETING"
+env_variables: {GREETING: hi}
+timeout_minutes: 5
+"""
+
+
+@pytest.fixture(scope="module")
+def air_cluster(tmp_path_factory: pytest.TempPathFactory):
+    yield from serve(Cluster(tmp_path_factory.mktemp("air"), nodes=2, cpus=4, gpus=2))
+
+
+def air(c: Cluster, *args: str, timeout: float = 120):  # noqa: ANN201 - a CompletedProcess
+    return c.run(["air", *args], timeout=timeout)
+
+
+def test_run_watch_list_get_logs(air_cluster: Cluster):
+    c = air_cluster
+    (c.workdir / "hello.yaml").write_text(YAML)
+    r = air(c, "run", "--file", "hello.yaml", "--watch")
+    assert r.returncode == 0, r.stderr
+    run_id = int(r.stdout.splitlines()[0])
+    addr_port = r.stdout.splitlines()[1].split("master=")[1].split()[0]
+    assert r.stdout.splitlines()[1:] == [f"node 0 of 2 lws=2 master={addr_port} code={c.workdir} hi"]
+    assert f"[air] run {run_id}: SUCCEEDED" in r.stderr
+    logs = air(c, "logs", str(run_id), "--node", "1")
+    assert logs.stdout == f"node 1 of 2 lws=2 master={addr_port} code={c.workdir} hi\n"
+    got = json.loads(air(c, "get", "run", str(run_id), "--json").stdout)
+    assert (got["status"], got["attempts"], got["nodes"], got["accelerators"]) == \
+        ("SUCCEEDED", 1, ["node1", "node2"], "4xH100")
+    line = next(x for x in air(c, "list", "runs").stdout.splitlines() if x.startswith(f"{run_id} "))
+    assert line.split()[:4] == [str(run_id), "hello-air", "SUCCEEDED", "4xH100"]
+    # an air run is a job like any other
+    r = c.run(f"sacct -j {run_id} -X -n -P -o JobID,JobName,State,NNodes")
+    assert r.stdout.strip() == f"{run_id}|hello-air|COMPLETED|2"
+
+
+def test_overrides_retries_and_cancel(air_cluster: Cluster):
+    c = air_cluster
+    (c.workdir / "fail.yaml").write_text(YAML.replace('echo "node', 'exit 3; echo "node') + "max_retries: 1\n")
+    r = air(c, "run", "-f", "fail.yaml", "--watch", "--override", "experiment_name=failing")
+    assert r.returncode == 1
+    run_id = int(r.stdout.splitlines()[0])
+    got = json.loads(air(c, "get", str(run_id), "--json").stdout)
+    assert (got["experiment"], got["status"], got["attempts"]) == ("failing", "FAILED", 2)
+    (c.workdir / "long.yaml").write_text(YAML.replace('echo "node', 'sleep 300; echo "node'))
+    run_id = int(air(c, "run", "-f", "long.yaml").stdout)
+    wait_until(lambda: json.loads(air(c, "get", str(run_id), "--json").stdout)["status"] == "RUNNING",
+               what="the run to start")
+    assert air(c, "cancel", str(run_id)).stdout == f"run {run_id} cancelled\n"
+    wait_until(lambda: json.loads(air(c, "get", str(run_id), "--json").stdout)["status"] == "CANCELLED",
+               what="the run to be cancelled")
+
+
+@pytest.mark.parametrize("text, override, message", [
+    ("experiment_name: x\ncompute: {num_accelerators: 3, accelerator_type: GPU_2xH100}\ncommand: 'true'\n", None,
+     "compute.num_accelerators: 3 is not a multiple of the 2 accelerators per node of GPU_2xH100"),
+    (YAML + "colour: blue\n", None, "colour: unknown field"),
+    (YAML, "compute.accelerator_type=H100", "compute.accelerator_type: String should match pattern"),
+    (YAML, "timeout_minutes=-5", "timeout_minutes: Input should be greater than or equal to 1"),
+    ("experiment_name: x\ncompute: {num_accelerators: 2, accelerator_type: GPU_2xH100}\n", None, "command: Field required"),
+])
+def test_bad_workloads_name_the_field_and_submit_nothing(air_cluster: Cluster, text, override, message):
+    c = air_cluster
+    (c.workdir / "bad.yaml").write_text(text)
+    before = c.api("GET", "/api/v1/jobs?history=1")["jobs"]
+    args = ["run", "-f", "bad.yaml"] + (["--override", override] if override else [])
+    r = air(c, *args)
+    assert r.returncode == 1 and r.stderr.startswith("air: error: invalid workload: ") and message in r.stderr, r.stderr
+    assert c.api("GET", "/api/v1/jobs?history=1")["jobs"] == before
+
+
+def test_unreadable_files_and_bad_yaml(air_cluster: Cluster):
+    c = air_cluster
+    r = air(c, "run", "-f", "missing.yaml")
+    assert (r.returncode, r.stderr) == (2, "air: error: cannot read missing.yaml: No such file or directory\n")
+    (c.workdir / "broken.yaml").write_text("experiment_name: [unclosed\n")
+    r = air(c, "run", "-f", "broken.yaml")
+    assert r.returncode == 2 and r.stderr.startswith("air: error: broken.yaml: invalid YAML: ") and "line 2" in r.stderr
+    r = air(c, "run", "-f", "broken.yaml", "--override", "novalue")
+    assert r.returncode == 2
+
+
+def test_dry_run_shows_the_job(air_cluster: Cluster):
+    c = air_cluster
+    (c.workdir / "hello.yaml").write_text(YAML)
+    r = air(c, "run", "-f", "hello.yaml", "--dry-run")
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[:5] == ["#!/bin/bash", "#SBATCH --job-name=hello-air", "#SBATCH --nodes=2",
+                                         "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=2"]
+
+
+def test_the_guides_train_yaml_runs_with_real_torch(air_cluster: Cluster):
+    pytest.importorskip("torch")
+    c = air_cluster
+    work = c.workdir / "sft"
+    shutil.copytree(ROOT / "examples" / "llama-sft", work)
+    r = c.run(["air", "run", "-f", "train.yaml", "--watch", "--override", "compute.accelerator_type=GPU_2xH100",
+               "--override", "compute.num_accelerators=4", "--override", "env_variables.STEPS=30"],
+              cwd=work, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "process group: backend gloo, world size 4, all_reduce(sum of ranks) = 6 (expected 6)" in r.stdout
+    assert "done" in r.stdout.splitlines()
