@@ -71,9 +71,9 @@ def sdiag() -> int:
 
 
 def slurmlet() -> int:
-    """`slurmlet controller|agent|up|down|simulate ...`"""
+    """`slurmlet controller|agent|up|down|simulate|translate ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,up,down,simulate} [options]\n"
+    usage = "usage: slurmlet {controller,agent,up,down,simulate,translate} [options]\n"
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
@@ -84,6 +84,9 @@ def slurmlet() -> int:
     if cmd == "agent":
         from nodeagent.agent import main
         return main(rest)
+    if cmd == "translate":
+        from cli import translate
+        return translate.main(rest)
     if cmd == "simulate":
         from cli import simulate
         return simulate.main(rest)
