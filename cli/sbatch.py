@@ -38,6 +38,8 @@ def main(argv: list[str]) -> int:
         for line in req.get("info") or []:
             print(line, file=sys.stderr)
     body = req["submit"]
+    if req.get("gpu_type"):
+        body["gpu_type"] = req["gpu_type"]
     if req["test_only"]:
         try:
             res = http.request("POST", "/api/v1/jobs", body)

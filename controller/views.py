@@ -85,9 +85,9 @@ def _single_node_view(req):  # noqa: ANN001, ANN202
 def _capacity(name: str, row: Any, config: ClusterConfig) -> Node | None:
     nc = config.node(name)
     if row is not None:
-        return Node(name=name, cpus=row.cpus, memory=row.memory, gpus=row.gpus)
+        return Node(name=name, cpus=row.cpus, memory=row.memory, gpus=row.gpus, gpu_type=row.gpu_type)
     if nc is not None and nc.cpus:
-        return Node(name=name, cpus=nc.cpus, memory=nc.real_memory or 1, gpus=nc.gpus or 0)
+        return Node(name=name, cpus=nc.cpus, memory=nc.real_memory or 1, gpus=nc.gpus or 0, gpu_type=nc.gpu_type)
     return None
 
 

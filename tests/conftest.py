@@ -67,7 +67,7 @@ class Cluster:
         self.url = f"http://127.0.0.1:{self.port}"
         self.db_url = db_url
         self.node_names = [f"node{i}" for i in range(1, nodes + 1)]
-        gres = f" Gres=gpu:{gpus}" if gpus else ""
+        gres = f" Gres=gpu:H100:{gpus}" if gpus else ""
         self.conf_path = root / "slurm.conf"
         self.conf_path.write_text(conf or (
             f"ClusterName=test\nNodeName=node[1-{nodes}] CPUs={cpus} RealMemory={memory}{gres}\n"

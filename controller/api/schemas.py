@@ -55,6 +55,7 @@ class JobSubmit(Strict):
     submit_host: str = "localhost"
     argv: list[str] = Field(default_factory=list)
     max_retries: int = Field(0, ge=0, le=100)  #: an air run: failed attempts are run again this many times
+    gpu_type: str | None = Field(None, max_length=64)  #: --gres=gpu:TYPE:N: only nodes with such GPUs
     test_only: bool = False
     kill_on_invalid_dep: bool = False
 

@@ -20,12 +20,13 @@ class Free:
     total_gpus: int
     idle: bool  # nothing allocated: an --exclusive job may take it
     weight: int = 1
+    gpu_type: str | None = None
 
     @classmethod
     def of(cls, n: Node) -> Free:
         if not n.gpus and not n.exclusive_used:  # the common CPU-only node, without the set work
             return cls(n.name, max(0, n.cpus - n.cpus_used), max(0, n.memory - n.memory_used), [], n.cpus,
-                       n.memory, 0, n.cpus_used == 0 and n.memory_used == 0, n.weight)
+                       n.memory, 0, n.cpus_used == 0 and n.memory_used == 0, n.weight, n.gpu_type)
         used = set(n.gpus_used)
         cpus_free = 0 if n.exclusive_used else n.cpus - n.cpus_used
         return cls(
@@ -38,12 +39,14 @@ class Free:
             total_gpus=n.gpus,
             idle=n.cpus_used == 0 and not n.gpus_used and n.memory_used == 0 and not n.exclusive_used,
             weight=n.weight,
+            gpu_type=n.gpu_type,
         )
 
     @classmethod
     def empty(cls, n: Node) -> Free:
         """The node with nothing running: for 'could this job ever fit' checks."""
-        return cls(n.name, n.cpus, n.memory, list(range(n.gpus)), n.cpus, n.memory, n.gpus, True, n.weight)
+        return cls(n.name, n.cpus, n.memory, list(range(n.gpus)), n.cpus, n.memory, n.gpus, True, n.weight,
+                   n.gpu_type)
 
     def take(self, a: NodeAlloc, exclusive: bool) -> None:
         if exclusive:
@@ -78,6 +81,8 @@ def _try_node(f: Free, req: Request, tasks: int, nnodes: int, def_mem: int) -> N
     if cpus > (f.total_cpus if req.exclusive else f.cpus):  # the cheap test first: most misses are here
         return None
     gpus = _gpus_for(req, tasks, nnodes)
+    if gpus and req.gpu_type and (f.gpu_type or "").lower() != req.gpu_type.lower():
+        return None
     mem = _mem_for(req, cpus, def_mem)
     if req.exclusive:
         if not f.idle or cpus > f.total_cpus or mem > f.total_memory or gpus > f.total_gpus:

@@ -46,6 +46,7 @@ class Node:
     memory_used: int = 0
     gpus_used: tuple[int, ...] = ()  # GPU indices held by running jobs
     exclusive_used: bool = False  # a running --exclusive job holds the whole node
+    gpu_type: str | None = None  # the model its GPUs are (H100, a100, ...)
     # (suspended jobs count in memory_used only: their CPUs and GPUs are free for their preemptor)
 
 
@@ -79,6 +80,7 @@ class Request:
     exclusive: bool = False
     nodelist: tuple[str, ...] = ()  # -w: these nodes must be part of the allocation
     exclude: tuple[str, ...] = ()
+    gpu_type: str | None = None  # --gres=gpu:TYPE:N, an air run's accelerator model: only such nodes
 
 
 @dataclass(frozen=True, slots=True)

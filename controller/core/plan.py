@@ -136,7 +136,7 @@ def _members(part: Partition) -> frozenset[str]:
 def _whole_nodes(req: Request, cpus: int, memory: int, gpus: int, def_mem: int) -> int:
     """How many whole nodes of this shape `req` takes when every node it gets is then full
     (0 when its layout leaves CPUs free or names nodes): backfill may then count nodes."""
-    if req.nodelist or req.exclude:
+    if req.nodelist or req.exclude or req.gpu_type:
         return 0
     nnodes, counts = _task_counts(req)
     if counts is None or not nnodes or any(c != counts[0] for c in counts):
@@ -387,7 +387,7 @@ class _Cycle:
                 f = trial.get(a.node)
                 if f is None:
                     f = trial[a.node] = Free(f0.name, f0.cpus, f0.memory, list(f0.gpu_ids), f0.total_cpus,
-                                             f0.total_memory, f0.total_gpus, f0.idle, f0.weight)
+                                             f0.total_memory, f0.total_gpus, f0.idle, f0.weight, f0.gpu_type)
                 f.cpus += a.cpus
                 f.memory += 0 if keep_mem else a.memory
                 f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))

@@ -107,6 +107,7 @@ class TimeMap(_Grid):
         self.res = max(1, resolution)
         self.horizon = now + window_s
         self.info = {n: (f.total_cpus, f.total_memory, (1 << f.total_gpus) - 1) for n, f in free.items()}
+        self.gpu_type = {n: f.gpu_type for n, f in free.items()}
         slot_open = {n: (f.cpus, f.memory, mask_of(f.gpu_ids)) for n, f in free.items() if f.cpus > 0}
         slot_shut = {n: (0, f.memory, mask_of(f.gpu_ids)) for n, f in free.items() if f.cpus <= 0}
         self.times = [now]
@@ -208,7 +209,7 @@ class TimeMap(_Grid):
                 tc, tm, tg = self.info[name]
                 ids = [i for i in range(tg.bit_length()) if g >> i & 1]
                 cands.append(Free(name, c, mem, ids, tc, tm, tg.bit_length(),
-                                  c == tc and mem == tm and g == tg))
+                                  c == tc and mem == tm and g == tg, 1, self.gpu_type[name]))
             allocs = fit(req, cands, def_mem)
             if allocs is not None:
                 return t, allocs

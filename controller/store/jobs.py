@@ -28,7 +28,7 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries")
+              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type")
 
 
 _INSERT_JOB = insert(J)
@@ -54,6 +54,7 @@ def request_of(spec: dict) -> Request:
         exclusive=bool(spec.get("exclusive")),
         nodelist=tuple(hostlist.expand_hostlist(spec["nodelist"])) if spec.get("nodelist") else (),
         exclude=tuple(hostlist.expand_hostlist(spec["exclude"])) if spec.get("exclude") else (),
+        gpu_type=spec.get("gpu_type") or None,
     )
 
 
@@ -473,7 +474,7 @@ class JobStore:
             u = use.get(r.name, [0, 0, [], False])
             out.append(Node(name=r.name, cpus=r.cpus, memory=r.memory, gpus=r.gpus,
                             available=self.node_up(r, now), cpus_used=u[0], memory_used=u[1],
-                            gpus_used=tuple(u[2]), exclusive_used=u[3]))
+                            gpus_used=tuple(u[2]), exclusive_used=u[3], gpu_type=r.gpu_type))
         known = {r.name for r in node_rows}
         for nc in self.config.nodes:  # configured but never registered: known, unavailable
             if nc.name not in known:

@@ -117,3 +117,13 @@ def test_the_guides_train_yaml_runs_with_real_torch(air_cluster: Cluster):
     assert r.returncode == 0, r.stderr
     assert "process group: backend gloo, world size 4, all_reduce(sum of ranks) = 6 (expected 6)" in r.stdout
     assert "done" in r.stdout.splitlines()
+
+
+def test_an_accelerator_model_no_node_has_is_refused(air_cluster: Cluster):
+    c = air_cluster
+    (c.workdir / "a100.yaml").write_text(YAML.replace("GPU_2xH100", "GPU_2xA100"))
+    r = air(c, "run", "-f", "a100.yaml")
+    assert (r.returncode, r.stderr) == (1, "air: error: Requested node configuration is not available\n")
+    r = c.run(["sbatch", "--gres=gpu:a100:1", "--wrap", "true"])
+    assert (r.returncode, r.stderr) == (1, "sbatch: error: Batch job submission failed: "
+                                           "Requested node configuration is not available\n")

@@ -160,3 +160,11 @@ def test_property_head_job_that_fits_on_idle_nodes_starts(req):
     fits = req.nodes_min <= 3 and (req.ntasks_per_node or 1) * req.cpus_per_task <= 16 \
         and (req.mem_per_node or 0) <= 8000 and (req.gpus_per_node or 0) <= 4
     assert bool(p.starts) == fits
+
+
+def test_a_typed_gpu_request_only_gets_nodes_with_that_model():
+    ns = (Node("node1", 8, 32000, 8, gpu_type="a100"), Node("node2", 8, 32000, 8, gpu_type="H100"))
+    p = plan(snap(ns, [job(1, Request(gpus_per_node=2, gpu_type="h100")), job(2, Request(gpus_per_node=2))]))
+    assert {s.job_id: s.node_names for s in p.starts} == {1: ("node2",), 2: ("node1",)}
+    p = plan(snap(ns, [job(1, Request(gpus_per_node=2, gpu_type="V100"))]))
+    assert p.starts == [] and p.reasons[1] == Reason.PARTITION_CONFIG
