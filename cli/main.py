@@ -70,10 +70,20 @@ def sdiag() -> int:
     return _cli("sdiag", "sdiag")
 
 
+def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
+    """A slurmlet subcommand that talks to the controller: its errors as one line, exit 1."""
+    from cli.http import ControllerError, Unreachable
+    try:
+        return fn(argv) or 0
+    except (Unreachable, ControllerError) as e:
+        print(f"slurmlet: error: {getattr(e, 'error', e)}", file=sys.stderr)
+        return 1
+
+
 def slurmlet() -> int:
     """`slurmlet controller|agent|up|down|simulate|translate ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,up,down,simulate,translate} [options]\n"
+    usage = "usage: slurmlet {controller,agent,up,down,simulate,translate,secrets} [options]\n"
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
@@ -84,6 +94,9 @@ def slurmlet() -> int:
     if cmd == "agent":
         from nodeagent.agent import main
         return main(rest)
+    if cmd == "secrets":
+        from cli import secrets
+        return _cli_main(secrets.main, rest)
     if cmd == "translate":
         from cli import translate
         return translate.main(rest)

@@ -227,12 +227,36 @@ def create_app(settings: Settings) -> FastAPI:
         body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
                            uid=int(doc.get("uid") or 0), gid=int(doc.get("gid") or 0),
                            group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"))
+        missing = c.store.missing_secrets(w.secrets)
+        if missing:
+            raise InvalidRequest("invalid workload: " + "; ".join(
+                f"secrets.{n}: no secret {w.secrets[n]} (slurmlet secrets put {w.secrets[n].replace('/', ' ')})"
+                for n in missing))
         data = validate_submit(JobSubmit.model_validate(body).model_dump(), c.config, c.store.node_rows())
         if doc.get("dry_run"):
             return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
         job_id = c.store.submit(data, c.clock())
         c.wake.set()
         return {"job_id": job_id}
+
+    @app.put("/api/v1/secrets/{scope}/{key}")
+    async def put_secret(scope: str, key: str, request: Request):  # noqa: ANN202
+        """Store a secret for air runs; its value is never returned."""
+        doc = await request.json()
+        if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
+            raise InvalidRequest("expected {\"value\": \"...\"}")
+        ctl().store.put_secret(scope, key, doc["value"], ctl().clock())
+        return {"ok": True}
+
+    @app.delete("/api/v1/secrets/{scope}/{key}")
+    async def delete_secret(scope: str, key: str):  # noqa: ANN202
+        ctl().store.delete_secret(scope, key)
+        return {"ok": True}
+
+    @app.get("/api/v1/secrets")
+    async def list_secrets():  # noqa: ANN202
+        """Names only."""
+        return _json({"secrets": ctl().store.secret_names()})
 
     @app.get("/api/v1/jobs")
     async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,

@@ -71,8 +71,11 @@ def parse(doc: object) -> Workload:
     for key in w.env_variables:
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
             raise InvalidRequest(f"invalid workload: env_variables.{key}: not a valid variable name")
-    if w.secrets:
-        raise InvalidRequest("invalid workload: secrets: secret references are not supported yet")
+    for name, ref in w.secrets.items():
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise InvalidRequest(f"invalid workload: secrets.{name}: not a valid variable name")
+        if not re.match(r"^[^/\s]+/[^/\s]+$", ref):
+            raise InvalidRequest(f"invalid workload: secrets.{name}: expected scope/key, got {ref!r}")
     return w
 
 
@@ -103,7 +106,7 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
         "script": script, "name": w.experiment_name, "nodes_min": nodes, "nodes_max": nodes,
         "ntasks_per_node": 1, "gpus_per_node": per_node, "time_limit": w.timeout_minutes,
         "requeue": w.max_retries > 0, "environment": env, "workdir": cwd, "submit_dir": cwd,
-        "stdout": ".air/%j-batch.log", "max_retries": w.max_retries, "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
+        "stdout": ".air/%j-batch.log", "max_retries": w.max_retries, "secrets": dict(w.secrets), "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
         "submit_host": host, "comment": f"air: {w.compute.num_accelerators}x{accelerator_model(w)}"
                                         f" max_retries={w.max_retries}",
         "argv": [],

@@ -56,6 +56,7 @@ class JobSubmit(Strict):
     argv: list[str] = Field(default_factory=list)
     max_retries: int = Field(0, ge=0, le=100)  #: an air run: failed attempts are run again this many times
     gpu_type: str | None = Field(None, max_length=64)  #: --gres=gpu:TYPE:N: only nodes with such GPUs
+    secrets: dict[str, str] = Field(default_factory=dict)  #: an air run: NAME -> scope/key, resolved at launch
     test_only: bool = False
     kill_on_invalid_dep: bool = False
 

@@ -20,6 +20,7 @@ from controller.errors import Conflict, InvalidRequest, NotFound
 
 from . import deps, steps
 from .tables import jobs as J
+from .tables import secrets as SEC
 from .tables import nodes as N
 
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
@@ -28,7 +29,7 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type")
+              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets")
 
 
 _INSERT_JOB = insert(J)
@@ -713,6 +714,9 @@ class JobStore:
                     self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
                 else:
                     order = self._launch_order(r, name)
+                    refs = json.loads(r.spec).get("secrets")
+                    if refs:  # resolved at launch only: they are stored nowhere else
+                        order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs)}
                     alloc_nodes = [a["node"] for a in order["alloc"]]
                     order["node_addrs"] = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_(alloc_nodes))).all())
                     orders.append(order)
@@ -862,6 +866,39 @@ class JobStore:
         with self.engine.connect() as c:
             return c.execute(select(J.c.id).where(J.c.array_job_id == array_job_id,
                                                   J.c.array_task_id == task)).scalar()
+
+    # ---------------------------------------------------------------- secrets
+    def put_secret(self, scope: str, key: str, value: str, now: float) -> None:
+        with self.engine.begin() as c:
+            if c.execute(update(SEC).where(SEC.c.scope == scope, SEC.c.key == key)
+                         .values(value=value, updated=now)).rowcount == 0:
+                c.execute(insert(SEC).values(scope=scope, key=key, value=value, updated=now))
+
+    def delete_secret(self, scope: str, key: str) -> None:
+        with self.engine.begin() as c:
+            if c.execute(SEC.delete().where(SEC.c.scope == scope, SEC.c.key == key)).rowcount == 0:
+                raise NotFound(f"no secret {scope}/{key}")
+
+    def secret_names(self) -> list[dict]:
+        with self.engine.connect() as c:
+            return [{"scope": r.scope, "key": r.key, "updated": r.updated}
+                    for r in c.execute(select(SEC.c.scope, SEC.c.key, SEC.c.updated).order_by(SEC.c.scope, SEC.c.key))]
+
+    def missing_secrets(self, refs: dict[str, str]) -> list[str]:
+        """The `NAME` of each reference (`scope/key`) that names no stored secret."""
+        with self.engine.connect() as c:
+            have = {(r.scope, r.key) for r in c.execute(select(SEC.c.scope, SEC.c.key))}
+        return [name for name, ref in refs.items() if tuple(ref.split("/", 1)) not in have]
+
+    @staticmethod
+    def _resolve_secrets(c: Any, refs: dict[str, str]) -> dict[str, str]:
+        out = {}
+        for name, ref in refs.items():
+            scope, _, key = ref.partition("/")
+            value = c.execute(select(SEC.c.value).where(SEC.c.scope == scope, SEC.c.key == key)).scalar()
+            if value is not None:
+                out[name] = value
+        return out
 
     def state_counts(self) -> dict[str, int]:
         """How many jobs are in each state (sdiag)."""

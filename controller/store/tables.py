@@ -112,3 +112,14 @@ steps = Table(
     Column("exit_code", Integer, nullable=False, default=0),
     Column("exit_signal", Integer, nullable=False, default=0),
 )
+
+#: secrets for air runs (`slurmlet secrets put SCOPE KEY`): injected into a run's environment at
+#: launch, never returned by the API
+secrets = Table(
+    "secrets",
+    metadata,
+    Column("scope", String(128), primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated", Float, nullable=False),
+)

@@ -127,3 +127,29 @@ def test_an_accelerator_model_no_node_has_is_refused(air_cluster: Cluster):
     r = c.run(["sbatch", "--gres=gpu:a100:1", "--wrap", "true"])
     assert (r.returncode, r.stderr) == (1, "sbatch: error: Batch job submission failed: "
                                            "Requested node configuration is not available\n")
+
+
+def test_secrets_reach_the_command_and_nowhere_else(air_cluster: Cluster):
+    c = air_cluster
+    value = "s3cr3t-value-42"
+    r = c.run(["slurmlet", "secrets", "put", "team", "hf"], input=value + "\n")
+    assert (r.returncode, r.stdout) == (0, "stored team/hf\n")
+    assert c.run(["slurmlet", "secrets", "list"]).stdout == "team/hf\n"
+    (c.workdir / "sec.yaml").write_text(YAML.replace('echo "node', 'echo "token=$TOKEN"; echo "node')
+                                        + "secrets: {TOKEN: team/hf}\n")
+    r = air(c, "run", "-f", "sec.yaml", "--watch")
+    assert r.returncode == 0, r.stderr
+    run_id = int(r.stdout.splitlines()[0])
+    assert f"token={value}" in r.stdout.splitlines()
+    assert value not in air(c, "get", str(run_id), "--json").stdout
+    assert value not in json.dumps(c.api("GET", f"/api/v1/jobs/{run_id}"))
+    assert value not in json.dumps(c.api("GET", "/api/v1/jobs?history=1")) + json.dumps(c.api("GET", "/api/v1/secrets"))
+    for log in c.root.glob("*.log"):
+        assert value not in log.read_text(errors="replace"), log.name
+    # a reference to a secret that is not there is refused, naming the field
+    (c.workdir / "nosec.yaml").write_text(YAML + "secrets: {TOKEN: team/none}\n")
+    r = air(c, "run", "-f", "nosec.yaml")
+    assert r.returncode == 1 and "secrets.TOKEN: no secret team/none" in r.stderr
+    assert c.run(["slurmlet", "secrets", "delete", "team", "hf"]).stdout == "deleted team/hf\n"
+    r = c.run(["slurmlet", "secrets", "delete", "team", "hf"])
+    assert (r.returncode, r.stderr) == (1, "slurmlet: error: no secret team/hf\n")
