@@ -95,10 +95,31 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(got["sbatch"])
         return 0
     os.makedirs(os.path.join(cwd, ".air"), exist_ok=True)  # the run's logs go there
+    code = doc.get("code_source")
+    if isinstance(code, dict):
+        root = os.path.join(os.path.dirname(os.path.abspath(args.file)), str(code.get("root_path") or "."))
+        try:
+            body["code"] = http.request("POST", "/api/v1/code", {"data": pack(root)}, timeout=300)["id"]
+        except OSError as e:
+            return _fail(f"code_source.root_path: cannot pack {root}: {e.strerror or e}")
     run_id = http.request("POST", "/api/v1/runs", body)["job_id"]
     print(run_id)
     sys.stdout.flush()
     return _watch(run_id) if args.watch else 0
+
+
+def pack(root: str) -> str:
+    """`root` as a .tar.gz (without .git), base64: what each node unpacks as CODE_SOURCE_PATH."""
+    import base64
+    import io
+    import tarfile
+    if not os.path.isdir(root):
+        raise FileNotFoundError(2, "not a directory", root)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(root, arcname=".", filter=lambda ti: None if ti.name.split("/")[1:2] == [".git"] or
+                ti.name.endswith("/.git") or "/.git/" in ti.name or ti.name.split("/")[1:2] == [".air"] else ti)
+    return base64.b64encode(buf.getvalue()).decode()
 
 
 def _log_path(job: dict, node: int) -> str:

@@ -25,6 +25,7 @@ from controller.views import node_public, partition_public, validate_submit
 
 log = logging.getLogger("slurmlet.controller")
 VERSION = "22.05.8"
+MAX_CODE = 256 * 2**20  #: the largest packed code_source an air run may upload
 
 
 @dataclass
@@ -224,9 +225,13 @@ def create_app(settings: Settings) -> FastAPI:
         if not isinstance(doc, dict):
             raise InvalidRequest("expected a JSON object")
         w = wl.parse(doc.get("workload"))
+        code = doc.get("code")
+        if code is not None and (not isinstance(code, str) or not c.store.has_code(code)):
+            raise InvalidRequest("invalid workload: code_source: the packed code was not uploaded")
         body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
                            uid=int(doc.get("uid") or 0), gid=int(doc.get("gid") or 0),
-                           group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"))
+                           group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"),
+                           code=code)
         missing = c.store.missing_secrets(w.secrets)
         if missing:
             raise InvalidRequest("invalid workload: " + "; ".join(
@@ -238,6 +243,25 @@ def create_app(settings: Settings) -> FastAPI:
         job_id = c.store.submit(data, c.clock())
         c.wake.set()
         return {"job_id": job_id}
+
+    @app.post("/api/v1/code")
+    async def put_code(request: Request):  # noqa: ANN202
+        """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
+        import base64
+        import binascii
+        doc = await request.json()
+        try:
+            data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
+        except (KeyError, TypeError, binascii.Error):
+            raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
+        if not data or len(data) > MAX_CODE:
+            raise InvalidRequest(f"code_source: the packed code must be 1 byte to {MAX_CODE // 2**20} MiB")
+        return {"id": ctl().store.put_code(data, ctl().clock())}
+
+    @app.get("/api/v1/code/{sha}")
+    async def get_code(sha: str):  # noqa: ANN202
+        from fastapi.responses import Response
+        return Response(ctl().store.get_code(sha), media_type="application/gzip")
 
     @app.put("/api/v1/secrets/{scope}/{key}")
     async def put_secret(scope: str, key: str, request: Request):  # noqa: ANN202

@@ -91,8 +91,10 @@ def accelerator_model(w: Workload) -> str:
     return m.group(2)
 
 
-def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str, host: str) -> dict:
-    """The batch job that runs the workload (a JobSubmit body)."""
+def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str, host: str,
+             code: str | None = None) -> dict:
+    """The batch job that runs the workload (a JobSubmit body). `code`: the sha256 of the packed
+    code_source; each node unpacks it and points CODE_SOURCE_PATH there."""
     per_node = gpus_per_node(w)
     nodes = w.compute.num_accelerators // per_node
     root = os.path.normpath(os.path.join(cwd, w.code_source.root_path)) if w.code_source else cwd
@@ -106,7 +108,7 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
         "script": script, "name": w.experiment_name, "nodes_min": nodes, "nodes_max": nodes,
         "ntasks_per_node": 1, "gpus_per_node": per_node, "time_limit": w.timeout_minutes,
         "requeue": w.max_retries > 0, "environment": env, "workdir": cwd, "submit_dir": cwd,
-        "stdout": ".air/%j-batch.log", "max_retries": w.max_retries, "secrets": dict(w.secrets), "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
+        "stdout": ".air/%j-batch.log", "max_retries": w.max_retries, "secrets": dict(w.secrets), "code": code, "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
         "submit_host": host, "comment": f"air: {w.compute.num_accelerators}x{accelerator_model(w)}"
                                         f" max_retries={w.max_retries}",
         "argv": [],

@@ -60,7 +60,8 @@ class Agent:
             "version": "22.05.8",
         }
         self.launcher = Launcher(name, spool, kill_wait)
-        self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited)
+        self.spool = spool
+        self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir)
         self.cluster = cluster
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
@@ -130,11 +131,25 @@ class Agent:
                 for order in resp.json()["orders"]:
                     await self.apply(order)
 
+    async def code_dir(self, job_id: int, sha: str) -> str:
+        """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`)."""
+        dest = os.path.join(self.spool, "runs", str(job_id), "code")
+        if not os.path.isdir(dest):
+            try:
+                data = await _fetch(f"{self.controller}/api/v1/code/{sha}")
+                await asyncio.get_running_loop().run_in_executor(None, _unpack, data, dest)
+            except (httpx.HTTPError, OSError, ValueError) as e:
+                log.warning("job %s: cannot get its code %s: %s", job_id, sha[:12], e)
+                os.makedirs(dest, exist_ok=True)
+        return dest
+
     async def apply(self, order: dict) -> None:
         op = order["op"]
         if op == "launch":
             env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
+            if order.get("code"):
+                env["CODE_SOURCE_PATH"] = await self.code_dir(order["job_id"], order["code"])
             await self.launcher.launch(order, env)
         elif op == "kill":
             self.launcher.kill(order["job_id"], order.get("why", "cancel"), float(order.get("grace") or 0))
@@ -148,6 +163,32 @@ class Agent:
             self.launcher.resume(order["job_id"])
         elif op == "signal":
             self.launcher.send_signal(order["job_id"], order["signal"])
+
+
+async def _fetch(url: str) -> bytes:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0)) as client:
+        resp = await client.get(url)
+        resp.raise_for_status()
+        return resp.content
+
+
+def _unpack(data: bytes, dest: str) -> None:
+    """Unpack a run's code into `dest`: into a fresh directory, renamed into place when complete."""
+    import io
+    import tarfile
+    tmp = f"{dest}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        try:
+            tar.extractall(tmp, filter="data")  # no absolute paths, no links out of the directory
+        except TypeError:  # Python before 3.11.4: check the names ourselves
+            for m in tar.getmembers():
+                if m.name.startswith("/") or ".." in m.name.split("/") or m.issym() or m.islnk():
+                    raise ValueError(f"unsafe path in the code: {m.name}") from None
+            tar.extractall(tmp)
+    shutil.rmtree(dest, ignore_errors=True)
+    os.rename(tmp, dest)
 
 
 def main(argv: list[str] | None = None) -> int:

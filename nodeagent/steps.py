@@ -81,8 +81,9 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
 
 
 class StepRunner:
-    def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event):
+    def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event, code_dir=None):  # noqa: ANN001
         self.node = node
+        self.code_dir = code_dir  #: async (job id, sha) -> where the run's code is unpacked here
         self.node_addr = node_addr
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
@@ -106,10 +107,13 @@ class StepRunner:
             return
         run = self.running[key] = StepRun(key)
         req = order["request"]
+        code = await self.code_dir(order["job_id"], order["code"]) if order.get("code") and self.code_dir else None
         io = req.get("io")
         pumps = []
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
+            if code:
+                env["CODE_SOURCE_PATH"] = code
             try:
                 files = self._files(order, rank, env)
             except OSError as e:

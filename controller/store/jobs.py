@@ -20,6 +20,7 @@ from controller.errors import Conflict, InvalidRequest, NotFound
 
 from . import deps, steps
 from .tables import jobs as J
+from .tables import code_blobs as CODE
 from .tables import secrets as SEC
 from .tables import nodes as N
 
@@ -29,7 +30,8 @@ FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PRE
 _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
-              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets")
+              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets",
+              "code")
 
 
 _INSERT_JOB = insert(J)
@@ -771,7 +773,7 @@ class JobStore:
             "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
             "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
-            "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port,
+            "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
@@ -866,6 +868,26 @@ class JobStore:
         with self.engine.connect() as c:
             return c.execute(select(J.c.id).where(J.c.array_job_id == array_job_id,
                                                   J.c.array_task_id == task)).scalar()
+
+    # ---------------------------------------------------------------- air runs' code
+    def put_code(self, data: bytes, now: float) -> str:
+        import hashlib
+        sha = hashlib.sha256(data).hexdigest()
+        with self.engine.begin() as c:
+            if c.execute(select(CODE.c.sha).where(CODE.c.sha == sha)).first() is None:
+                c.execute(insert(CODE).values(sha=sha, data=data, created=now))
+        return sha
+
+    def get_code(self, sha: str) -> bytes:
+        with self.engine.connect() as c:
+            data = c.execute(select(CODE.c.data).where(CODE.c.sha == sha)).scalar()
+        if data is None:
+            raise NotFound(f"no code {sha}")
+        return bytes(data)
+
+    def has_code(self, sha: str) -> bool:
+        with self.engine.connect() as c:
+            return c.execute(select(CODE.c.sha).where(CODE.c.sha == sha)).first() is not None
 
     # ---------------------------------------------------------------- secrets
     def put_secret(self, scope: str, key: str, value: str, now: float) -> None:

@@ -123,7 +123,7 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
     """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
     orders = []
     rows = c.execute(select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
-                            J.c.master_port)
+                            J.c.master_port, J.c.spec.label("job_spec"))
                      .join(J, J.c.id == S.c.job_id)
                      .where(S.c.state == "RUNNING"))
     live = set()
@@ -144,7 +144,8 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "tasks_per_node": [len(x["ranks"]) for x in layout],
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),
-                       "master_addr": layout[0].get("addr"), "master_port": r.master_port})
+                       "master_addr": layout[0].get("addr"), "master_port": r.master_port,
+                       "code": json.loads(r.job_spec).get("code")})
     for key in sorted(running - live):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})

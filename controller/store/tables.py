@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text)
+from sqlalchemy import (Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text)
 
 metadata = MetaData()
 
@@ -122,4 +122,13 @@ secrets = Table(
     Column("key", String(128), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated", Float, nullable=False),
+)
+
+#: air runs' code (`code_source.root_path`, packed by the CLI as .tar.gz), by sha256; agents unpack it
+code_blobs = Table(
+    "code_blobs",
+    metadata,
+    Column("sha", String(64), primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    Column("created", Float, nullable=False),
 )

@@ -37,10 +37,11 @@ def test_run_watch_list_get_logs(air_cluster: Cluster):
     assert r.returncode == 0, r.stderr
     run_id = int(r.stdout.splitlines()[0])
     addr_port = r.stdout.splitlines()[1].split("master=")[1].split()[0]
-    assert r.stdout.splitlines()[1:] == [f"node 0 of 2 lws=2 master={addr_port} code={c.workdir} hi"]
+    code = [c.root / "spool" / f"node{n}" / "runs" / str(run_id) / "code" for n in (1, 2)]  # unpacked per node
+    assert r.stdout.splitlines()[1:] == [f"node 0 of 2 lws=2 master={addr_port} code={code[0]} hi"]
     assert f"[air] run {run_id}: SUCCEEDED" in r.stderr
     logs = air(c, "logs", str(run_id), "--node", "1")
-    assert logs.stdout == f"node 1 of 2 lws=2 master={addr_port} code={c.workdir} hi\n"
+    assert logs.stdout == f"node 1 of 2 lws=2 master={addr_port} code={code[1]} hi\n"
     got = json.loads(air(c, "get", "run", str(run_id), "--json").stdout)
     assert (got["status"], got["attempts"], got["nodes"], got["accelerators"]) == \
         ("SUCCEEDED", 1, ["node1", "node2"], "4xH100")
@@ -153,3 +154,18 @@ def test_secrets_reach_the_command_and_nowhere_else(air_cluster: Cluster):
     assert c.run(["slurmlet", "secrets", "delete", "team", "hf"]).stdout == "deleted team/hf\n"
     r = c.run(["slurmlet", "secrets", "delete", "team", "hf"])
     assert (r.returncode, r.stderr) == (1, "slurmlet: error: no secret team/hf\n")
+
+
+def test_code_source_is_packed_uploaded_and_unpacked_on_each_node(air_cluster: Cluster):
+    c = air_cluster
+    proj = c.workdir / "proj"
+    (proj / "pkg").mkdir(parents=True)
+    (proj / "pkg" / "data.txt").write_text("payload\n")
+    (proj / ".git").mkdir()
+    (proj / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (proj / "run.yaml").write_text(YAML.replace('echo "node $NODE_RANK', 'cd "$CODE_SOURCE_PATH"; cat pkg/data.txt; '
+                                                'ls -a | tr "\\n" " "; echo; echo "node $NODE_RANK'))
+    r = c.run(["air", "run", "-f", "proj/run.yaml", "--watch"])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "payload" and ".git" not in lines[2].split() and "pkg" in lines[2].split()
