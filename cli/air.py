@@ -83,10 +83,6 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as e:
         return _fail(str(e))
     from cli.common import current_user
-    env_deps = (doc.get("environment") or {}).get("dependencies") if isinstance(doc.get("environment"), dict) else None
-    if env_deps:
-        print(f"{PROG}: warning: environment.dependencies are not installed yet: the command runs with the "
-              f"nodes' own Python environment", file=sys.stderr)
     cwd = os.getcwd()
     body = {"workload": doc, "cwd": cwd, "user": current_user(), "uid": os.getuid(), "gid": os.getgid(),
             "group": str(os.getgid()), "host": os.uname().nodename, "dry_run": args.dry_run}

@@ -16,6 +16,7 @@ import time
 import httpx
 import psutil
 
+from . import envs
 from .env import batch_environment
 from .launcher import Launcher
 from .steps import StepRunner
@@ -61,7 +62,8 @@ class Agent:
         }
         self.launcher = Launcher(name, spool, kill_wait)
         self.spool = spool
-        self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir)
+        self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir,
+                                self.python_env)
         self.cluster = cluster
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
@@ -143,6 +145,10 @@ class Agent:
                 os.makedirs(dest, exist_ok=True)
         return dest
 
+    async def python_env(self, deps: list[str], code_dir: str | None) -> str:
+        """An air run's environment.dependencies as a virtual environment on this node (built once)."""
+        return await asyncio.get_running_loop().run_in_executor(None, envs.ensure, self.spool, deps, code_dir)
+
     async def apply(self, order: dict) -> None:
         op = order["op"]
         if op == "launch":
@@ -150,6 +156,12 @@ class Agent:
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
             if order.get("code"):
                 env["CODE_SOURCE_PATH"] = await self.code_dir(order["job_id"], order["code"])
+            if order.get("py_deps"):
+                try:
+                    envs.activate(env, await self.python_env(order["py_deps"], env.get("CODE_SOURCE_PATH")))
+                except envs.EnvError as e:
+                    self.launcher.refuse(order, str(e))
+                    return
             await self.launcher.launch(order, env)
         elif op == "kill":
             self.launcher.kill(order["job_id"], order.get("why", "cancel"), float(order.get("grace") or 0))

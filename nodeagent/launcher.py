@@ -198,6 +198,15 @@ class Launcher:
                 del self.done_ids[k]
         self.exited.set()
 
+    def refuse(self, order: dict, message: str) -> None:
+        """The job cannot start here (its environment failed): say why in its output, report it."""
+        jid, gen = order["job_id"], int(order.get("restarts") or 0)
+        path = order.get("stderr") or order.get("stdout")
+        if path:
+            with contextlib.suppress(OSError), open(path, "ab") as f:
+                f.write(f"slurmstepd-{self.node}: error: {message}\n".encode())
+        self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
+
     def kill(self, jid: int, why: str, grace: float = 0.0) -> None:
         """SIGTERM the job's whole session, SIGKILL after KillWait.
 

@@ -81,8 +81,10 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
 
 
 class StepRunner:
-    def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event, code_dir=None):  # noqa: ANN001
+    def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event, code_dir=None,  # noqa: ANN001
+                 python_env=None):  # noqa: ANN001
         self.node = node
+        self.python_env = python_env  #: async (deps, code dir) -> a virtual environment here
         self.code_dir = code_dir  #: async (job id, sha) -> where the run's code is unpacked here
         self.node_addr = node_addr
         self.kill_wait = kill_wait
@@ -108,12 +110,27 @@ class StepRunner:
         run = self.running[key] = StepRun(key)
         req = order["request"]
         code = await self.code_dir(order["job_id"], order["code"]) if order.get("code") and self.code_dir else None
+        venv, env_error = None, None
+        if order.get("py_deps") and self.python_env:
+            from .envs import EnvError
+            try:
+                venv = await self.python_env(order["py_deps"], code)
+            except EnvError as e:
+                env_error = str(e)
         io = req.get("io")
         pumps = []
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
             if code:
                 env["CODE_SOURCE_PATH"] = code
+            if venv:
+                from .envs import activate
+                activate(env, venv)
+            if env_error:
+                run.results[rank] = [1, 0]
+                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
+                                                            f"{env_error}\n".encode())))
+                continue
             try:
                 files = self._files(order, rank, env)
             except OSError as e:

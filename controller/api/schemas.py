@@ -58,6 +58,7 @@ class JobSubmit(Strict):
     gpu_type: str | None = Field(None, max_length=64)  #: --gres=gpu:TYPE:N: only nodes with such GPUs
     secrets: dict[str, str] = Field(default_factory=dict)  #: an air run: NAME -> scope/key, resolved at launch
     code: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")  #: an air run: its packed code_source (sha256)
+    py_deps: list[str] | None = None  #: an air run's environment.dependencies: a venv per node
     test_only: bool = False
     kill_on_invalid_dep: bool = False
 

@@ -31,7 +31,7 @@ _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_t
               "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
               "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
               "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets",
-              "code")
+              "code", "py_deps")
 
 
 _INSERT_JOB = insert(J)
@@ -774,6 +774,7 @@ class JobStore:
             "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
             "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
+            "py_deps": spec.get("py_deps"),
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,

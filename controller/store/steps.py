@@ -145,7 +145,8 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
-                       "code": json.loads(r.job_spec).get("code")})
+                       "code": json.loads(r.job_spec).get("code"),
+                       "py_deps": json.loads(r.job_spec).get("py_deps")})
     for key in sorted(running - live):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})

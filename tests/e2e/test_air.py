@@ -80,11 +80,13 @@ def test_overrides_retries_and_cancel(air_cluster: Cluster):
 def test_bad_workloads_name_the_field_and_submit_nothing(air_cluster: Cluster, text, override, message):
     c = air_cluster
     (c.workdir / "bad.yaml").write_text(text)
-    before = c.api("GET", "/api/v1/jobs?history=1")["jobs"]
+    def ids() -> set[int]:
+        return {j["job_id"] for j in c.api("GET", "/api/v1/jobs?history=1")["jobs"]}
+    before = ids()
     args = ["run", "-f", "bad.yaml"] + (["--override", override] if override else [])
     r = air(c, *args)
     assert r.returncode == 1 and r.stderr.startswith("air: error: invalid workload: ") and message in r.stderr, r.stderr
-    assert c.api("GET", "/api/v1/jobs?history=1")["jobs"] == before
+    assert ids() == before  # nothing submitted
 
 
 def test_unreadable_files_and_bad_yaml(air_cluster: Cluster):
@@ -113,7 +115,9 @@ def test_the_guides_train_yaml_runs_with_real_torch(air_cluster: Cluster):
     work = c.workdir / "sft"
     shutil.copytree(ROOT / "examples" / "llama-sft", work)
     r = c.run(["air", "run", "-f", "train.yaml", "--watch", "--override", "compute.accelerator_type=GPU_2xH100",
-               "--override", "compute.num_accelerators=4", "--override", "env_variables.STEPS=30"],
+               "--override", "compute.num_accelerators=4", "--override", "env_variables.STEPS=30",
+               # the guide's transformers and datasets are not needed by this train.py: no download here
+               "--override", "environment.dependencies=[]"],
               cwd=work, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "process group: backend gloo, world size 4, all_reduce(sum of ranks) = 6 (expected 6)" in r.stdout
@@ -169,3 +173,27 @@ def test_code_source_is_packed_uploaded_and_unpacked_on_each_node(air_cluster: C
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[1] == "payload" and ".git" not in lines[2].split() and "pkg" in lines[2].split()
+
+
+def test_environment_dependencies_become_a_cached_virtual_environment_on_each_node(air_cluster: Cluster):
+    c = air_cluster
+    proj = c.workdir / "envproj"
+    proj.mkdir()
+    (proj / "requirements.txt").write_text("tabulate\n")
+    (proj / "check.py").write_text('import sys\nimport six, tabulate  # noqa: F401\nprint("/envs/" in sys.prefix)\n')
+    script = 'python "$CODE_SOURCE_PATH/check.py"; echo "node $NODE_RANK"'
+    (proj / "env.yaml").write_text(YAML.replace('echo "node $NODE_RANK of $NUM_NODES lws=$LOCAL_WORLD_SIZE '
+                                                'master=$MASTER_ADDR:$MASTER_PORT code=$CODE_SOURCE_PATH $GREETING"',
+                                                script)
+                                   + "environment: {version: '4', dependencies: [six, -r requirements.txt]}\n")
+    before = set((c.root / "spool").glob("node*/envs/*/.ready"))
+    r = c.run(["air", "run", "-f", "envproj/env.yaml", "--watch"], timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert r.stdout.splitlines()[1:] == ["True", "node 0"]  # python is the environment's (.../envs/...)
+    built = sorted(set((c.root / "spool").glob("node*/envs/*/.ready")) - before)
+    assert len(built) == 2  # one environment per node, cached for the next run
+    r = c.run(["air", "run", "-f", "envproj/env.yaml", "--watch"], timeout=300)
+    assert r.returncode == 0 and sorted(set((c.root / "spool").glob("node*/envs/*/.ready")) - before) == built
+    (proj / "bad.yaml").write_text(YAML + "environment: {dependencies: [no-such-package-slurmlet-xyz]}\n")
+    r = c.run(["air", "run", "-f", "envproj/bad.yaml", "--watch"], timeout=300)
+    assert r.returncode == 1
