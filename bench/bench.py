@@ -53,6 +53,11 @@ class LocalCluster:
     def down(self) -> None:
         subprocess.run([str(BIN / "slurmlet"), "down", "--state-dir", self.state], capture_output=True)
 
+    def api_post(self, path: str, body: dict) -> dict:
+        sys.path.insert(0, str(ROOT))
+        from cli import http
+        return http.request("POST", path, body, url=self.env["SLURMLET_CONTROLLER"])
+
     def api(self, path: str) -> dict:
         sys.path.insert(0, str(ROOT))
         from cli import http
@@ -160,6 +165,34 @@ def bench_example() -> None:
         c.down()
 
 
+def bench_air(n: int) -> None:
+    """air run -> the command running on node 0; air list with 1,000 runs in the queue."""
+    c = LocalCluster(2, cpus=4, gpus=2)
+    try:
+        work = c.work
+        lat = []
+        for i in range(n):
+            stamp = work / f"air-stamp{i}"
+            (work / "w.yaml").write_text(
+                "experiment_name: bench\ncompute: {num_accelerators: 2, accelerator_type: GPU_2xH100}\n"
+                f"command: '[ $NODE_RANK = 0 ] && date +%s.%N > {stamp} || true'\n")
+            t0 = time.time()
+            c.run("air", "run", "-f", "w.yaml")
+            deadline = time.monotonic() + 30
+            while not (stamp.exists() and stamp.read_text().strip()) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            lat.append(float(stamp.read_text()) - t0)
+        for _ in range(1000):
+            c.api_post("/api/v1/jobs", {"script": "#!/bin/sh\ntrue\n", "hold": True, "workdir": str(work)})
+        ls = [c.timed("air", "list", "runs") for _ in range(max(5, n))]
+        print(f"\nair on a 2-node local cluster, medians of {n} runs")
+        row("benchmark", "slurmlet", "target", "")
+        row("air run -> command running on node 0", f"{median_ms(lat):.1f} ms", "", "")
+        row("air list runs, 1,000 runs queued", f"{median_ms(ls):.1f} ms", "<= 50 ms", "")
+    finally:
+        c.down()
+
+
 def bench_throughput(n: int) -> None:
     c = LocalCluster(4)
     try:
@@ -253,6 +286,7 @@ def main() -> None:
     import bench_sim  # the trace simulator on the same core: jobs per second per trace and policy
     bench_sim.main(["--jobs", "2000" if args.quick else "10000"])
     bench_latency(10 if args.quick else 30)
+    bench_air(5 if args.quick else 15)
     bench_example()
     bench_throughput(100 if args.quick else 500)
 

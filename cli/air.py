@@ -118,17 +118,24 @@ def pack(root: str) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _log_path(job: dict, node: int) -> str:
-    return os.path.join(job.get("submit_dir") or job.get("workdir") or ".", ".air", f"{job['job_id']}-node-{node}.log")
+def _log_path(job: dict, node: int, attempt: int | None = None) -> str:
+    """Node `node`'s log of an attempt (default: the latest)."""
+    attempt = attempt or (job.get("restarts") or 0) + 1
+    return os.path.join(job.get("submit_dir") or job.get("workdir") or ".", ".air",
+                        f"{job['job_id']}-node-{node}-a{attempt}.log")
 
 
 def _watch(run_id: int) -> int:
     """Status changes, and node 0's log as it grows, until the run ends; exit 0 if it succeeded."""
     last = None
     pos = 0
+    attempt = 1
     while True:
         job = http.request("GET", f"/api/v1/jobs/{run_id}?wait=0.5", timeout=60)
         st = status(job)
+        if (job.get("restarts") or 0) + 1 != attempt:  # a retry: finish the last attempt's log first
+            _copy_from(_log_path(job, 0, attempt), pos)
+            attempt, pos = (job.get("restarts") or 0) + 1, 0
         if st != last:
             attempt = (job.get("restarts") or 0) + 1
             print(f"[air] run {run_id}: {st}" + (f" (attempt {attempt})" if attempt > 1 else ""), file=sys.stderr)
@@ -169,12 +176,13 @@ def accelerators(job: dict) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    jobs = http.request("GET", "/api/v1/jobs")["jobs"]
+    runs = http.request("GET", "/api/v1/runs")["runs"]
     now = time.time()
     rows = [("ID", "EXPERIMENT", "STATUS", "ACCELERATORS", "CREATED", "DURATION")]
-    for j in sorted(jobs, key=lambda j: j["job_id"]):
-        rows.append((str(j["job_id"]), j["name"], status(j), accelerators(j),
-                     time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j["submit_time"])), _duration(j, now)))
+    for jid, name, state, gpus, submit, start, end in runs:
+        j = {"state": state, "start_time": start, "end_time": end}
+        rows.append((str(jid), name, STATUS.get(state, state), gpus,
+                     time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(submit)), _duration(j, now)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
@@ -194,7 +202,7 @@ def _get(args: argparse.Namespace) -> int:
             "nodes": job.get("node_list") or [], "created": job.get("submit_time"), "started": job.get("start_time"),
             "ended": job.get("end_time"), "duration": _duration(job, time.time()),
             "exit_code": f"{job.get('exit_code', 0)}:{job.get('exit_signal', 0)}",
-            "logs": [_log_path(job, i) for i in range(len(job.get("node_list") or []))]}
+            "logs": [_log_path(job, i) for i in range(len(job.get("num_nodes") and job.get("node_list") or []))]}
     if args.json:
         print(json.dumps(view, indent=2))
         return 0
@@ -210,7 +218,10 @@ def _get(args: argparse.Namespace) -> int:
 
 def _logs(args: argparse.Namespace) -> int:
     job = _job(args.id)
-    path = _log_path(job, args.node)
+    attempts = (job.get("restarts") or 0) + 1
+    if args.attempt is not None and not 1 <= args.attempt <= attempts:
+        return _fail(f"run {job['job_id']} has {attempts} attempt(s), not {args.attempt}", 1)
+    path = _log_path(job, args.node, args.attempt)
     if not args.follow:
         if not os.path.exists(path):
             return _fail(f"run {job['job_id']} has no log for node {args.node} (yet)", 1)
@@ -252,6 +263,7 @@ def parser() -> argparse.ArgumentParser:
     lg.add_argument("id")
     lg.add_argument("--node", type=int, default=0)
     lg.add_argument("--follow", "-f", action="store_true")
+    lg.add_argument("--attempt", type=int, help="which attempt (default: the latest; the first is 1)")
     c = sub.add_parser("cancel", help="cancel a run")
     c.add_argument("id")
     return p

@@ -244,6 +244,12 @@ def create_app(settings: Settings) -> FastAPI:
         c.wake.set()
         return {"job_id": job_id}
 
+    @app.get("/api/v1/runs")
+    async def list_runs():  # noqa: ANN202
+        """air list: id, name, state, accelerators, submit, start and end of every job (compact rows)."""
+        return _json({"fields": ["id", "name", "state", "accelerators", "submit", "start", "end"],
+                      "runs": ctl().store.run_rows()})
+
     @app.post("/api/v1/code")
     async def put_code(request: Request):  # noqa: ANN202
         """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""

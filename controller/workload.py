@@ -4,7 +4,8 @@ A workload runs its `command` once on each of `num_accelerators / n` whole nodes
 with the rendezvous variables every slurmlet job gets (`NUM_NODES`, `NODE_RANK`, `LOCAL_WORLD_SIZE`,
 `MASTER_ADDR`, `MASTER_PORT`), `CODE_SOURCE_PATH` and its `env_variables`. It becomes an ordinary batch
 job whose script runs the command as a one-task-per-node step, each node's output in its own log
-(`.air/<id>-node-<N>.log` under the submit directory), so it shows in squeue and sacct too.
+(`.air/<id>-node-<N>-a<attempt>.log` under the submit directory, attempts counted from 1), so it
+shows in squeue and sacct too.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
     root = os.path.normpath(os.path.join(cwd, w.code_source.root_path)) if w.code_source else cwd
     script = ("#!/bin/bash\n"
               "# an air run: the workload's command once on each node, each node's log in .air/\n"
-              'srun --ntasks-per-node=1 -o ".air/%j-node-%n.log" bash -c "$AIR_COMMAND"\n')
+              'attempt=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))\n'
+              'srun --ntasks-per-node=1 -o ".air/%j-node-%n-a$attempt.log" bash -c "$AIR_COMMAND"\n')
     env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in w.env_variables.items()}
     env.update({"AIR_COMMAND": w.command, "CODE_SOURCE_PATH": root, "AIR_EXPERIMENT": w.experiment_name,
                 "AIR_ACCELERATOR_TYPE": w.compute.accelerator_type})

@@ -859,6 +859,23 @@ class JobStore:
             if res.rowcount == 0:
                 raise NotFound("Invalid node name specified")
 
+    def run_rows(self) -> list[list]:
+        """air list: every job, as [id, name, state, comment, gpus, nodes, submit, start, end] (no spec parsing)."""
+        with self.engine.connect() as c:
+            rows = c.execute(select(J.c.id, J.c.name, J.c.state, J.c.comment, J.c.alloc, J.c.spec, J.c.submit_time,
+                                    J.c.start_time, J.c.end_time).order_by(J.c.id))
+            out = []
+            for r in rows:
+                if r.comment and r.comment.startswith("air: "):
+                    gpus = r.comment.split()[1]
+                elif r.alloc:
+                    gpus = sum(len(a["gpu_ids"]) for a in json.loads(r.alloc)) or "-"
+                else:
+                    req = self._requests.get(r.id) or request_of(json.loads(r.spec))
+                    gpus = (req.gpus_per_node or 0) * req.nodes_min or req.gpus or "-"
+                out.append([r.id, r.name, r.state, str(gpus), r.submit_time, r.start_time, r.end_time])
+            return out
+
     def array_members(self, array_job_id: int) -> list[int]:
         """The unfinished tasks of a job array (empty when `array_job_id` is no array's id)."""
         with self.engine.connect() as c:

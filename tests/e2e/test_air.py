@@ -197,3 +197,22 @@ def test_environment_dependencies_become_a_cached_virtual_environment_on_each_no
     (proj / "bad.yaml").write_text(YAML + "environment: {dependencies: [no-such-package-slurmlet-xyz]}\n")
     r = c.run(["air", "run", "-f", "envproj/bad.yaml", "--watch"], timeout=300)
     assert r.returncode == 1
+
+
+def test_a_failed_first_attempt_is_retried_and_each_attempt_has_its_log(air_cluster: Cluster):
+    c = air_cluster
+    cmd = 'echo "attempt ${SLURM_RESTART_COUNT:-0}"; [ -n "$SLURM_RESTART_COUNT" ] || exit 7; echo recovered'
+    (c.workdir / "retry.yaml").write_text(YAML.replace('echo "node $NODE_RANK of $NUM_NODES lws=$LOCAL_WORLD_SIZE '
+                                                       'master=$MASTER_ADDR:$MASTER_PORT code=$CODE_SOURCE_PATH '
+                                                       '$GREETING"', cmd) + "max_retries: 2\n")
+    r = air(c, "run", "-f", "retry.yaml", "--watch")
+    assert r.returncode == 0, r.stderr
+    run_id = int(r.stdout.splitlines()[0])
+    assert r.stdout.splitlines()[1:] == ["attempt 0", "attempt 1", "recovered"]
+    assert "(attempt 2)" in r.stderr and f"[air] run {run_id}: SUCCEEDED" in r.stderr
+    got = json.loads(air(c, "get", str(run_id), "--json").stdout)
+    assert (got["status"], got["attempts"]) == ("SUCCEEDED", 2)
+    assert air(c, "logs", str(run_id), "--node", "1", "--attempt", "1").stdout == "attempt 0\n"
+    assert air(c, "logs", str(run_id), "--node", "1").stdout == "attempt 1\nrecovered\n"
+    r = air(c, "logs", str(run_id), "--attempt", "3")
+    assert (r.returncode, r.stderr) == (1, f"air: error: run {run_id} has 2 attempt(s), not 3\n")

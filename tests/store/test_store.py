@@ -197,3 +197,17 @@ def test_dependencies_hold_jobs_until_their_targets_end(store: JobStore):
     assert (pub[d]["state"], pub[d]["reason"], pub[d]["dependency"]) == \
         ("PENDING", "DependencyNeverSatisfied", f"afternotok:{a}(failed)")
     assert pub[e]["state"] == "RUNNING"
+
+
+def test_an_air_runs_timed_out_attempt_is_retried_until_its_retries_are_spent(store: JobStore):
+    register(store)
+    jid = store.submit(body(max_retries=1, time_limit=1), 1.0)
+    for attempt, now in ((0, 2.0), (1, 10.0)):
+        schedule(store, now)
+        store.node_sync("node1", {"running": [jid], "finished": []}, now + 1)
+        store.node_sync("node1", {"running": [], "finished": [
+            {"job_id": jid, "exit_code": 0, "signal": 15, "timeout": True, "restarts": attempt}]}, now + 2)
+        j = store.public(store.get_row(jid))
+        if attempt == 0:
+            assert (j["state"], j["restarts"]) == ("PENDING", 1)  # a retry at once, not after the requeue delay
+    assert (j["state"], j["restarts"]) == ("TIMEOUT", 1)

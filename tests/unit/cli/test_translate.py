@@ -63,3 +63,14 @@ def test_command_line_errors(tmp_path: Path):
     (tmp_path / "job.sbatch").write_text(SBATCH)
     r = run("job.sbatch", "-o", "train.yaml", cwd=tmp_path)
     assert r.returncode == 0 and yaml.safe_load((tmp_path / "train.yaml").read_text())["experiment_name"] == "llama-sft"
+
+
+def test_options_without_a_workload_counterpart_are_warnings():
+    script = ("#!/bin/bash\n#SBATCH -J sweep\n#SBATCH -N 2\n#SBATCH --gpus-per-node=4\n#SBATCH --array=0-3\n"
+              "#SBATCH --dependency=afterok:12\n#SBATCH --account=ml\n#SBATCH --qos=high\n#SBATCH --mem=8G\n"
+              "srun -n 2 python train.py --seed $SLURM_ARRAY_TASK_ID\n")
+    doc, warnings = sbatch_to_workload(script)
+    assert doc["compute"] == {"num_accelerators": 8, "accelerator_type": "GPU_4xH100"}
+    assert doc["command"] == 'cd "$CODE_SOURCE_PATH"\npython train.py --seed $SLURM_ARRAY_TASK_ID\n'
+    for opt in ("--account", "--qos", "--mem", "--dependency", "--array"):
+        assert any(w.startswith(opt) for w in warnings), opt
