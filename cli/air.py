@@ -83,6 +83,9 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as e:
         return _fail(str(e))
     from cli.common import current_user
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if uri and isinstance(doc.get("env_variables", {}), dict):  # the run is tracked where the user tracks
+        doc.setdefault("env_variables", {}).setdefault("MLFLOW_TRACKING_URI", uri)
     cwd = os.getcwd()
     body = {"workload": doc, "cwd": cwd, "user": current_user(), "uid": os.getuid(), "gid": os.getgid(),
             "group": str(os.getgid()), "host": os.uname().nodename, "dry_run": args.dry_run}

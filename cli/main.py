@@ -94,6 +94,9 @@ def slurmlet() -> int:
     if cmd == "agent":
         from nodeagent.agent import main
         return main(rest)
+    if cmd == "mlflow":
+        from cli import mlflow_track
+        return mlflow_track.main(rest)
     if cmd == "secrets":
         from cli import secrets
         return _cli_main(secrets.main, rest)

@@ -102,7 +102,15 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
     script = ("#!/bin/bash\n"
               "# an air run: the workload's command once on each node, each node's log in .air/\n"
               'attempt=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))\n'
-              'srun --ntasks-per-node=1 -o ".air/%j-node-%n-a$attempt.log" bash -c "$AIR_COMMAND"\n')
+              "wrap=()\n"
+              'if [ -n "$MLFLOW_TRACKING_URI" ]; then  # optional MLflow tracking (slurmlet mlflow)\n'
+              '  export MLFLOW_RUN_ID="$(slurmlet mlflow start)"\n'
+              '  [ -n "$MLFLOW_RUN_ID" ] && wrap=(slurmlet mlflow node --air-log --)\n'
+              "fi\n"
+              'srun --ntasks-per-node=1 -o ".air/%j-node-%n-a$attempt.log" "${wrap[@]}" bash -c "$AIR_COMMAND"\n'
+              "rc=$?\n"
+              '[ -n "$MLFLOW_RUN_ID" ] && slurmlet mlflow end $rc\n'
+              "exit $rc\n")
     env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in w.env_variables.items()}
     env.update({"AIR_COMMAND": w.command, "CODE_SOURCE_PATH": root, "AIR_EXPERIMENT": w.experiment_name,
                 "AIR_ACCELERATOR_TYPE": w.compute.accelerator_type})

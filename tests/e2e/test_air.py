@@ -216,3 +216,26 @@ def test_a_failed_first_attempt_is_retried_and_each_attempt_has_its_log(air_clus
     assert air(c, "logs", str(run_id), "--node", "1").stdout == "attempt 1\nrecovered\n"
     r = air(c, "logs", str(run_id), "--attempt", "3")
     assert (r.returncode, r.stderr) == (1, f"air: error: run {run_id} has 2 attempt(s), not 3\n")
+
+
+def test_mlflow_tracks_parameters_status_node_metrics_and_logs(air_cluster: Cluster, tmp_path):
+    mlflow = pytest.importorskip("mlflow")
+    c = air_cluster
+    uri = f"file://{tmp_path}/mlruns"
+    (c.workdir / "ml.yaml").write_text(YAML.replace("experiment_name: hello-air", "experiment_name: tracked")
+                                       .replace('echo "node', 'sleep 1; echo "node')
+                                       .replace("env_variables: {GREETING: hi}",
+                                                "env_variables: {GREETING: hi, SLURMLET_MLFLOW_INTERVAL: '0.2'}"))
+    r = c.run(["air", "run", "-f", "ml.yaml", "--watch"], env={"MLFLOW_TRACKING_URI": uri}, timeout=180)
+    assert r.returncode == 0, r.stderr
+    run_id = r.stdout.splitlines()[0]
+    import os
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.tracking.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("tracked")
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["slurmlet.job_id"] == run_id
+    assert run.data.params["accelerator_type"] == "GPU_2xH100" and run.data.params["attempt"] == "1"
+    assert {"node0.cpu_percent", "node1.cpu_percent", "node0.memory_percent", "exit_code"} <= set(run.data.metrics)
+    logs = sorted(a.path for a in client.list_artifacts(run.info.run_id, "logs"))
+    assert logs == [f"logs/{run_id}-node-0-a1.log", f"logs/{run_id}-node-1-a1.log"]
