@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +10,9 @@ import yaml
 
 from cli.translate import sbatch_to_workload, workload_to_sbatch
 
-GUIDE = (Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "workloads.md").read_text()
-SBATCH = re.search(r"Slurm:\n```bash\n(.*?)```", GUIDE, re.S).group(1)
-YAML = yaml.safe_load(re.search(r"AI Runtime:\n```yaml\n(.*?)```", GUIDE, re.S).group(1))
+GUIDE = Path(__file__).resolve().parents[2] / "data" / "migration-guide"  # see its PROVENANCE.md
+SBATCH = (GUIDE / "guide.sbatch").read_text()
+YAML = yaml.safe_load((GUIDE / "guide.yaml").read_text())
 
 
 def test_the_guides_script_gives_the_guides_workload_field_for_field():
