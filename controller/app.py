@@ -533,7 +533,7 @@ def _json(doc: object) -> JSONResponse:
 
 
 def _nodes(c: Controller) -> list[dict]:
-    return node_public(c.store.node_rows(), c.store.active_allocs(), c.config, c.clock(), c.store.node_up)
+    return node_public(c.store.node_rows(), c.store.active_allocs(), c.config, c.clock(), c.store.responding)
 
 
 def _split(v: str | None) -> list[str] | None:

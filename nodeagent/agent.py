@@ -18,6 +18,7 @@ import psutil
 
 from . import envs
 from .env import batch_environment
+from . import launcher as launcher_mod
 from .launcher import Launcher
 from .steps import StepRunner
 
@@ -156,6 +157,17 @@ class Agent:
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
             if order.get("code"):
                 env["CODE_SOURCE_PATH"] = await self.code_dir(order["job_id"], order["code"])
+            if order.get("prolog"):  # slurm.conf Prolog: the job starts only if it succeeds
+                gen = int(order.get("restarts") or 0)
+                if (order["job_id"], gen) in self.launcher.done_ids or order["job_id"] in self.launcher.jobs:
+                    return
+                code, out = await launcher_mod.run_script(order["prolog"], dict(env, SLURM_SCRIPT_CONTEXT="prolog_slurmd"))
+                if code:
+                    log.warning("job %s: prolog %s failed with exit code %s: %s", order["job_id"], order["prolog"],
+                                code, out.strip()[-200:])
+                    self.launcher._record(order["job_id"], gen, {"job_id": order["job_id"], "exit_code": code,
+                                                                  "prolog_failed": True, "restarts": gen})
+                    return
             if order.get("py_deps"):
                 try:
                     envs.activate(env, await self.python_env(order["py_deps"], env.get("CODE_SOURCE_PATH")))

@@ -32,6 +32,8 @@ class Job:
     signal: tuple[int, int, bool] | None = None  # --signal: (signum, seconds before the limit, batch only)
     suspended_at: float | None = None
     notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
+    epilog: str | None = None  # slurm.conf Epilog, run with the job's environment when it ends
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def session_pids(sid: int) -> list[int]:
@@ -126,7 +128,7 @@ class Launcher:
             for f in {out, err, stdin}:
                 f.close()
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
-                  restarts=gen)
+                  restarts=gen, epilog=order.get("epilog"), env=env)
         self.jobs[jid] = job
         limit = order.get("time_limit")
         if limit:  # None or 0: no limit (Slurm's --time=0)
@@ -188,6 +190,12 @@ class Launcher:
                "end_time": time.time(), "restarts": job.restarts}
         if job.killing == "timeout":
             rep["timeout"] = True
+        if job.epilog:
+            env = dict(job.env, SLURM_JOB_EXIT_CODE2=f"{rep['exit_code']}:{rep['signal']}",
+                       SLURM_SCRIPT_CONTEXT="epilog_slurmd")
+            code, _ = await run_script(job.epilog, env)
+            if code:
+                rep["epilog_failed"] = code
         self._record(job.job_id, job.restarts, rep)
 
     def _record(self, jid: int, gen: int, rep: dict) -> None:
@@ -259,6 +267,22 @@ class Launcher:
             await asyncio.sleep(0.05)
         for job in jobs:
             signal_session(job.pid, signal.SIGKILL)
+
+
+async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> tuple[int, str]:
+    """A Prolog or Epilog: its exit code (a timeout or an unreadable script counts as 1) and output."""
+    try:
+        proc = await asyncio.create_subprocess_exec(path, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                                                    start_new_session=True, cwd="/")
+    except OSError as e:
+        return 1, str(e)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        signal_session(proc.pid, signal.SIGKILL)
+        return 1, "timed out"
+    return (proc.returncode or 0) if proc.returncode >= 0 else 128 - proc.returncode, out.decode(errors="replace")
 
 
 def _parse_signal_opt(value: str | None) -> tuple[int, int, bool] | None:

@@ -115,6 +115,8 @@ class Finished(Strict):
     launch_failed: bool = False
     end_time: float | None = None
     restarts: int | None = None  # the incarnation that ended; a stale report is ignored
+    prolog_failed: bool = False  # the node's Prolog failed: the job never started
+    epilog_failed: int | None = None  # the node's Epilog exit code, when it failed
 
 
 class StepFinished(Strict):

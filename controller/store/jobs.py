@@ -468,7 +468,11 @@ class JobStore:
         return use
 
     def node_up(self, row: Any, now: float) -> bool:
-        return row.admin_state == "UP" and now - row.last_seen <= self.config.slurmd_timeout
+        """The node may get jobs: not drained or down, and its agent answers."""
+        return row.admin_state == "UP" and self.responding(row, now)
+
+    def responding(self, row: Any, now: float) -> bool:
+        return now - row.last_seen <= self.config.slurmd_timeout
 
     def _sched_nodes(self, node_rows: list[Any], active_rows: list[Any], now: float) -> tuple[Node, ...]:
         use = self._usage(active_rows)
@@ -757,8 +761,7 @@ class JobStore:
         else:
             c.execute(insert(N).values(name=name, admin_state="UP", registered_at=now, **vals))
 
-    @staticmethod
-    def _launch_order(r: Any, node: str) -> dict:
+    def _launch_order(self, r: Any, node: str) -> dict:
         spec = json.loads(r.spec)
         return {
             "op": "launch", "job_id": r.id, "name": r.name, "user": r.user, "uid": r.uid, "gid": r.gid,
@@ -775,6 +778,7 @@ class JobStore:
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
             "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
             "py_deps": spec.get("py_deps"),
+            "prolog": self.config.raw_value("prolog", "") or None, "epilog": self.config.raw_value("epilog", "") or None,
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
@@ -787,6 +791,13 @@ class JobStore:
         if r is None or (fin.get("restarts") is not None and fin["restarts"] != r.restarts):
             return  # already applied, or about an earlier incarnation: reports are idempotent
         steps.end_job_steps(c, r.id, now)  # the batch script is done: so are its steps
+        if fin.get("epilog_failed") or fin.get("prolog_failed"):
+            what = "Prolog" if fin.get("prolog_failed") else "Epilog"
+            c.execute(update(N).where(N.c.name == node).values(admin_state="DRAIN", reason=f"{what} error",
+                                                             reason_time=now))
+        if fin.get("prolog_failed"):  # the job never ran: back to the queue, held, as slurmctld does
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**self._requeued_values(now, True)))
+            return
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
         end = fin.get("end_time") or now
         action = r.pending_action
