@@ -83,6 +83,8 @@ def main(argv: list[str]) -> int:
         if "." in tok:
             step_filter.setdefault(int(base), set()).add(tok.split(".", 1)[1])
     q = ["history=1"]
+    if "duplicates" in o:
+        q.append("duplicates=1")
     if ids:
         q.append("ids=" + ",".join(map(str, ids)))
     since = until = None

@@ -291,7 +291,8 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/api/v1/jobs")
     async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,
                         partitions: str | None = None, names: str | None = None,
-                        history: bool = False, since: float | None = None, until: float | None = None):  # noqa: ANN202
+                        history: bool = False, since: float | None = None, until: float | None = None,
+                        duplicates: bool = False):  # noqa: ANN202
         """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
         c = ctl()
         try:
@@ -303,6 +304,9 @@ def create_app(settings: Settings) -> FastAPI:
                                 now=c.clock(), history=history)
         jobs = [c.store.public(r) for r in rows]
         _add_steps(c.store, jobs)
+        if duplicates:  # sacct -D: each requeued job's earlier runs come first
+            earlier = c.store.earlier_runs(rows)
+            jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
         return _json({"jobs": jobs})
 
     @app.get("/api/v1/jobs/{job_id}")

@@ -21,6 +21,7 @@ from controller.errors import Conflict, InvalidRequest, NotFound
 from . import deps, steps
 from .tables import jobs as J
 from .tables import code_blobs as CODE
+from .tables import job_runs as RUNS
 from .tables import secrets as SEC
 from .tables import nodes as N
 
@@ -646,6 +647,37 @@ class JobStore:
             c.execute(update(J).where(J.c.id == job_id).values(**self._requeued_values(now, hold)))
             return None
 
+    @staticmethod
+    def _archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int = 0) -> None:
+        """Keep the run that just ended for sacct -D before the job goes back to the queue."""
+        if r.start_time is None or c.execute(select(RUNS.c.run).where(RUNS.c.job_id == r.id,
+                                                                      RUNS.c.run == r.restarts)).first():
+            return
+        c.execute(insert(RUNS).values(job_id=r.id, run=r.restarts, state=state, start_time=r.start_time,
+                                      end_time=now, exit_code=code, exit_signal=0, nodes=r.nodes or "",
+                                      alloc=r.alloc, batch_host=r.batch_host, batch_state="CANCELLED" if sig else
+                                      ("FAILED" if code else "COMPLETED"), batch_exit_code=code,
+                                      batch_exit_signal=sig))
+
+    def earlier_runs(self, rows: list[Any]) -> dict[int, list[dict]]:
+        """sacct -D: the earlier runs of these jobs, as job dicts (oldest first)."""
+        from types import SimpleNamespace
+        ids = [r.id for r in rows if r.restarts]
+        if not ids:
+            return {}
+        by_id = {r.id: r for r in rows}
+        out: dict[int, list[dict]] = {}
+        with self.engine.connect() as c:
+            for run in c.execute(select(RUNS).where(RUNS.c.job_id.in_(ids)).order_by(RUNS.c.job_id, RUNS.c.run)):
+                base = by_id[run.job_id]
+                fake = SimpleNamespace(**{k: getattr(base, k) for k in base._fields})
+                for k in ("state", "start_time", "end_time", "exit_code", "exit_signal", "nodes", "alloc",
+                          "batch_host", "batch_state", "batch_exit_code", "batch_exit_signal"):
+                    setattr(fake, k, getattr(run, k))
+                fake.restarts, fake.active, fake.reason = run.run, False, "None"
+                out.setdefault(run.job_id, []).append(self.public(fake))
+        return out
+
     def _requeued_values(self, now: float, hold: bool) -> dict:
         begin = now + self.config.requeue_delay
         return dict(state="PENDING", reason="JobHeldAdmin" if hold else "BeginTime", active=False,
@@ -802,6 +834,8 @@ class JobStore:
         end = fin.get("end_time") or now
         action = r.pending_action
         if action in ("requeue", "requeue_hold", "preempt_requeue"):
+            self._archive_run(c, r, "PREEMPTED" if action == "preempt_requeue" else "REQUEUED", now,
+                              int(fin.get("exit_code") or 0), int(fin.get("signal") or 0))
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
                 **self._requeued_values(now, action == "requeue_hold")))
             return
@@ -815,6 +849,7 @@ class JobStore:
         elif (fin.get("timeout") or sig or code or fin.get("launch_failed")) and \
                 r.restarts < (json.loads(r.spec).get("max_retries") or 0):
             # an air run's failed attempt: run it again under the same id (the attempt counter is restarts)
+            self._archive_run(c, r, "TIMEOUT" if fin.get("timeout") else "FAILED", now, code, sig)
             retry = self._requeued_values(now, False)
             retry.update(begin_time=now, eligible_time=now, reason="None")
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**retry))
@@ -849,6 +884,7 @@ class JobStore:
                 batch_exit_signal=9))
         elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
                                                                                     "preempt_requeue"):
+            self._archive_run(c, r, "NODE_FAIL", now, 0, 9)
             c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
         else:
             c.execute(update(J).where(J.c.id == r.id).values(

@@ -132,3 +132,22 @@ code_blobs = Table(
     Column("data", LargeBinary, nullable=False),
     Column("created", Float, nullable=False),
 )
+
+#: earlier runs of requeued jobs (sacct -D): what each incarnation was, once it ended
+job_runs = Table(
+    "job_runs",
+    metadata,
+    Column("job_id", Integer, primary_key=True),
+    Column("run", Integer, primary_key=True),  #: the job's restart count during that run
+    Column("state", String(16), nullable=False),
+    Column("start_time", Float),
+    Column("end_time", Float),
+    Column("exit_code", Integer, nullable=False, default=0),
+    Column("exit_signal", Integer, nullable=False, default=0),
+    Column("nodes", Text, nullable=False, default=""),
+    Column("alloc", Text),
+    Column("batch_host", String(64)),
+    Column("batch_state", String(16)),
+    Column("batch_exit_code", Integer),
+    Column("batch_exit_signal", Integer),
+)

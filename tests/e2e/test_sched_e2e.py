@@ -56,6 +56,10 @@ def test_higher_tier_job_requeues_the_lower_one(sched_cluster: Cluster):
     assert lines[0] == "start restart=" and lines[2] == "start restart=1"  # unset on the first run
     assert lines[1].startswith(f"slurmstepd-node1: error: *** JOB {low} ON node1 CANCELLED AT ")
     assert lines[1].endswith(" DUE TO PREEMPTION ***")
+    # sacct -D lists the preempted run before the current one; plain sacct only the latest
+    r = c.run(f"sacct -D -j {low} -o JobID,State,ExitCode --parsable2 -n")
+    assert r.stdout.splitlines()[:3] == [f"{low}|PREEMPTED|0:0", f"{low}.batch|CANCELLED|0:15", f"{low}|RUNNING|0:0"]
+    assert c.run(f"sacct -X -j {low} -o JobID,State --parsable2 -n").stdout.splitlines() == [f"{low}|RUNNING"]
     r = c.run(f"scancel {low}")
     assert r.returncode == 0
     c.wait_state(low, "CANCELLED")
