@@ -529,6 +529,8 @@ def _add_steps(store: JobStore, jobs: list[dict]) -> None:
     got = store.step_rows(started)
     for j in jobs:
         j["steps"] = j["steps"] + got.get(j["job_id"], [])
+        for k in ("user_cpu", "system_cpu", "total_cpu"):  # the job's CPU time is its steps'
+            j[k] = sum(s.get(k) or 0.0 for s in j["steps"])
 
 
 def _json(doc: object) -> JSONResponse:

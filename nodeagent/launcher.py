@@ -33,6 +33,8 @@ class Job:
     suspended_at: float | None = None
     notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
     epilog: str | None = None  # slurm.conf Epilog, run with the job's environment when it ends
+    usage: object = None  # nodeagent.usage.Usage of the batch script's process tree
+    usage_done: object = None  # an asyncio.Event that stops its sampling
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -130,6 +132,9 @@ class Launcher:
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
                   restarts=gen, epilog=order.get("epilog"), env=env)
         self.jobs[jid] = job
+        from .usage import Usage, watch
+        job.usage, job.usage_done = Usage(), asyncio.Event()
+        asyncio.create_task(watch(job.pid, job.usage, job.usage_done))
         limit = order.get("time_limit")
         if limit:  # None or 0: no limit (Slurm's --time=0)
             job.limit_at = (order.get("start_time") or time.time()) + limit * 60 + (order.get("suspended_secs") or 0)
@@ -176,6 +181,8 @@ class Launcher:
 
     async def _reap(self, job: Job) -> None:
         rc = await job.proc.wait()
+        if job.usage is not None:
+            job.usage_done.set()
         if job.killing:
             # processes that caught SIGTERM get KillWait seconds to finish before SIGKILL
             deadline = time.monotonic() + self.kill_wait
@@ -190,6 +197,8 @@ class Launcher:
                "end_time": time.time(), "restarts": job.restarts}
         if job.killing == "timeout":
             rep["timeout"] = True
+        if job.usage is not None:
+            rep.update(job.usage.report())
         if job.epilog:
             env = dict(job.env, SLURM_JOB_EXIT_CODE2=f"{rep['exit_code']}:{rep['signal']}",
                        SLURM_SCRIPT_CONTEXT="epilog_slurmd")

@@ -30,6 +30,8 @@ class StepRun:
     procs: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)  #: rank -> process
     results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
     killing: bool = False
+    usage: list = field(default_factory=list)  #: nodeagent.usage.Usage of each task here
+    usage_done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> dict[str, str]:
@@ -154,6 +156,9 @@ class StepRunner:
                 for f in set(files):
                     f.close()
             run.procs[rank] = proc
+            from .usage import Usage, watch
+            run.usage.append(Usage())
+            asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
             if not files:
                 pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
                 pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
@@ -222,6 +227,8 @@ class StepRunner:
         for rank, proc in run.procs.items():
             rc = await proc.wait()
             run.results[rank] = [rc, 0] if rc >= 0 else [0, -rc]
+        run.usage_done.set()
+        for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
         await asyncio.gather(*pumps, return_exceptions=True)
         io = order["request"].get("io")
@@ -233,7 +240,10 @@ class StepRunner:
         if len(self.done) > 10000:
             for k in sorted(self.done, key=self.done.get)[:5000]:
                 del self.done[k]
-        self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"],
+        reports = [u.report() for u in run.usage]
+        usage = {"max_rss": max((u["max_rss"] for u in reports), default=0),
+                 "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
+        self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,
                                   "results": {str(k): v for k, v in run.results.items()}, "end_time": time.time()}
         self.wake.set()
 

@@ -117,6 +117,9 @@ class Finished(Strict):
     restarts: int | None = None  # the incarnation that ended; a stale report is ignored
     prolog_failed: bool = False  # the node's Prolog failed: the job never started
     epilog_failed: int | None = None  # the node's Epilog exit code, when it failed
+    max_rss: int | None = Field(None, ge=0)  # KB: the batch script's largest resident set, as sampled
+    user_cpu: float | None = Field(None, ge=0)  # seconds
+    system_cpu: float | None = Field(None, ge=0)
 
 
 class StepFinished(Strict):
@@ -124,6 +127,7 @@ class StepFinished(Strict):
     step_id: int
     results: dict[str, list[int]] = Field(default_factory=dict)  #: rank -> [exit code, signal]
     end_time: float | None = None
+    usage: dict[str, float] | None = None  #: max_rss (KB), user_cpu and system_cpu (s) of the node's tasks
 
 
 class StepCreate(Strict):

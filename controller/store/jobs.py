@@ -249,6 +249,9 @@ class JobStore:
                 "exit_code": row.batch_exit_code or 0, "exit_signal": row.batch_exit_signal or 0,
                 "start_time": row.start_time, "end_time": row.end_time if row.batch_state else None,
                 "nodes": row.batch_host or "", "num_nodes": 1, "num_cpus": batch_alloc["cpus"], "num_tasks": 1,
+                "max_rss": getattr(row, "batch_max_rss", None), "user_cpu": getattr(row, "batch_user_cpu", None) or 0.0,
+                "system_cpu": getattr(row, "batch_system_cpu", None) or 0.0,
+                "total_cpu": (getattr(row, "batch_user_cpu", None) or 0.0) + (getattr(row, "batch_system_cpu", None) or 0.0),
             })
         return {
             "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
@@ -840,7 +843,8 @@ class JobStore:
                 **self._requeued_values(now, action == "requeue_hold")))
             return
         vals: dict = dict(active=False, pending_action=None, pending_signal=None,
-                          batch_exit_code=code, batch_exit_signal=sig)
+                          batch_exit_code=code, batch_exit_signal=sig, batch_max_rss=fin.get("max_rss"),
+                          batch_user_cpu=fin.get("user_cpu"), batch_system_cpu=fin.get("system_cpu"))
         if action == "cancel":
             vals.update(batch_state="CANCELLED")
         elif action == "preempt":

@@ -109,6 +109,10 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             continue  # a repeated report
         results[node] = {str(k): v for k, v in (rep.get("results") or {}).items()}
         vals: dict = {"results": json.dumps(results)}
+        if rep.get("usage"):
+            usage = json.loads(row.usage or "{}")
+            usage[node] = rep["usage"]
+            vals["usage"] = json.dumps(usage)
         layout = json.loads(row.layout)
         if all(x["node"] in results for x in layout):
             codes = [v for r in results.values() for v in r.values()]
@@ -158,7 +162,12 @@ def public(c: Any, job_ids: list[int]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
         layout = json.loads(r.layout)
-        out.setdefault(r.job_id, []).append({"step": r.step_id, "name": r.name, "state": r.state, "exit_code": r.exit_code,
+        use = list(json.loads(r.usage or "{}").values())
+        user = sum(u.get("user_cpu", 0) for u in use)
+        system = sum(u.get("system_cpu", 0) for u in use)
+        out.setdefault(r.job_id, []).append({
+                    "max_rss": max((u.get("max_rss", 0) for u in use), default=None),
+                    "user_cpu": user, "system_cpu": system, "total_cpu": user + system,"step": r.step_id, "name": r.name, "state": r.state, "exit_code": r.exit_code,
                     "exit_signal": r.exit_signal, "start_time": r.start_time, "end_time": r.end_time,
                     "nodes": hostlist.collect_hostlist([x["node"] for x in layout]), "num_nodes": len(layout),
                     "num_cpus": sum(x["cpus"] for x in layout),

@@ -63,6 +63,10 @@ jobs = Table(
     Column("site_factor", Integer, nullable=False, default=0),  #: scontrol update SiteFactor=
     Column("array_max_tasks", Integer),  #: --array=...%N: at most N tasks of the array run at once
     Column("master_port", Integer),  #: MASTER_PORT of the job's rendezvous, the same on all its nodes
+    #: the batch script's use, as the agent sampled it (sacct MaxRSS in KB, UserCPU/SystemCPU in s)
+    Column("batch_max_rss", Integer),
+    Column("batch_user_cpu", Float),
+    Column("batch_system_cpu", Float),
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)
@@ -109,6 +113,7 @@ steps = Table(
     Column("end_time", Float),
     #: JSON {node: {rank: [exit_code, signal]}} as the nodes report their tasks' ends
     Column("results", Text, nullable=False, default="{}"),
+    Column("usage", Text, nullable=False, default="{}"),  #: JSON {node: {max_rss, user_cpu, system_cpu}}
     Column("exit_code", Integer, nullable=False, default=0),
     Column("exit_signal", Integer, nullable=False, default=0),
 )

@@ -1,0 +1,46 @@
+"""Resource use of a job's (or a step task's) process tree, sampled while it runs: the largest
+resident set seen (sacct's MaxRSS) and the CPU time of every process seen (TotalCPU, UserCPU,
+SystemCPU). Processes are found by session id, as the kill path finds them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psutil
+
+from .launcher import session_pids
+
+
+class Usage:
+    def __init__(self) -> None:
+        self.max_rss = 0  #: KB
+        self.cpu: dict[int, tuple[float, float]] = {}  #: pid -> (user, system) seconds, last seen
+
+    def sample(self, sid: int) -> None:
+        rss = 0
+        for pid in session_pids(sid):
+            try:
+                p = psutil.Process(pid)
+                with p.oneshot():
+                    rss += p.memory_info().rss
+                    t = p.cpu_times()
+                    self.cpu[pid] = (t.user + t.children_user, t.system + t.children_system)
+            except (psutil.Error, OSError):
+                continue
+        self.max_rss = max(self.max_rss, rss // 1024)
+
+    def report(self) -> dict:
+        user = sum(u for u, _ in self.cpu.values())
+        system = sum(s for _, s in self.cpu.values())
+        return {"max_rss": self.max_rss, "user_cpu": round(user, 3), "system_cpu": round(system, 3)}
+
+
+async def watch(sid: int, usage: Usage, done: asyncio.Event, interval: float = 1.0) -> None:
+    """Sample `sid`'s processes every `interval` seconds until `done` (and once right away)."""
+    while True:
+        usage.sample(sid)
+        try:
+            await asyncio.wait_for(done.wait(), interval)
+            return
+        except asyncio.TimeoutError:
+            continue
