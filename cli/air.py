@@ -205,7 +205,7 @@ def _get(args: argparse.Namespace) -> int:
             "nodes": job.get("node_list") or [], "created": job.get("submit_time"), "started": job.get("start_time"),
             "ended": job.get("end_time"), "duration": _duration(job, time.time()),
             "exit_code": f"{job.get('exit_code', 0)}:{job.get('exit_signal', 0)}",
-            "logs": [_log_path(job, i) for i in range(len(job.get("num_nodes") and job.get("node_list") or []))]}
+            "logs": [_log_path(job, i) for i in range(len(job.get("node_list") or []))]}
     if args.json:
         print(json.dumps(view, indent=2))
         return 0

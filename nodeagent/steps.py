@@ -19,7 +19,9 @@ import time
 from dataclasses import dataclass, field
 
 from .env import compress_counts
+from .envs import EnvError, activate
 from .launcher import session_pids, signal_session
+from .usage import Usage, watch
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -114,7 +116,6 @@ class StepRunner:
         code = await self.code_dir(order["job_id"], order["code"]) if order.get("code") and self.code_dir else None
         venv, env_error = None, None
         if order.get("py_deps") and self.python_env:
-            from .envs import EnvError
             try:
                 venv = await self.python_env(order["py_deps"], code)
             except EnvError as e:
@@ -126,7 +127,6 @@ class StepRunner:
             if code:
                 env["CODE_SOURCE_PATH"] = code
             if venv:
-                from .envs import activate
                 activate(env, venv)
             if env_error:
                 run.results[rank] = [1, 0]
@@ -156,7 +156,6 @@ class StepRunner:
                 for f in set(files):
                     f.close()
             run.procs[rank] = proc
-            from .usage import Usage, watch
             run.usage.append(Usage())
             asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
             if not files:

@@ -77,10 +77,12 @@ def main() -> None:
             print(f"checkpoint ckpt-{step + 1}.pt", flush=True)
         if pause:
             time.sleep(pause)
+    # an orderly end: every rank done, DDP's reducer gone, then the process group
     dist.barrier()
+    del ddp
+    dist.destroy_process_group()
     if rank == 0:
         print("done", flush=True)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
