@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 import time
 
 import torch
@@ -50,14 +51,18 @@ def main() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     start = 0
-    path = latest_checkpoint(ckpt_dir)
+    path = latest_checkpoint(ckpt_dir) if rank == 0 else None
     if path:
         state = torch.load(path, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]
-        if rank == 0:
-            print(f"resumed from {os.path.basename(path)} at step {start}", flush=True)
+        print(f"resumed from {os.path.basename(path)} at step {start}", flush=True)
+    # rank 0's checkpoint rules (a checkpoint directory need not be shared): every rank resumes at
+    # its step, and DDP hands rank 0's weights to the others when it wraps the model
+    step_t = torch.tensor([start], device=device)
+    dist.broadcast(step_t, 0)
+    start = int(step_t.item())
     ddp = DDP(model)
     w_true = torch.linspace(-1, 1, 16, device=device).unsqueeze(1)
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own shard of the data
@@ -83,6 +88,11 @@ def main() -> None:
     dist.destroy_process_group()
     if rank == 0:
         print("done", flush=True)
+    # leave without running C++ static destructors: under gloo one can abort the process at exit
+    # ("terminate called without an active exception") after all the work is done
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
