@@ -16,6 +16,7 @@ import sys
 import time
 
 from cli import http
+from cli.oneline import Parser
 
 PROG = "air"
 STATUS = {"PENDING": "QUEUED", "RUNNING": "RUNNING", "SUSPENDED": "SUSPENDED", "COMPLETING": "RUNNING",
@@ -23,11 +24,6 @@ STATUS = {"PENDING": "QUEUED", "RUNNING": "RUNNING", "SUSPENDED": "SUSPENDED", "
           "OUT_OF_MEMORY": "FAILED", "BOOT_FAIL": "FAILED", "DEADLINE": "FAILED", "CANCELLED": "CANCELLED",
           "PREEMPTED": "CANCELLED"}
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: ANN201 - NoReturn
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -250,8 +246,8 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="AI Runtime commands on slurmlet")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    p = Parser(prog=PROG, description="AI Runtime commands on slurmlet")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     r = sub.add_parser("run", help="submit a workload YAML")
     r.add_argument("--file", "-f", required=True)
     r.add_argument("--override", action="append", metavar="KEY.PATH=VALUE")

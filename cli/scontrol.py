@@ -132,13 +132,12 @@ def update(args: list[str]) -> int:
             body["name"] = v
         elif k == "comment":
             body["comment"] = v
-        elif k == "nice":
-            body["nice"] = int(v)
-        elif k == "sitefactor":
+        elif k in ("nice", "sitefactor"):
+            name = "Nice" if k == "nice" else "SiteFactor"
             try:
-                body["site_factor"] = int(v)
+                body["nice" if k == "nice" else "site_factor"] = int(v)
             except ValueError:
-                print(f"Invalid SiteFactor value: {v}", file=sys.stderr)
+                print(f"Invalid {name} value: {v}", file=sys.stderr)
                 return 1
         else:
             print(f"Update of this parameter is not supported: {k}=", file=sys.stderr)

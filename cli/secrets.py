@@ -7,22 +7,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from cli import http
+from cli.oneline import Parser
 
 PROG = "slurmlet secrets"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: ANN201 - NoReturn
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: list[str]) -> int:
-    ap = _Parser(prog=PROG, description="Secrets for air runs (values are never shown again).")
-    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    ap = Parser(prog=PROG, description="Secrets for air runs (values are never shown again).")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     put = sub.add_parser("put")
     put.add_argument("scope")
     put.add_argument("key")

@@ -13,13 +13,9 @@ import argparse
 import json
 import sys
 
+from cli.oneline import Parser
+
 PROG = "slurmlet simulate"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: ANN201 - NoReturn
-        """One line on stderr, exit code 2."""
-        self.exit(2, f"{PROG}: error: {message}\n")
 
 
 def _jobs(value: str) -> int:
@@ -34,7 +30,7 @@ def _jobs(value: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from controller.sim.engine import POLICIES
-    p = _Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace through slurmlet's "
+    p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace through slurmlet's "
                                        "scheduling core on a virtual clock.")
     p.add_argument("trace", metavar="TRACE.swf[.gz]", help="the trace (gzip is detected by .gz or magic bytes)")
     p.add_argument("--policy", required=True, choices=POLICIES,

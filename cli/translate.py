@@ -13,12 +13,13 @@ counterpart is reported as a warning on stderr.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
 import sys
 import textwrap
+
+from cli.oneline import Parser
 
 PROG = "slurmlet translate"
 
@@ -39,11 +40,6 @@ _TO_SLURM = [
     ('"$NODE_RANK"', '"$SLURM_NODEID"'),
     ('"$MASTER_PORT"', "29500"),
 ]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: ANN201 - NoReturn
-        self.exit(2, f"{PROG}: error: {message}\n")
 
 
 def _srun_block(script: str) -> str | None:
@@ -158,7 +154,7 @@ def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    ap = _Parser(prog=PROG, description="Translate a Slurm batch script to an AI Runtime workload YAML, or back.")
+    ap = Parser(prog=PROG, description="Translate a Slurm batch script to an AI Runtime workload YAML, or back.")
     ap.add_argument("file")
     ap.add_argument("--to", choices=["yaml", "sbatch"], help="the target (default: yaml for a script, "
                                                               "sbatch for a .yaml/.yml file)")

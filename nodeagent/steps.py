@@ -129,16 +129,12 @@ class StepRunner:
             if venv:
                 activate(env, venv)
             if env_error:
-                run.results[rank] = [1, 0]
-                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
-                                                            f"{env_error}\n".encode())))
+                pumps.append(self._task_failed(run, io, rank, 1, env_error))
                 continue
             try:
                 files = self._files(order, rank, env)
             except OSError as e:
-                run.results[rank] = [1, 0]
-                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
-                                                            f"Could not open output file: {e}\n".encode())))
+                pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
             try:
                 # $$ of the shell is the pid that then execs the task: SLURM_TASK_PID
@@ -148,9 +144,7 @@ class StepRunner:
                     stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True)
             except OSError as e:
-                run.results[rank] = [2, 0]
-                pumps.append(asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: "
-                                                            f"execve(): {req['argv'][0]}: {e.strerror}\n".encode())))
+                pumps.append(self._task_failed(run, io, rank, 2, f"execve(): {req['argv'][0]}: {e.strerror}"))
                 continue
             finally:
                 for f in set(files):
@@ -162,6 +156,11 @@ class StepRunner:
                 pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
                 pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
         asyncio.create_task(self._watch(order, run, pumps))
+
+    def _task_failed(self, run: StepRun, io: str | None, rank: int, code: int, message: str) -> asyncio.Task:
+        """A task that could not start: its exit code, and slurmstepd's error line on its stderr."""
+        run.results[rank] = [code, 0]
+        return asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: {message}\n".encode()))
 
     def _files(self, order: dict, rank: int, env: dict[str, str]) -> tuple:
         """srun -o/-e: the task writes to its pattern's file (per task with %t: truncated; shared

@@ -678,6 +678,7 @@ class JobStore:
                           "batch_host", "batch_state", "batch_exit_code", "batch_exit_signal"):
                     setattr(fake, k, getattr(run, k))
                 fake.restarts, fake.active, fake.reason = run.run, False, "None"
+                fake.batch_max_rss = fake.batch_user_cpu = fake.batch_system_cpu = None  # not kept per run
                 out.setdefault(run.job_id, []).append(self.public(fake))
         return out
 
