@@ -274,22 +274,75 @@ def bench_core() -> None:
               f"{len(p.start_times)} expected start times, {p.bf_tested} jobs tested by backfill")
 
 
+def bench_sacct_history(n_jobs: int, reps: int) -> None:
+    """sacct over a long history: `n_jobs` finished jobs over 30 days, written straight into the
+    controller's SQLite database, then `sacct -j` with 20 ids and `sacct -S` windows."""
+    c = LocalCluster(1)
+    try:
+        sys.path.insert(0, str(ROOT))
+        import json as _json
+
+        from sqlalchemy import create_engine, insert
+
+        from controller.store.tables import jobs as J
+        eng = create_engine(f"sqlite:///{c.state}/slurmlet.db")
+        now = time.time()
+        alloc = _json.dumps([{"node": "node1", "cpus": 1, "memory": 100, "gpu_ids": [], "tasks": 1}])
+        rows = []
+        for i in range(n_jobs):
+            end = now - 30 * 86400 * (n_jobs - i) / n_jobs
+            rows.append(dict(name=f"hist{i}", user="root", uid=0, gid=0, grp="root", account="root", qos="normal",
+                             partition="debug", state="COMPLETED" if i % 7 else "FAILED", reason="None",
+                             priority=1, nice=0, submit_time=end - 120, eligible_time=end - 120,
+                             start_time=end - 60, end_time=end, time_limit=60, spec="{}", script="#!/bin/sh\ntrue\n",
+                             environment="{}", alloc=alloc, nodes="node1", batch_host="node1", active=False,
+                             exit_code=0 if i % 7 else 1, exit_signal=0, restarts=0, requeue=False,
+                             suspended_secs=0.0, site_factor=0, batch_state="COMPLETED", batch_exit_code=0,
+                             batch_exit_signal=0))
+        with eng.begin() as conn:
+            first = conn.execute(insert(J), rows[:1]).inserted_primary_key[0]
+            for i in range(1, n_jobs, 5000):
+                conn.execute(insert(J), rows[i:i + 5000])
+        ids = ",".join(str(first + k * (n_jobs // 20)) for k in range(20))
+        assert len(c.run("sacct", "-X", "-n", "-j", ids).splitlines()) == 20
+        hour = len(c.run("sacct", "-a", "-X", "-n", "-S", "now-1hour").splitlines())
+        day = len(c.run("sacct", "-a", "-X", "-n", "-S", "now-1day").splitlines())
+        j20 = [c.timed("sacct", "-j", ids) for _ in range(reps)]
+        s1h = [c.timed("sacct", "-a", "-S", "now-1hour") for _ in range(reps)]
+        s1d = [c.timed("sacct", "-a", "-S", "now-1day") for _ in range(max(3, reps // 3))]
+        print(f"\nsacct over {n_jobs:,} finished jobs (30 days), medians of {reps} runs")
+        row("benchmark", "slurmlet", "target", "real Slurm")
+        row("sacct -j (20 ids)", f"{median_ms(j20):.1f} ms", "<= 50 ms", "")
+        row(f"sacct -S now-1hour ({hour} jobs)", f"{median_ms(s1h):.1f} ms", "<= 50 ms", "")
+        row(f"sacct -S now-1day ({day} jobs)", f"{median_ms(s1d):.1f} ms", "", "")
+    finally:
+        c.down()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--only", help="run one benchmark: core, sim, latency, air, example, throughput, sacct")
     args = ap.parse_args()
     # byte-compile first: with PYTHONDONTWRITEBYTECODE set, every CLI run would compile its modules
     subprocess.run([sys.executable, "-m", "compileall", "-q", "cli", "controller", "nodeagent"], cwd=ROOT,
                    check=True, capture_output=True)
-    bench_core()
-    print()
-    import bench_sim  # the trace simulator on the same core: jobs per second per trace and policy
-    bench_sim.main(["--jobs", "2000" if args.quick else "10000"])
-    bench_latency(10 if args.quick else 30)
-    bench_air(5 if args.quick else 15)
-    bench_example()
-    bench_throughput(100 if args.quick else 500)
-
+    quick = args.quick
+    runs = {
+        "core": bench_core,
+        "sim": lambda: __import__("bench_sim").main(["--jobs", "2000" if quick else "10000"]),
+        "latency": lambda: bench_latency(10 if quick else 30),
+        "air": lambda: bench_air(5 if quick else 15),
+        "example": bench_example,
+        "throughput": lambda: bench_throughput(100 if quick else 500),
+        "sacct": lambda: bench_sacct_history(20000 if quick else 100000, 5 if quick else 15),
+    }
+    if args.only and args.only not in runs:
+        raise SystemExit(f"--only: expected one of {', '.join(runs)}")
+    for name, fn in runs.items():
+        if args.only in (None, name):
+            fn()
+            print()
 
 if __name__ == "__main__":
     main()

@@ -130,6 +130,8 @@ def remove_hosts(state: str) -> None:
 def up(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="slurmlet up", description="Start a local cluster and print its shell exports.")
     ap.add_argument("--config", help="slurm.conf to use (default: generated from the options below)")
+    ap.add_argument("--spec", help="a cloud-style JSON cluster spec instead of slurm.conf: the --nodes agents "
+                                   "join the first partition's first pool, one more (login1) the login pool")
     ap.add_argument("--nodes", type=int, default=2, help="number of nodes (default 2)")
     ap.add_argument("--cpus-per-node", type=int, default=8)
     ap.add_argument("--memory-per-node", type=int, default=16000, help="MB (default 16000)")
@@ -149,7 +151,13 @@ def up(argv: list[str]) -> int:
     state = os.path.abspath(args.state_dir)
     os.makedirs(state, exist_ok=True)
     conf_path = os.path.abspath(args.config) if args.config else os.path.join(state, "slurm.conf")
-    if args.config:
+    pools: dict[str, str] = {}
+    if args.spec:
+        conf_path = os.path.abspath(args.spec)
+        if not os.path.exists(conf_path):
+            print(f"slurmlet up: error: {conf_path}: no such file", file=sys.stderr)
+            return 1
+    elif args.config:
         if not os.path.exists(conf_path):
             print(f"slurmlet up: error: {conf_path}: no such file", file=sys.stderr)
             return 1
@@ -158,13 +166,19 @@ def up(argv: list[str]) -> int:
         with open(conf_path, "w") as f:
             f.write(generated_conf(args.nodes, args.cpus_per_node, args.memory_per_node, args.gpus_per_node,
                                    gpu_type))
-    from controller.config import ConfigError, load_config
+    from controller.clusterspec import load
+    from controller.config import ConfigError
     try:
-        conf = load_config(conf_path)
+        conf = load(None if args.spec else conf_path, conf_path if args.spec else None, state)
     except ConfigError as e:
         print(f"slurmlet up: error: {conf_path}: {e}", file=sys.stderr)
         return 1
     node_names = [n.name for n in conf.nodes] or [f"node{i}" for i in range(1, args.nodes + 1)]
+    if args.spec:
+        pools = dict.fromkeys(node_names, conf.partitions[0].features[0])
+        if conf.login_pool:
+            pools["login1"] = conf.login_pool
+            node_names.append("login1")
 
     pids = _read_pids(state)
     meta_path = os.path.join(state, "cluster.json")
@@ -183,8 +197,8 @@ def up(argv: list[str]) -> int:
             print(f"slurmlet up: error: port {port} is in use (another controller?); use --port", file=sys.stderr)
             return 1
         url = f"http://127.0.0.1:{port}"
-        cmd = [slurmlet, "controller", "--config", conf_path, "--listen", f"127.0.0.1:{port}",
-               "--state-dir", state]
+        cmd = [slurmlet, "controller", "--spec" if args.spec else "--config", conf_path,
+               "--listen", f"127.0.0.1:{port}", "--state-dir", state]
         if args.db:
             cmd += ["--db", args.db]
         pids["controller"] = _spawn(cmd, os.path.join(state, "controller.log"), env)
@@ -202,6 +216,8 @@ def up(argv: list[str]) -> int:
         cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name)]
         if name in addrs and not (conf.node(name) and conf.node(name).addr):
             cmd += ["--addr", addrs[name]]
+        if name in pools:
+            cmd += ["--pool", pools[name]]
         if not conf.node(name):
             cmd += ["--cpus", str(args.cpus_per_node), "--memory", str(args.memory_per_node),
                     "--gpus", str(args.gpus_per_node)]

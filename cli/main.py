@@ -70,6 +70,14 @@ def sdiag() -> int:
     return _cli("sdiag", "sdiag")
 
 
+def sacctmgr() -> int:
+    return _cli("sacctmgr", "sacctmgr")
+
+
+def sshare() -> int:
+    return _cli("sshare", "sshare")
+
+
 def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
     """A slurmlet subcommand that talks to the controller: its errors as one line, exit 1."""
     from cli.http import ControllerError, Unreachable

@@ -114,10 +114,11 @@ def main(argv: list[str]) -> int:
         q.append("names=" + ",".join(common.split_list(o["name"])))
     if "partition" in o:
         q.append("partitions=" + ",".join(common.split_list(o["partition"])))
-    jobs = http.request("GET", "/api/v1/jobs?" + "&".join(q))["jobs"]
     if "account" in o:
-        accts = set(common.split_list(o["account"]))
-        jobs = [j for j in jobs if j["account"] in accts]
+        q.append("accounts=" + ",".join(common.split_list(o["account"])))
+    if "qos" in o:
+        q.append("qos=" + ",".join(common.split_list(o["qos"])))
+    jobs = http.request("GET", "/api/v1/jobs?" + "&".join(q))["jobs"]
     if "state" in o:
         try:
             states = set(common.parse_states(",".join(o["state"])) or common.JOB_STATES)
@@ -132,7 +133,9 @@ def main(argv: list[str]) -> int:
                 j["steps"] = [s for s in j["steps"] if str(s["step"]) in want]
     if "json" in o:
         import json
-        print(json.dumps({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
+
+        from cli import sacct_json
+        print(json.dumps(sacct_json.document(jobs), indent=2))
         return 0
     from cli import render
     parsable = "P" if "parsable2" in o else ("p" if "parsable" in o else None)

@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
             return 0
         elif a in ("-h", "--help", "--usage"):
             print("Usage: scontrol [<OPTION>] [<COMMAND>]\n  commands: show, hold, release, requeue, "
-                  "requeuehold, update, ping")
+                  "requeuehold, update, ping, reconfigure")
             return 0
         elif a.startswith("-") and len(words) == 0 and a not in ("-",):
             print(f"scontrol: unrecognized option '{a}'\nTry \"scontrol --help\" for more information",
@@ -53,6 +53,13 @@ def main(argv: list[str]) -> int:
         return job_action(cmd, args)
     if cmd == "update":
         return update(args)
+    if cmd in ("reconfigure", "reconfig"):
+        try:
+            http.request("POST", "/api/v1/reconfigure")
+        except http.ControllerError as e:
+            print(f"slurm_reconfigure error: {e.error}", file=sys.stderr)
+            return 1
+        return 0
     print(f"invalid keyword: {words[0]}", file=sys.stderr)
     return 1
 
@@ -153,6 +160,14 @@ def update(args: list[str]) -> int:
     return 0
 
 
+#: slurm.conf keys `scontrol show config` lists as written, with Slurm's defaults when unset
+_SHOWN = (("PriorityType", "priority/basic"), ("PriorityWeightAge", "0"), ("PriorityWeightAssoc", "0"),
+          ("PriorityWeightFairShare", "0"), ("PriorityWeightJobSize", "0"), ("PriorityWeightPartition", "0"),
+          ("PriorityWeightQOS", "0"), ("PriorityWeightTRES", "(null)"), ("PreemptType", "preempt/none"),
+          ("PreemptMode", "OFF"), ("PreemptExemptTime", "00:00:00"), ("Prolog", "(null)"), ("Epilog", "(null)"),
+          ("PrologSlurmctld", "(null)"), ("EpilogSlurmctld", "(null)"), ("AccountingStorageEnforce", "none"))
+
+
 def show(args: list[str], *, one_liner: bool, details: bool) -> int:
     if not args:
         print("invalid entity: for keyword:show ", file=sys.stderr)
@@ -228,6 +243,8 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             ("SchedulerType", cfg["scheduler_type"]), ("SlurmctldAddr", cfg["listen"]),
             ("SlurmdTimeout", f"{cfg['slurmd_timeout']} sec"), ("MaxArraySize", cfg["max_array_size"]),
             ("DefMemPerCPU", cfg["def_mem_per_cpu"] or "UNLIMITED"), ("JobRequeue", int(cfg["job_requeue"]))]
+    raw = {k.lower(): v for k, v in cfg.get("raw", {}).items()}
+    rows += [(k, raw.get(k.lower(), default)) for k, default in _SHOWN]
     for k, v in sorted(rows):
         print(f"{k:<23}= {v}")
     return 0

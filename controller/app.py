@@ -13,6 +13,7 @@ from typing import Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from controller.api import accounting
 from controller.api.schemas import (CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate,
                                     StepCreate)
 from controller.config import ClusterConfig
@@ -40,6 +41,8 @@ class Settings:
     #: how long a pass waits after its first wake-up for more events to coalesce
     debounce: float = 0.005
     clock: Callable[[], float] = time.time
+    #: re-reads the configuration file (slurm.conf or the JSON spec) for `scontrol reconfigure`
+    reload: Callable[[], ClusterConfig] | None = None
 
 
 @dataclass
@@ -90,6 +93,7 @@ class Controller:
         self.config = settings.config
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
+        self.store.accounts.ensure_defaults(self.clock())
         self.wake = asyncio.Event()
         self.node_events: dict[str, asyncio.Event] = {}
         self.stats = Stats()
@@ -101,6 +105,56 @@ class Controller:
         self.bf_interval = settings.config.bf_interval()
         self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass
         self.next_bf = 0.0
+        self.script_tasks: set[asyncio.Task] = set()  #: PrologSlurmctld/EpilogSlurmctld runs
+        if self.config.home_storage:  # a spec's home_directory_storage: users' homes live there
+            import os
+            os.makedirs(self.config.home_storage, exist_ok=True)
+
+    def reconfigure(self) -> list[str]:
+        """scontrol reconfigure: re-read the configuration and swap it in whole, or change nothing
+        (a malformed file, or a change to a parameter fixed at cluster creation). Returns its warnings."""
+        from controller.config import ConfigError
+        if self.settings.reload is None:
+            raise InvalidRequest("the controller was started without a configuration file")
+        try:
+            new = self.settings.reload()
+        except ConfigError as e:
+            raise InvalidRequest(f"{e}; the running configuration is unchanged") from None
+        fixed = self.config.fixed_changes(new)
+        if fixed:
+            raise InvalidRequest(f"{'; '.join(fixed)}: set at cluster creation, a change needs a restart; "
+                                 f"the running configuration is unchanged")
+        # one synchronous swap: no request or scheduling pass sees half of the old and half of the new
+        self.settings = dataclasses.replace(self.settings, config=new)
+        self.config = new
+        self.store.set_config(new)
+        self.bf_enabled = self.store.sched.backfill
+        self.bf_interval = new.bf_interval()
+        self.bf_dirty, self.next_bf = self.bf_enabled, 0.0
+        self.wake.set()
+        return list(new.warnings)
+
+    def run_controller_scripts(self) -> None:
+        """Start the PrologSlurmctld/EpilogSlurmctld runs waiting in the store; they run as
+        subprocesses of their own and never block the event loop."""
+        for r in self.store.claim_controller_scripts():
+            task = asyncio.create_task(self._controller_script(r))
+            self.script_tasks.add(task)
+            task.add_done_callback(self.script_tasks.discard)
+
+    async def _controller_script(self, r) -> None:  # noqa: ANN001
+        import json
+
+        from nodeagent.launcher import run_scripts
+        payload = json.loads(r.payload)
+        code, out = await run_scripts(payload["script"], payload["env"])
+        if code:
+            log.error("%s JobId=%s %s exit status %s:0: %s", r.kind, r.job_id, r.kind.split("_")[0], code,
+                      out.strip()[-300:], extra={"action": r.kind})
+        self.store.controller_script_done({"job_id": r.job_id, "run": r.run, "kind": r.kind, "exit_code": code},
+                                          self.clock())
+        self.notify(self.store.take_notify())
+        self.wake.set()
 
     def node_event(self, name: str) -> asyncio.Event:
         ev = self.node_events.get(name)
@@ -130,7 +184,8 @@ class Controller:
         if self.store.next_dep_time is not None:  # an after:ID+minutes dependency comes due
             future.append(self.store.next_dep_time)
         self.next_begin = min(future) if future else None
-        self.notify(woken)
+        self.notify(woken | self.store.take_notify())
+        self.run_controller_scripts()
         us = int((time.perf_counter() - t0) * 1e6)
         s = self.stats
         s.jobs_started += len(p.starts)
@@ -182,6 +237,7 @@ def create_app(settings: Settings) -> FastAPI:
         ctl = Controller(settings)
         ctl_holder["ctl"] = ctl
         app.state.ctl = ctl
+        ctl.store.reset_controller_scripts()
         for w in settings.config.warnings:
             log.warning("slurm.conf: %s (ignored)", w)
         task = asyncio.create_task(ctl.scheduler_loop())
@@ -190,14 +246,18 @@ def create_app(settings: Settings) -> FastAPI:
             yield
         finally:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for t in [task, *ctl.script_tasks]:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
             ctl.store.engine.dispose()
 
     app = FastAPI(title="slurmlet controller", version="0.1.0", lifespan=lifespan)
 
     def ctl() -> Controller:
         return ctl_holder["ctl"]
+
+    accounting.register(app, ctl)
 
     @app.exception_handler(DomainError)
     async def _domain_error(_request: Request, exc: DomainError) -> JSONResponse:
@@ -292,7 +352,8 @@ def create_app(settings: Settings) -> FastAPI:
     async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,
                         partitions: str | None = None, names: str | None = None,
                         history: bool = False, since: float | None = None, until: float | None = None,
-                        duplicates: bool = False):  # noqa: ANN202
+                        duplicates: bool = False, accounts: str | None = None,
+                        qos: str | None = None):  # noqa: ANN202
         """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
         c = ctl()
         try:
@@ -301,7 +362,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise InvalidRequest("Invalid job id specified") from None
         rows = c.store.job_rows(ids=id_list, states=_split(states), users=_split(users),
                                 partitions=_split(partitions), names=_split(names), since=since, until=until,
-                                now=c.clock(), history=history)
+                                now=c.clock(), history=history, accounts=_split(accounts), qos=_split(qos))
         jobs = [c.store.public(r) for r in rows]
         _add_steps(c.store, jobs)
         if duplicates:  # sacct -D: each requeued job's earlier runs come first
@@ -471,11 +532,14 @@ def create_app(settings: Settings) -> FastAPI:
         data = body.model_dump()
         now = c.clock()
         orders = c.store.node_sync(name, data, now)
+        c.notify(c.store.take_notify())
+        c.run_controller_scripts()
         last = c.last_sync.get(name)
         c.last_sync[name] = now
         if body.finished:
             c.jobs_changed()
-        if body.finished or body.resources or last is None or now - last > c.config.slurmd_timeout:
+        if body.finished or body.scripts_done or body.resources or last is None or \
+                now - last > c.config.slurmd_timeout:
             c.wake.set()  # resources freed, or a node (re)appeared
         wait = min(body.wait, c.settings.max_long_poll)
         if not orders and wait > 0:
@@ -489,12 +553,20 @@ def create_app(settings: Settings) -> FastAPI:
     # ------------------------------------------------------------------ misc
     @app.get("/api/v1/ping")
     async def ping():  # noqa: ANN202
-        return {"ok": True, "cluster": settings.config.cluster_name, "version": VERSION}
+        return {"ok": True, "cluster": ctl().config.cluster_name, "version": VERSION}
+
+    @app.post("/api/v1/reconfigure")
+    async def reconfigure():  # noqa: ANN202
+        """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
+        warnings = ctl().reconfigure()
+        for w in warnings:
+            log.warning("reconfigure: %s (ignored)", w)
+        return {"ok": True, "warnings": warnings}
 
     @app.get("/api/v1/config")
     async def config():  # noqa: ANN202
-        cfg = settings.config
-        return {"cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
+        cfg = ctl().config
+        return {"source": cfg.source, "login_pool": cfg.login_pool, "home_storage": cfg.home_storage,"cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
                 "min_job_age": cfg.min_job_age, "slurmd_timeout": cfg.slurmd_timeout,
                 "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
                 "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,

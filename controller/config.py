@@ -8,6 +8,7 @@ values raise `ConfigError` naming the key and the line.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import hostlist
@@ -28,6 +29,7 @@ class NodeConf:
     gpu_type: str | None = None
     addr: str | None = None
     weight: int = 1
+    features: tuple[str, ...] = ()  # Feature=: with the agent's pool, what NodeSet Feature= selects
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class PartitionConf:
     name: str
     nodes: tuple[str, ...] | None  # None: ALL nodes
     default: bool = False
+    #: node features (pools) whose nodes belong to the partition too (a NodeSet with Feature=, a spec's node_pool_ids)
+    features: tuple[str, ...] = ()
     max_time: int | None = UNLIMITED  # minutes
     default_time: int | None = None
     priority_tier: int = 1
@@ -44,6 +48,7 @@ class PartitionConf:
     state: str = "UP"
     max_nodes: int | None = None
     min_nodes: int = 0
+    billing_weights: tuple[tuple[str, float], ...] = ()  #: TRESBillingWeights, memory per GB
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,14 @@ class ClusterConfig:
     scheduler_type: str = "sched/backfill"
     raw: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: nodes of this pool (a JSON spec's login_node_pool_id) belong to no partition and run no jobs
+    login_pool: str | None = None
+    #: a JSON spec's home_directory_storage: jobs start with HOME=<it>/<user>
+    home_storage: str | None = None
+    #: where the configuration came from: "slurm.conf" or "spec"
+    source: str = "slurm.conf"
+    #: parameters set at cluster creation, by the name an error gives them: reconfigure refuses to change them
+    fixed: dict[str, str] = field(default_factory=dict)
 
     @property
     def dynamic_nodes(self) -> bool:
@@ -89,10 +102,15 @@ class ClusterConfig:
                        favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"),
                        decay_half_life=float(half_life or 0))
 
+    def fair_tree(self) -> bool:
+        """Fair Tree fair-share (Slurm's default) unless PriorityFlags has NO_FAIR_TREE."""
+        flags = {f.strip().upper() for f in self.raw_value("priorityflags", "").split(",")}
+        return "NO_FAIR_TREE" not in flags
+
     def priority_calc_period(self) -> float:
         """PriorityCalcPeriod in seconds (default 5 minutes): how often usage is recomputed."""
         v = parse_time_seconds(self.raw_value("prioritycalcperiod", "5"), "PriorityCalcPeriod")
-        return float(v or 300)
+        return float(300 if v is None else v)
 
     def preempt_mode_of(self, part: PartitionConf) -> str:
         """A partition's effective PreemptMode, without its GANG flag: OFF, CANCEL, REQUEUE or SUSPEND."""
@@ -138,13 +156,15 @@ class ClusterConfig:
         if stype not in ("sched/backfill", "sched/builtin"):
             raise ConfigError(f"SchedulerType: expected sched/backfill or sched/builtin, got {self.scheduler_type!r}")
         ptype = self.raw_value("preempttype", "preempt/none").lower()
-        if ptype not in ("preempt/none", "preempt/partition_prio"):
-            raise ConfigError(f"PreemptType: expected preempt/none or preempt/partition_prio, got {ptype!r}")
+        if ptype not in ("preempt/none", "preempt/partition_prio", "preempt/qos"):
+            raise ConfigError(f"PreemptType: expected preempt/none, preempt/partition_prio or preempt/qos, "
+                              f"got {ptype!r}")
         exempt = parse_time_seconds(self.raw_value("preemptexempttime", "-1"), "PreemptExemptTime")
         return SchedConfig(backfill=stype == "sched/backfill", bf_window=num("bf_window", 1440, 1),
                            bf_resolution=num("bf_resolution", 60, 1), bf_max_job_test=num("bf_max_job_test", 100, 1),
                            bf_continue="bf_continue" in sp, bf_easy=policy.lower() == "easy",
-                           preempt=ptype == "preempt/partition_prio", preempt_exempt_time=exempt or 0)
+                           preempt=ptype != "preempt/none", preempt_qos=ptype == "preempt/qos",
+                           preempt_exempt_time=exempt or 0)
 
     def node(self, name: str) -> NodeConf | None:
         for n in self.nodes:
@@ -164,9 +184,46 @@ class ClusterConfig:
                 return p
         return None
 
-    def partition_nodes(self, part: PartitionConf, known: list[str]) -> list[str]:
-        """Node names of a partition; `known` is every node the controller knows."""
-        return list(known) if part.nodes is None else list(part.nodes)
+    def partition_nodes(self, part: PartitionConf, known: list[str],
+                        features: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+        """Node names of a partition; `known` is every node the controller knows, `features` their
+        features (pools). Nodes of the login pool are in no partition."""
+        feats = features or {}
+        if self.login_pool:
+            known = [n for n in known if self.login_pool not in feats.get(n, ())]
+        if part.nodes is None:
+            return list(known)
+        out = list(part.nodes)
+        if part.features:
+            want = set(part.features)
+            out += [n for n in known if n not in out and want.intersection(feats.get(n, ()))]
+        return out
+
+    def node_features(self, rows: Iterable) -> dict[str, tuple[str, ...]]:  # noqa: ANN001
+        """Each node's features: its slurm.conf Feature= and the pool its agent joined (rows of nodes)."""
+        out = {n.name: n.features for n in self.nodes if n.features}
+        for r in rows:
+            pool = getattr(r, "pool", None)
+            if pool and pool not in out.get(r.name, ()):
+                out[r.name] = out.get(r.name, ()) + (pool,)
+        return out
+
+    def script_list(self, key: str) -> str | None:
+        """Prolog, Epilog, PrologSlurmctld or EpilogSlurmctld as written (a comma-separated list of
+        paths or globs, run in order); None when unset."""
+        return self.raw_value(key, "").strip() or None
+
+    def fixed_changes(self, new: "ClusterConfig") -> list[str]:
+        """The parameters set at cluster creation that `new` would change (reconfigure refuses them)."""
+        if new.source != self.source:
+            return [f"the configuration's kind ({self.source} -> {new.source})"]
+        out = []
+        for k in sorted(set(self.fixed) | set(new.fixed)):
+            old_v, new_v = self.fixed.get(k, "(null)"), new.fixed.get(k, "(null)")
+            if old_v != new_v:
+                short = len(old_v) + len(new_v) <= 80
+                out.append(f"{k} ({old_v} -> {new_v})" if short else f"{k} (changed)")
+        return out
 
 
 _GLOBAL_KEYS = {
@@ -294,8 +351,9 @@ def _parse_node_line(pairs: list[tuple[str, str]], warnings: list[str]) -> list[
             addrs = hostlist.expand_hostlist(v)
         elif lk == "weight":
             kw["weight"] = _int(v, k)
-        elif lk in ("sockets", "corespersocket", "threadspercore", "boards", "state", "feature",
-                    "features", "tmpdisk", "nodehostname", "port", "reason", "socketsperboard"):
+        elif lk in ("feature", "features"):
+            kw["features"] = tuple(f.strip() for f in v.split(",") if f.strip())
+        elif lk in ("sockets", "corespersocket", "threadspercore", "boards", "state", "tmpdisk", "nodehostname", "port", "reason", "socketsperboard"):
             continue
         else:
             warnings.append(f"NodeName: unknown key {k}")
@@ -339,13 +397,51 @@ def _parse_partition_line(pairs: list[tuple[str, str]], warnings: list[str]) -> 
             kw["max_nodes"] = None if v.upper() == "UNLIMITED" else _int(v, k)
         elif lk == "minnodes":
             kw["min_nodes"] = _int(v, k)
+        elif lk == "tresbillingweights":
+            from controller.core.limits import TresError, parse_billing_weights
+            try:
+                kw["billing_weights"] = tuple(parse_billing_weights(v.strip('"')).items())
+            except TresError as e:
+                raise ConfigError(str(e)) from None
         elif lk in ("oversubscribe", "shared", "allowaccounts", "allowgroups", "allowqos", "qos",
                     "exclusiveuser", "hidden", "rootonly", "lln", "defmempercpu", "maxmempercpu",
-                    "overtimelimit", "disablerootjobs", "reqresv", "alternate", "tresbillingweights"):
+                    "overtimelimit", "disablerootjobs", "reqresv", "alternate"):
             continue
         else:
             warnings.append(f"PartitionName={name}: unknown key {k}")
     return PartitionConf(name=name, **kw)
+
+
+#: slurm.conf keys that only a restart changes (scontrol reconfigure refuses them), as Slurm spells them
+FIXED_KEYS = ("ClusterName", "AccountingStorageType", "SlurmctldHost", "SlurmctldPort", "SlurmdPort",
+              "StateSaveLocation", "AuthType")
+
+
+def _nodeset(pairs: list[tuple[str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`NodeSet=NAME Feature=F` or `NodeSet=NAME Nodes=LIST`: (features, node names)."""
+    feats: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    for k, v in pairs[1:]:
+        if k.lower() in ("feature", "features"):
+            feats = tuple(f.strip() for f in v.split(",") if f.strip())
+        elif k.lower() == "nodes":
+            names = tuple(hostlist.expand_hostlist(v))
+        else:
+            raise ConfigError(f"NodeSet={pairs[0][1]}: unknown key {k}")
+    return feats, names
+
+
+def _with_nodesets(p: PartitionConf, sets: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> PartitionConf:
+    """A partition's Nodes= entries that name a NodeSet become its features (or the set's nodes)."""
+    if p.nodes is None or not any(n in sets for n in p.nodes):
+        return p
+    names: list[str] = []
+    feats = list(p.features)
+    for n in p.nodes:
+        f, members = sets.get(n, ((), (n,)))
+        names += [m for m in members if m not in names]
+        feats += [x for x in f if x not in feats]
+    return dataclasses.replace(p, nodes=tuple(names), features=tuple(feats))
 
 
 def parse_slurm_conf(text: str) -> ClusterConfig:
@@ -355,6 +451,7 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
     raw: dict[str, str] = {}
     nodes: list[NodeConf] = []
     parts: list[PartitionConf] = []
+    nodesets: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -369,6 +466,9 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
                 p = _parse_partition_line(pairs, warnings)
                 if p:
                     parts.append(p)
+                continue
+            if key == "nodeset":
+                nodesets[pairs[0][1]] = _nodeset(pairs)
                 continue
             for k, v in pairs:
                 raw[k] = v
@@ -394,23 +494,31 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
         if n.name in seen:
             raise ConfigError(f"NodeName {n.name} defined twice")
         seen.add(n.name)
+    parts = [_with_nodesets(p, nodesets) for p in parts]
     if not parts:
         parts.append(PartitionConf(name="debug", nodes=None, default=True))
     elif not any(p.default for p in parts):
         parts[0] = dataclasses.replace(parts[0], default=True)
+    fixed = {k: v for k in FIXED_KEYS for rk, v in raw.items() if rk.lower() == k.lower()}
+    if nodes:
+        fixed["NodeName"] = " ".join(f"{n.name}:{n.cpus}:{n.real_memory}:{n.gpus}:{n.gpu_type}:{n.addr}"
+                                     for n in nodes)
     cfg = ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
-                        warnings=tuple(warnings), **values)
+                        warnings=tuple(warnings), fixed=fixed, **values)
     cfg.sched_config()  # bad scheduler or preemption settings fail at start-up, naming the key
     cfg.bf_interval()
     return cfg
 
 
+def read_config_file(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+
+
 def load_config(path: str | None) -> ClusterConfig:
     if path is None:
         return parse_slurm_conf("")
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
-    return parse_slurm_conf(text)
+    return parse_slurm_conf(read_config_file(path))

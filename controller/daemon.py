@@ -18,6 +18,8 @@ def parse_listen(value: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="slurmlet controller", description="Run the slurmlet controller (slurmctld).")
     ap.add_argument("--config", "-f", help="slurm.conf (default: $SLURM_CONF, else a built-in one-partition cluster)")
+    ap.add_argument("--spec", help="a cloud-style JSON cluster spec instead of slurm.conf (a --config ending "
+                                   "in .json is one too)")
     ap.add_argument("--db", help="database URL (default: SQLite in --state-dir)")
     ap.add_argument("--state-dir", default=os.environ.get("SLURMLET_STATE_DIR", "./state"),
                     help="directory for the SQLite database (default ./state)")
@@ -27,16 +29,25 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from controller.app import Settings, create_app
-    from controller.config import ConfigError, load_config
+    from controller.clusterspec import load
+    from controller.config import ConfigError
     from controller.store.engine import sqlite_url
 
+    conf_path = args.config or (None if args.spec else os.environ.get("SLURM_CONF"))
+    conf_path = conf_path and os.path.abspath(conf_path)
+    spec_path = args.spec and os.path.abspath(args.spec)
+    state_dir = os.path.abspath(args.state_dir)
+
+    def reload():  # noqa: ANN202 - scontrol reconfigure reads the same file again
+        return load(conf_path, spec_path, state_dir)
     try:
-        config = load_config(args.config or os.environ.get("SLURM_CONF"))
+        config = reload()
     except ConfigError as e:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1
     host, port = parse_listen(args.listen)
-    settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}")
+    settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
+                        reload=reload if conf_path or spec_path else None)
     import uvicorn
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
     return 0

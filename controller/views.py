@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import hostlist
+
 from controller.config import ClusterConfig
 from controller.core.alloc import Free, fit
 from controller.core.model import Node, natural_key
@@ -48,7 +50,6 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
         if nc.name not in known:
             known[nc.name] = None
     if body.get("nodelist"):
-        import hostlist
         try:
             want = hostlist.expand_hostlist(body["nodelist"])
         except hostlist.BadHostlist:
@@ -58,7 +59,9 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     if not known:
         return body  # no node has registered yet: nothing to check against
     req = request_of(body)
-    members = config.partition_nodes(part, sorted(known, key=natural_key))
+    members = config.partition_nodes(part, sorted(known, key=natural_key), config.node_features(node_rows))
+    if body.get("nodelist") and not set(hostlist.expand_hostlist(body["nodelist"])) <= set(members):
+        raise InvalidRequest(NOT_AVAILABLE)  # e.g. a login node: in no partition, it runs no jobs
     capacity = [_capacity(n, known.get(n), config) for n in members]
     capacity = [c for c in capacity if c is not None]
     if not capacity:
@@ -104,8 +107,9 @@ def node_public(rows: list[Any], active: list[Any], config: ClusterConfig, now: 
             u[3] += 1
     parts_of: dict[str, list[str]] = {}
     names = [r.name for r in rows] + [n.name for n in config.nodes if n.name not in {r.name for r in rows}]
+    features = config.node_features(rows)
     for p in config.partitions:
-        for n in config.partition_nodes(p, names):
+        for n in config.partition_nodes(p, names, features):
             parts_of.setdefault(n, []).append(p.name)
     out = []
     by_name = {r.name: r for r in rows}
@@ -115,7 +119,8 @@ def node_public(rows: list[Any], active: list[Any], config: ClusterConfig, now: 
         if r is None:
             nc = config.node(name)
             out.append(_node_dict(name, nc.addr or name, name, nc.cpus or 1, nc.real_memory or 1, nc.gpus or 0,
-                                  nc.gpu_type, "DOWN", "Not responding", u, parts_of.get(name, []), None))
+                                  nc.gpu_type, "DOWN", "Not responding", u, parts_of.get(name, []), None,
+                                  features.get(name)))
             continue
         if r.admin_state == "DOWN" or not up(r, now):
             state, reason = "DOWN", r.reason or ("Not responding" if r.admin_state == "UP" else None)
@@ -128,11 +133,11 @@ def node_public(rows: list[Any], active: list[Any], config: ClusterConfig, now: 
         else:
             state, reason = "IDLE", None
         out.append(_node_dict(name, r.addr, r.hostname, r.cpus, r.memory, r.gpus, r.gpu_type, state, reason, u,
-                              parts_of.get(name, []), r))
+                              parts_of.get(name, []), r, features.get(name)))
     return out
 
 
-def _node_dict(name, addr, hostname, cpus, memory, gpus, gpu_type, state, reason, u, parts, r):  # noqa: ANN001, ANN202
+def _node_dict(name, addr, hostname, cpus, memory, gpus, gpu_type, state, reason, u, parts, r, features):  # noqa: ANN001, ANN202
     return {
         "name": name, "addr": addr, "hostname": hostname, "state": state, "reason": reason,
         "reason_time": getattr(r, "reason_time", None), "cpus": cpus, "cpus_alloc": u[0],
@@ -143,16 +148,19 @@ def _node_dict(name, addr, hostname, cpus, memory, gpus, gpu_type, state, reason
         "os": getattr(r, "os", None), "version": getattr(r, "version", None),
         "cpu_load": getattr(r, "cpu_load", None), "boot_time": getattr(r, "boot_time", None),
         "slurmd_start_time": getattr(r, "registered_at", None), "last_busy": getattr(r, "last_busy", None),
-        "weight": 1, "jobs": u[3],
+        "weight": 1, "jobs": u[3], "pool": getattr(r, "pool", None),
+        # the pool is the node's feature, as a dynamic Slurm node's `slurmd -Z --conf Feature=POOL`
+        "features": ",".join(features) if features else None,
     }
 
 
 def partition_public(config: ClusterConfig, nodes: list[dict]) -> list[dict]:
     by_name = {n["name"]: n for n in nodes}
     names = list(by_name)
+    features = {n["name"]: tuple((n.get("features") or "").split(",")) for n in nodes}
     out = []
     for p in config.partitions:
-        members = [n for n in config.partition_nodes(p, names)]
+        members = [n for n in config.partition_nodes(p, names, features)]
         ms = [by_name[n] for n in members if n in by_name]
         out.append({
             "name": p.name, "nodes": compress(members), "node_names": members, "default": p.default,

@@ -52,6 +52,16 @@ class Workload(_Strict):
     max_retries: int = Field(0, ge=0, le=100)
 
 
+def field_errors(e: ValidationError, top: str) -> list[str]:
+    """Each validation error as `field.path: message` (`top` when the document itself is wrong)."""
+    lines = []
+    for err in e.errors():
+        path = ".".join(str(p) for p in err["loc"]) or top
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+        lines.append(f"{path}: {msg}")
+    return lines
+
+
 def parse(doc: object) -> Workload:
     """The workload, or InvalidRequest naming each bad field by its path (`compute.num_accelerators`)."""
     if not isinstance(doc, dict):
@@ -59,12 +69,7 @@ def parse(doc: object) -> Workload:
     try:
         w = Workload.model_validate(doc)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            path = ".".join(str(p) for p in err["loc"]) or "workload"
-            msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-            lines.append(f"{path}: {msg}")
-        raise InvalidRequest("invalid workload: " + "; ".join(lines)) from None
+        raise InvalidRequest("invalid workload: " + "; ".join(field_errors(e, "workload"))) from None
     per_node = gpus_per_node(w)
     if w.compute.num_accelerators % per_node:
         raise InvalidRequest(f"invalid workload: compute.num_accelerators: {w.compute.num_accelerators} is not a "

@@ -45,7 +45,7 @@ def detect_gpus() -> tuple[int, str | None]:
 class Agent:
     def __init__(self, *, controller: str, name: str, cpus: int | None, memory: int | None, gpus: int | None,
                  gpu_type: str | None, addr: str | None, spool: str, kill_wait: float = 30.0,
-                 cluster: str = "slurmlet"):
+                 cluster: str = "slurmlet", pool: str | None = None):
         self.controller = controller.rstrip("/")
         self.name = name
         real_gpus, real_type = detect_gpus()
@@ -60,6 +60,7 @@ class Agent:
             "arch": platform.machine(),
             "os": f"{platform.system()} {platform.release()} {platform.version()}",
             "version": "22.05.8",
+            "pool": pool,
         }
         self.launcher = Launcher(name, spool, kill_wait)
         self.spool = spool
@@ -69,6 +70,11 @@ class Agent:
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
         self.registered = False
+        #: Prolog/Epilog runs ordered by the controller, by (job, run, kind): when they started, and
+        #: the reports of those that ended, until the controller has them
+        self.scripts_seen: dict[tuple[int, int, str], float] = {}
+        self.scripts_done: dict[tuple[int, int, str], dict] = {}
+        self.script_tasks: set[asyncio.Task] = set()
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; then stop every job's processes and return."""
@@ -94,10 +100,13 @@ class Agent:
                 self.launcher.exited.clear()
                 finished = self.launcher.unacked()
                 steps_done = self.steps.unacked()
+                scripts_done = dict(self.scripts_done)
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
-                              "wait": 0.0 if finished or steps_done or not self.registered else LONG_POLL,
+                              "scripts_done": list(scripts_done.values()),
+                              "wait": 0.0 if finished or steps_done or scripts_done or not self.registered
+                              else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
                 if not self.registered:
@@ -131,6 +140,8 @@ class Agent:
                 self.registered = True
                 self.launcher.ack([f["job_id"] for f in finished])
                 self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
+                for key in scripts_done:
+                    self.scripts_done.pop(key, None)
                 for order in resp.json()["orders"]:
                     await self.apply(order)
 
@@ -157,17 +168,10 @@ class Agent:
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
             if order.get("code"):
                 env["CODE_SOURCE_PATH"] = await self.code_dir(order["job_id"], order["code"])
-            if order.get("prolog"):  # slurm.conf Prolog: the job starts only if it succeeds
-                gen = int(order.get("restarts") or 0)
-                if (order["job_id"], gen) in self.launcher.done_ids or order["job_id"] in self.launcher.jobs:
-                    return
-                code, out = await launcher_mod.run_script(order["prolog"], dict(env, SLURM_SCRIPT_CONTEXT="prolog_slurmd"))
-                if code:
-                    log.warning("job %s: prolog %s failed with exit code %s: %s", order["job_id"], order["prolog"],
-                                code, out.strip()[-200:])
-                    self.launcher._record(order["job_id"], gen, {"job_id": order["job_id"], "exit_code": code,
-                                                                  "prolog_failed": True, "restarts": gen})
-                    return
+            if order.get("home"):  # the cluster's home_directory_storage: HOME=<it>/<user>, made when missing
+                with contextlib.suppress(OSError):
+                    os.makedirs(order["home"], exist_ok=True)
+                env["HOME"] = order["home"]
             if order.get("py_deps"):
                 try:
                     envs.activate(env, await self.python_env(order["py_deps"], env.get("CODE_SOURCE_PATH")))
@@ -175,6 +179,16 @@ class Agent:
                     self.launcher.refuse(order, str(e))
                     return
             await self.launcher.launch(order, env)
+        elif op in ("prolog", "epilog"):
+            key = (order["job_id"], order["run"], op)
+            if key not in self.scripts_seen:  # orders repeat until the report arrives: run each once
+                self.scripts_seen[key] = time.time()
+                if len(self.scripts_seen) > 10000:
+                    for k in sorted(self.scripts_seen, key=self.scripts_seen.get)[:5000]:
+                        del self.scripts_seen[k]
+                task = asyncio.create_task(self._node_script(order))
+                self.script_tasks.add(task)
+                task.add_done_callback(self.script_tasks.discard)
         elif op == "kill":
             self.launcher.kill(order["job_id"], order.get("why", "cancel"), float(order.get("grace") or 0))
         elif op == "step":
@@ -187,6 +201,26 @@ class Agent:
             self.launcher.resume(order["job_id"])
         elif op == "signal":
             self.launcher.send_signal(order["job_id"], order["signal"])
+
+
+    async def _node_script(self, order: dict) -> None:
+        """Prolog (before the job's batch script starts anywhere) or Epilog (after its end) on this
+        node, with the job's environment; the result goes back with the next sync."""
+        op, jid = order["op"], order["job_id"]
+        env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
+                                bin_dir=self.bin_dir, node_addr=self.resources["addr"])
+        env["SLURM_SCRIPT_CONTEXT"] = f"{op}_slurmd"
+        if op == "epilog":
+            env.update(launcher_mod.exit_code_env(int(order.get("exit_code") or 0), int(order.get("signal") or 0)))
+            deadline = time.monotonic() + self.launcher.kill_wait + 5
+            while any(k.split(".")[0] == str(jid) for k in self.steps.running_keys()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)  # the job's tasks here are being killed: the epilog runs after them
+        code, out = await launcher_mod.run_scripts(order[op] or "", env)
+        if code:
+            log.warning("job %s: %s failed with exit code %s: %s", jid, op, code, out.strip()[-200:])
+        self.scripts_done[(jid, order["run"], op)] = {"job_id": jid, "run": order["run"], "kind": op,
+                                                      "exit_code": code}
+        self.launcher.exited.set()
 
 
 async def _fetch(url: str) -> bytes:
@@ -227,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--addr", help="address other nodes reach this node at (default 127.0.0.1)")
     ap.add_argument("--spool", help="directory for job scripts (default /tmp/slurmlet-agent-NAME)")
     ap.add_argument("--kill-wait", type=float, default=None, help="seconds between SIGTERM and SIGKILL")
+    ap.add_argument("--pool", default=os.environ.get("SLURMLET_POOL") or None,
+                    help="the node pool this node joins (default $SLURMLET_POOL): partitions are made of pools")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     for opt in ("cpus", "memory", "gpus"):
@@ -240,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(controller=controller, name=args.name, cpus=args.cpus, memory=args.memory, gpus=args.gpus,
                   gpu_type=args.gpu_type, addr=args.addr, spool=args.spool or f"/tmp/slurmlet-agent-{args.name}",
                   kill_wait=args.kill_wait if args.kill_wait is not None else float(cfg.get("kill_wait", 30)),
-                  cluster=cfg.get("cluster_name", "slurmlet"))
+                  cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool)
     try:
         asyncio.run(agent.run())
     except KeyboardInterrupt:

@@ -110,8 +110,12 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
             if order.get(key) is not None:
                 s[f"SLURM_ARRAY_TASK_{var}"] = str(order[key])
     env.update(s)
-    # the slurmlet commands (srun, scontrol, ...) must be found inside the job
-    path = env.get("PATH") or os.defpath
-    if bin_dir and bin_dir not in path.split(os.pathsep):
+    # the slurmlet commands (srun, scontrol, ...) must be found inside the job: after the
+    # submitter's own PATH, or first when the job brings none (an air run), so that a host with
+    # another Slurm installed still runs slurmlet's srun
+    path = env.get("PATH")
+    if bin_dir and path is None:
+        env["PATH"] = bin_dir + os.pathsep + os.defpath
+    elif bin_dir and bin_dir not in path.split(os.pathsep):
         env["PATH"] = path + os.pathsep + bin_dir
     return env

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import logging
 import os
 import signal
@@ -32,7 +33,7 @@ class Job:
     signal: tuple[int, int, bool] | None = None  # --signal: (signum, seconds before the limit, batch only)
     suspended_at: float | None = None
     notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
-    epilog: str | None = None  # slurm.conf Epilog, run with the job's environment when it ends
+    epilog: str | None = None  # slurm.conf Epilog (paths and globs), run with the job's environment when it ends
     usage: object = None  # nodeagent.usage.Usage of the batch script's process tree
     usage_done: object = None  # an asyncio.Event that stops its sampling
     env: dict[str, str] = field(default_factory=dict)
@@ -200,10 +201,10 @@ class Launcher:
         if job.usage is not None:
             rep.update(job.usage.report())
         if job.epilog:
-            env = dict(job.env, SLURM_JOB_EXIT_CODE2=f"{rep['exit_code']}:{rep['signal']}",
-                       SLURM_SCRIPT_CONTEXT="epilog_slurmd")
-            code, _ = await run_script(job.epilog, env)
+            env = dict(job.env, SLURM_SCRIPT_CONTEXT="epilog_slurmd", **exit_code_env(rep["exit_code"], rep["signal"]))
+            code, out = await run_scripts(job.epilog, env)
             if code:
+                log.warning("job %s: epilog failed with exit code %s: %s", job.job_id, code, out.strip()[-200:])
                 rep["epilog_failed"] = code
         self._record(job.job_id, job.restarts, rep)
 
@@ -276,6 +277,35 @@ class Launcher:
             await asyncio.sleep(0.05)
         for job in jobs:
             signal_session(job.pid, signal.SIGKILL)
+
+
+def exit_code_env(code: int, sig: int) -> dict[str, str]:
+    """An epilog's SLURM_JOB_EXIT_CODE (the wait(2) status) and SLURM_JOB_EXIT_CODE2 (`exit:signal`)."""
+    return {"SLURM_JOB_EXIT_CODE": str(sig if sig else code << 8), "SLURM_JOB_EXIT_CODE2": f"{code}:{sig}"}
+
+
+def script_paths(spec: str) -> list[str]:
+    """Prolog=/Epilog= as Slurm 22.05 reads them: comma-separated paths, each possibly a glob
+    (`/etc/slurm/prolog.d/*`, expanded here, on the node, in sorted order)."""
+    out: list[str] = []
+    for item in (x.strip() for x in spec.split(",")):
+        if any(ch in item for ch in "*?["):
+            out += sorted(glob.glob(item))
+        elif item:
+            out.append(item)
+    return out
+
+
+async def run_scripts(spec: str, env: dict[str, str], timeout: float = 300.0) -> tuple[int, str]:
+    """Each script of a Prolog/Epilog list in order; the first that fails stops the rest and is the
+    result (its exit code, and its output after its path)."""
+    outs = []
+    for path in script_paths(spec):
+        code, out = await run_script(path, env, timeout)
+        if code:
+            return code, f"{path}: {out}"
+        outs.append(out)
+    return 0, "".join(outs)
 
 
 async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> tuple[int, str]:

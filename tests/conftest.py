@@ -47,6 +47,16 @@ def pg_available() -> bool:
         return False
 
 
+def pg_schema_url(schema: str) -> str:
+    """PG_URL in a fresh schema of its own (dropped and made again): tests that use it never touch
+    the tables of other tests running at the same time against the same database."""
+    import psycopg
+    with psycopg.connect("host=127.0.0.1 port=5432 dbname=test", autocommit=True) as c:
+        c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        c.execute(f"CREATE SCHEMA {schema}")
+    return f"{PG_URL}?options=-csearch_path%3D{schema}"
+
+
 def reset_pg(url: str = PG_URL) -> None:
     from sqlalchemy import create_engine
     from controller.store.engine import normalize_url
@@ -60,7 +70,10 @@ class Cluster:
     """A controller and N agents started as real processes, each with its own log."""
 
     def __init__(self, root: Path, *, nodes: int = 2, cpus: int = 4, memory: int = 8000, gpus: int = 0,
-                 conf: str | None = None, db_url: str | None = None, extra_conf: str = ""):
+                 conf: str | None = None, db_url: str | None = None, extra_conf: str = "",
+                 spec: dict | None = None, pools: dict[str, str] | None = None):
+        """`spec`: a JSON cluster spec instead of slurm.conf; `pools`: node name -> the pool its agent joins
+        (these are the cluster's nodes then)."""
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -74,6 +87,13 @@ class Cluster:
             f"PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n"
             f"PartitionName=short Nodes=ALL MaxTime=5\n"
             f"KillWait=2\nMinJobAge=300\nSlurmletRequeueDelay=0\n{extra_conf}"))
+        self.spec_path = None
+        if spec is not None:
+            self.spec_path = root / "cluster.json"
+            self.spec_path.write_text(json.dumps(spec))
+        self.pools = pools or {}
+        if pools:
+            self.node_names = list(pools)
         self.procs: dict[str, subprocess.Popen] = {}
         self.env = dict(os.environ, SLURMLET_CONTROLLER=self.url, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
                         PYTHONUNBUFFERED="1")
@@ -88,7 +108,8 @@ class Cluster:
         log.close()
 
     def start_controller(self) -> None:
-        argv = [str(BIN / "slurmlet"), "controller", "--config", str(self.conf_path),
+        argv = [str(BIN / "slurmlet"), "controller", *(["--spec", str(self.spec_path)] if self.spec_path else
+                                                         ["--config", str(self.conf_path)]),
                 "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.root / "state")]
         if self.db_url:
             argv += ["--db", self.db_url]
@@ -96,8 +117,9 @@ class Cluster:
         wait_until(self.ping, 30, 0.05, "controller to answer")
 
     def start_agent(self, name: str) -> None:
+        pool = ["--pool", self.pools[name], "--cpus", "2", "--memory", "4000"] if name in self.pools else []
         self._spawn(f"agent-{name}", [str(BIN / "slurmlet"), "agent", "--controller", self.url, "--name", name,
-                                      "--spool", str(self.root / "spool" / name)])
+                                      "--spool", str(self.root / "spool" / name), *pool])
 
     def start(self) -> "Cluster":
         self.start_controller()
@@ -161,6 +183,11 @@ class Cluster:
         r = self.run([str(BIN / "sbatch"), "--parsable", *args], input=script, cwd=cwd)
         assert r.returncode == 0, r.stderr
         return int(r.stdout.strip().split(";")[0])
+
+    def config_value(self, key: str) -> str:
+        """A key's value in `scontrol show config`."""
+        lines = self.run([str(BIN / "scontrol"), "show", "config"]).stdout.splitlines()
+        return next(line.split("=", 1)[1].strip() for line in lines if line.split("=")[0].strip() == key)
 
     def wait_state(self, job_id: int, states: tuple[str, ...] | str, timeout: float = 30) -> dict:
         states = (states,) if isinstance(states, str) else states

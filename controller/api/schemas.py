@@ -105,6 +105,16 @@ class NodeResources(Strict):
     arch: str | None = None
     os: str | None = None
     version: str | None = None
+    pool: str | None = Field(None, max_length=64)  #: the node pool the agent joined (`--pool`)
+
+
+class ScriptDone(Strict):
+    """A Prolog or Epilog the agent ran for a job's run (its restart count)."""
+
+    job_id: int
+    run: int
+    kind: Literal["prolog", "epilog"]
+    exit_code: int = 0
 
 
 class Finished(Strict):
@@ -156,6 +166,7 @@ class NodeSync(Strict):
     steps_running: list[str] = Field(default_factory=list)  #: "JOB.STEP" with tasks on this node
     steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
+    scripts_done: list[ScriptDone] = Field(default_factory=list)
     wait: float = Field(0.0, ge=0, le=30)
     cpu_load: float | None = None
     free_mem: int | None = None

@@ -30,6 +30,41 @@ class Reason(str, Enum):
     DEPENDENCY = "Dependency"
     ARRAY_TASK_LIMIT = "JobArrayTaskLimit"  #: the array's %N throttle is reached
     DEPENDENCY_NEVER = "DependencyNeverSatisfied"
+    ACCOUNTING_POLICY = "AccountingPolicy"
+    QOS_RESOURCE_LIMIT = "QOSResourceLimit"
+    ASSOC_RESOURCE_LIMIT = "AssocResourceLimit"
+    # accounting limits (AccountingStorageEnforce=limits), see core.limits
+    ASSOC_GRP_BILLING = "AssocGrpBilling"
+    ASSOC_GRP_CPU_LIMIT = "AssocGrpCpuLimit"
+    ASSOC_GRP_GRES = "AssocGrpGRES"
+    ASSOC_GRP_JOBS_LIMIT = "AssocGrpJobsLimit"
+    ASSOC_GRP_MEM_LIMIT = "AssocGrpMemLimit"
+    ASSOC_GRP_NODE_LIMIT = "AssocGrpNodeLimit"
+    ASSOC_MAX_BILLING_PER_JOB = "AssocMaxBillingPerJob"
+    ASSOC_MAX_CPU_PER_JOB_LIMIT = "AssocMaxCpuPerJobLimit"
+    ASSOC_MAX_GRES_PER_JOB = "AssocMaxGRESPerJob"
+    ASSOC_MAX_JOBS_LIMIT = "AssocMaxJobsLimit"
+    ASSOC_MAX_MEM_PER_JOB = "AssocMaxMemPerJob"
+    ASSOC_MAX_NODE_PER_JOB_LIMIT = "AssocMaxNodePerJobLimit"
+    ASSOC_MAX_WALL_DURATION_PER_JOB_LIMIT = "AssocMaxWallDurationPerJobLimit"
+    QOS_GRP_BILLING = "QOSGrpBilling"
+    QOS_GRP_CPU_LIMIT = "QOSGrpCpuLimit"
+    QOS_GRP_GRES = "QOSGrpGRES"
+    QOS_GRP_JOBS_LIMIT = "QOSGrpJobsLimit"
+    QOS_GRP_MEM_LIMIT = "QOSGrpMemLimit"
+    QOS_GRP_NODE_LIMIT = "QOSGrpNodeLimit"
+    QOS_MAX_BILLING_PER_JOB = "QOSMaxBillingPerJob"
+    QOS_MAX_BILLING_PER_USER = "QOSMaxBillingPerUser"
+    QOS_MAX_CPU_PER_JOB_LIMIT = "QOSMaxCpuPerJobLimit"
+    QOS_MAX_CPU_PER_USER_LIMIT = "QOSMaxCpuPerUserLimit"
+    QOS_MAX_GRES_PER_JOB = "QOSMaxGRESPerJob"
+    QOS_MAX_GRES_PER_USER = "QOSMaxGRESPerUser"
+    QOS_MAX_JOBS_PER_USER_LIMIT = "QOSMaxJobsPerUserLimit"
+    QOS_MAX_MEMORY_PER_JOB = "QOSMaxMemoryPerJob"
+    QOS_MAX_MEMORY_PER_USER = "QOSMaxMemoryPerUser"
+    QOS_MAX_NODE_PER_JOB_LIMIT = "QOSMaxNodePerJobLimit"
+    QOS_MAX_NODE_PER_USER_LIMIT = "QOSMaxNodePerUserLimit"
+    QOS_MAX_WALL_DURATION_PER_JOB_LIMIT = "QOSMaxWallDurationPerJobLimit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +134,13 @@ class PendingJob:
     #: fair-share inputs: the association's decayed usage and its normalized shares
     usage: float = 0.0
     shares: float = 1.0
+    fs_factor: float | None = None  #: the fair-share factor itself, when the store computed it (Fair Tree)
     site: int = 0  #: site factor (scontrol update SiteFactor)
+    qos: str = "normal"
+    qos_factor: float = 0.0  #: the QOS's Priority over the highest QOS Priority (multifactor's QOS factor)
+    #: keys of `Snapshot.counters` this job charges while it runs (AccountingStorageEnforce=limits)
+    limits: tuple[str, ...] = ()
+    bill: float = 0.0  #: its billing TRES (TRESBillingWeights), for billing limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +166,7 @@ class RunningJob:
     requeue: bool = True  #: may be requeued (REQUEUE preemption falls back to CANCEL when not)
     suspended: bool = False  #: stopped by SUSPEND preemption; resumes when its CPUs are free again
     preempting: bool = False  #: already chosen as a victim: its resources are on their way back
+    qos: str = "normal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +181,8 @@ class SchedConfig:
     #: interrupted and always "continues" to bf_max_job_test
     bf_continue: bool = False
     bf_easy: bool = False  #: bf_policy=easy: reserve only for the first blocked job
-    preempt: bool = False  #: PreemptType=preempt/partition_prio
+    preempt: bool = False  #: PreemptType=preempt/partition_prio or preempt/qos
+    preempt_qos: bool = False  #: preempt/qos: a job's QOS names the QOSes it may preempt
     preempt_exempt_time: int = 0  #: seconds a job runs before it may be preempted
 
 
@@ -155,6 +198,11 @@ class Snapshot:
     #: times and owners that backfill and preemption need.
     running: tuple[RunningJob, ...] = ()
     config: SchedConfig = SchedConfig()
+    #: running limits by key (see core.limits); pending jobs name the ones they charge
+    counters: dict = field(default_factory=dict)
+    #: preempt/qos: each QOS's Preempt list and PreemptMode (OFF, CANCEL, REQUEUE or SUSPEND)
+    qos_preempt: dict = field(default_factory=dict)
+    qos_preempt_mode: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

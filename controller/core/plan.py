@@ -28,6 +28,7 @@ from operator import attrgetter, lt
 from .alloc import Free, _task_counts, fit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
                     Snapshot, Start, natural_key)
+from .limits import alloc_tres, need, request_tres
 from .priority import Factors, factors
 from .timemap import CountMap, TimeMap
 
@@ -168,14 +169,15 @@ def _fixed_parts(snap: Snapshot):  # noqa: ANN202 - a function of a pending job
     fixed: dict[tuple, Factors] = {}
 
     def base(j: PendingJob) -> Factors:
-        key = (id(j.request), j.partition, j.usage, j.shares)
+        key = (id(j.request), j.partition, j.usage, j.shares, j.qos_factor, j.fs_factor)
         got = fixed.get(key)
         if got is None:
             r = j.request
             got = fixed[key] = factors(w=w, now=snap.now, eligible=None, nodes=r.nodes_min, cpus=requested_cpus(r),
                                        total_nodes=total_nodes, total_cpus=total_cpus,
                                        partition_factor=pjf.get(j.partition, 1), max_partition_factor=max_pjf,
-                                       usage=j.usage, shares=j.shares)
+                                       usage=j.usage, shares=j.shares, qos_factor=j.qos_factor,
+                                       fs_factor=j.fs_factor)
         return got
     return base
 
@@ -257,17 +259,24 @@ class _Cycle:
         self.going: dict[int, RunningJob] = {r.job_id: r for r in snap.running if r.preempting}
         self.suspending: set[int] = set()
         self.can_preempt = self._preemptor_partitions()
+        #: what running jobs hold of each accounting limit, as this cycle starts more
+        self.used = {k: c.used for k, c in snap.counters.items()}
 
     # ------------------------------------------------------------------ helpers
     def _preemptor_partitions(self) -> frozenset[str]:
-        if not self.cfg.preempt:
+        if not self.cfg.preempt or self.cfg.preempt_qos:
             return frozenset()
         modes = [(p.priority_tier, p.preempt_mode) for p in self.snap.partitions]
         return frozenset(p.name for p in self.snap.partitions
                          if any(t < p.priority_tier and m != "OFF" for t, m in modes))
 
+    def may_preempt(self, job: PendingJob) -> bool:
+        if self.cfg.preempt_qos:
+            return bool(self.snap.qos_preempt.get(job.qos))
+        return job.partition in self.can_preempt
+
     def key(self, job: PendingJob) -> tuple:
-        return (job.partition not in self.can_preempt, -self.tiers.get(job.partition, 0), 1,
+        return (not self.may_preempt(job), -self.tiers.get(job.partition, 0), 1,
                 -self.prio.get(job.job_id, job.priority), job.submit_time, job.job_id)
 
     def queue(self) -> list[_Item]:
@@ -300,7 +309,23 @@ class _Cycle:
             if f.cpus <= 0:
                 self.open.pop(a.node, None)  # full: later jobs need not look at it
 
+    def over_limit(self, job: PendingJob) -> Reason | None:
+        """The first accounting limit that starting `job` now would exceed."""
+        if not job.limits:
+            return None
+        amounts = request_tres(job.request, self.snap.def_mem_per_cpu)
+        counters = self.snap.counters
+        for k in job.limits:
+            c = counters[k]
+            if self.used[k] + need(c.tres, amounts, job.bill) > c.cap:
+                return c.reason
+        return None
+
     def start(self, job: PendingJob, allocs: tuple[NodeAlloc, ...]) -> None:
+        if job.limits:
+            amounts = alloc_tres(allocs)
+            for k in job.limits:
+                self.used[k] += need(self.snap.counters[k].tres, amounts, job.bill)
         self.take(allocs, job.request.exclusive)
         self.out.starts.append(Start(job.job_id, allocs))
         self.started.append((job, allocs))
@@ -319,6 +344,8 @@ class _Cycle:
             job = it.job
             part = self.parts.get(job.partition)
             reason = static_reason(job, part, self.nodes, snap.def_mem_per_cpu, snap.now, self.memo)
+            if reason is None:
+                reason = self.over_limit(job)
             if reason is not None:
                 out.reasons[job.job_id] = reason
                 continue
@@ -326,7 +353,7 @@ class _Cycle:
                 out.reasons[job.job_id] = Reason.PRIORITY
                 continue
             allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu)
-            if allocs is None and job.partition in self.can_preempt:
+            if allocs is None and self.may_preempt(job):
                 allocs = self.preempt(job, part)
             if allocs is None:
                 out.reasons[job.job_id] = self.blocked_reason(part)
@@ -363,15 +390,22 @@ class _Cycle:
 
     # ------------------------------------------------------------------ preemption
     def mode(self, r: RunningJob) -> str:
-        p = self.parts.get(r.partition)
-        m = p.preempt_mode if p else "OFF"
+        if self.cfg.preempt_qos:
+            m = self.snap.qos_preempt_mode.get(r.qos, "OFF")
+        else:
+            p = self.parts.get(r.partition)
+            m = p.preempt_mode if p else "OFF"
         return "CANCEL" if m == "REQUEUE" and not r.requeue else m
 
-    def _victim_ok(self, r: RunningJob, tier: int, mem: frozenset[str]) -> bool:
+    def _victim_ok(self, r: RunningJob, job: PendingJob, tier: int, mem: frozenset[str]) -> bool:
         p = self.parts.get(r.partition)
-        return (not r.suspended and not r.preempting and r.job_id not in self.going
-                and r.job_id not in self.suspending and p is not None and p.priority_tier < tier
-                and p.preempt_mode != "OFF" and self.snap.now - r.start_time >= self.cfg.preempt_exempt_time
+        if self.cfg.preempt_qos:  # the preemptor's QOS names the victim's, whatever their partitions
+            allowed = r.qos in self.snap.qos_preempt.get(job.qos, ()) and self.mode(r) != "OFF"
+        else:
+            allowed = p is not None and p.priority_tier < tier and p.preempt_mode != "OFF"
+        return (allowed and not r.suspended and not r.preempting and r.job_id not in self.going
+                and r.job_id not in self.suspending
+                and self.snap.now - r.start_time >= self.cfg.preempt_exempt_time
                 and any(a.node in mem for a in r.allocs))
 
     def _trial_fit(self, job: PendingJob, part: Partition, back: list[RunningJob]) -> tuple[NodeAlloc, ...] | None:
@@ -403,7 +437,7 @@ class _Cycle:
         if going and self._trial_fit(job, part, going) is not None:
             return None  # earlier victims are still on their way out: wait for them
         mem = self.members[part.name]
-        pool = sorted((r for r in self.snap.running if self._victim_ok(r, part.priority_tier, mem)),
+        pool = sorted((r for r in self.snap.running if self._victim_ok(r, job, part.priority_tier, mem)),
                       key=lambda r: (self.tiers.get(r.partition, 0), r.priority, -r.start_time, -r.job_id))
         chosen: list[RunningJob] = []
         for r in pool:
@@ -418,8 +452,8 @@ class _Cycle:
                 chosen = rest
         for r in sorted(chosen, key=lambda r: r.job_id):
             mode = self.mode(r)
-            p = self.parts[r.partition]
-            self.out.preemptions.append(Preemption(r.job_id, job.job_id, mode, p.grace_time))
+            p = self.parts.get(r.partition)
+            self.out.preemptions.append(Preemption(r.job_id, job.job_id, mode, p.grace_time if p else 0))
             if mode == "SUSPEND":
                 self.suspending.add(r.job_id)
                 self._give_back(r)
@@ -519,6 +553,10 @@ class _Cycle:
         reserved = False
         for job in jobs:
             out.bf_tested += 1
+            over = self.over_limit(job)
+            if over is not None:  # jobs started since the main pass took what it may use
+                out.reasons[job.job_id] = over
+                continue
             part = self.parts[job.partition]
             secs = self.seconds(job)
             only_now = cfg.bf_easy and reserved  # EASY: later jobs start now or not at all

@@ -9,6 +9,7 @@ Each factor lies in [0, 1]. Fair-share is Slurm's classic 2^(-usage/shares); usa
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -50,7 +51,8 @@ class Factors:
 
 def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus: int, total_nodes: int,
             total_cpus: int, partition_factor: int, max_partition_factor: int, nice: int = 0,
-            usage: float = 0.0, shares: float = 1.0, qos_factor: float = 0.0) -> Factors:
+            usage: float = 0.0, shares: float = 1.0, qos_factor: float = 0.0,
+            fs_factor: float | None = None) -> Factors:
     age = 0.0
     if eligible is not None and w.max_age > 0:
         age = min(max(now - eligible, 0.0) / w.max_age, 1.0)
@@ -59,7 +61,10 @@ def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus:
     size = min((node_part + cpu_part) / 2, 1.0)  # capped after averaging, as Slurm does
     if w.favor_small:
         size = 1.0 - size
-    fs = 2.0 ** (-usage / shares) if shares > 0 else 0.0
+    if fs_factor is not None:  # computed over the association tree (core.fairshare)
+        fs = fs_factor
+    else:
+        fs = 2.0 ** (-usage / shares) if shares > 0 else 0.0
     part = partition_factor / max_partition_factor if max_partition_factor else 0.0
     parts = (w.age * age, w.fairshare * fs, w.jobsize * size, w.partition * part, w.qos * qos_factor)
     return Factors(age=round(parts[0]), fairshare=round(parts[1]), jobsize=round(parts[2]),
@@ -71,6 +76,17 @@ def decayed(amount: float, age: float, half_life: float) -> float:
     if half_life <= 0 or age <= 0:
         return amount
     return amount * 2.0 ** (-age / half_life)
+
+
+def decayed_span(start: float, end: float, now: float, half_life: float) -> float:
+    """Seconds of use from `start` to `end`, each decayed by PriorityDecayHalfLife from when it
+    was used until `now` (the integral of 2^(-(now - t) / half_life) over the span)."""
+    if end <= start:
+        return 0.0
+    if half_life <= 0:
+        return end - start
+    k = math.log(2) / half_life
+    return (math.exp(-k * max(0.0, now - end)) - math.exp(-k * max(0.0, now - start))) / k
 
 
 def fair_shares(usage: dict[str, float], shares: dict[str, float]) -> dict[str, tuple[float, float]]:

@@ -38,4 +38,7 @@ def make_engine(url: str) -> Engine:
     else:
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
     metadata.create_all(engine)
+    for table in metadata.sorted_tables:  # indexes added since a database was created
+        for index in table.indexes:
+            index.create(engine, checkfirst=True)
     return engine

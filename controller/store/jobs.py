@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from operator import attrgetter
 from dataclasses import asdict
 from typing import Any, Iterable
 
@@ -15,10 +16,14 @@ from controller.config import ClusterConfig
 from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Reason, Request, RunningJob,
                                    Snapshot, natural_key)
 from controller.core.plan import requested_cpus
-from controller.core.priority import decayed, fair_shares
+from controller.core import fairshare
+from controller.core.limits import Counter, alloc_tres, billing, request_tres
+from controller.core.priority import decayed_span
 from controller.errors import Conflict, InvalidRequest, NotFound
+from nodeagent.launcher import exit_code_env
 
-from . import deps, steps
+from . import deps, scripts, steps
+from .accounts import AccountStore, enforce_flags
 from .tables import jobs as J
 from .tables import code_blobs as CODE
 from .tables import job_runs as RUNS
@@ -36,6 +41,7 @@ _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_t
 
 
 _INSERT_JOB = insert(J)
+_ID = attrgetter("id")
 
 
 def compress(names: Iterable[str]) -> str:
@@ -94,8 +100,21 @@ class JobStore:
         self._dep_updates: dict[int, str | None] = {}
         self._dep_kill: list[int] = []
         self.next_dep_time: float | None = None
-        self._usage_at: float | None = None  #: when per-user usage was last computed
-        self._user_usage: dict[str, float] = {}
+        self._usage_at: float | None = None  #: when per-association usage was last computed
+        self._assoc_usage: dict[tuple[str, str], float] = {}
+        self.accounts = AccountStore(engine, config.cluster_name)
+        self._fs: tuple | None = None  #: (accounts version, usage time) -> fair-share factors
+        #: nodes whose agents have new orders outside a scheduling pass (prologs done, epilogs to run)
+        self.notify_hosts: set[str] = set()
+        #: PrologSlurmctld/EpilogSlurmctld rows may be waiting for the controller
+        self.controller_scripts = True
+
+    def set_config(self, config: ClusterConfig) -> None:
+        """scontrol reconfigure: the new configuration, for the next request and pass on."""
+        self.config = config
+        self.weights = config.priority_weights()
+        self.sched = config.sched_config()
+        self._usage_at = None
 
     # ---------------------------------------------------------------- jobs: intake
     def submit(self, body: dict, now: float) -> int:
@@ -105,13 +124,24 @@ class JobStore:
         pconf = self.config.partition(part)
         if time_limit is None and pconf is not None and pconf.default_time is not None:
             time_limit = pconf.default_time
+        tres = request_tres(request_of(spec), self.config.def_mem_per_cpu or 0)
+        n_jobs = 1
+        if body.get("array"):
+            try:
+                n_jobs = len(parse_array(body["array"], self.config.max_array_size)[0])
+            except ValueError:
+                pass  # refused below, with its own message
+        account, qos, time_limit = self.accounts.admit(
+            user=body["user"], account=body.get("account"), partition=part, qos=body.get("qos"),
+            enforce=enforce_flags(self.config), time_limit=time_limit, tres=tres,
+            bill=billing(tres, self.billing_weights(part)), n_jobs=n_jobs)
         requeue = body.get("requeue")
         dep_text = None
         if body.get("dependency"):
             dep_text = self._check_dependency(body["dependency"])
         row = dict(
             name=body["name"], user=body["user"], uid=body["uid"], gid=body["gid"], grp=body["group"],
-            account=body.get("account") or body["user"], qos=body.get("qos") or "normal", partition=part,
+            account=account, qos=qos, partition=part,
             state="PENDING", priority=self._base_priority(body), nice=body.get("nice") or 0,
             held="user" if body.get("hold") else None, submit_time=now,
             eligible_time=None if body.get("hold") or dep_text else max(now, body.get("begin_time") or now),
@@ -172,7 +202,8 @@ class JobStore:
     def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
                  users: list[str] | None = None, partitions: list[str] | None = None,
                  names: list[str] | None = None, since: float | None = None, until: float | None = None,
-                 now: float | None = None, history: bool = False) -> list[Any]:
+                 now: float | None = None, history: bool = False, accounts: list[str] | None = None,
+                 qos: list[str] | None = None) -> list[Any]:
         q = select(J)
         conds = []
         if ids:
@@ -185,6 +216,10 @@ class JobStore:
             conds.append(J.c.partition.in_(partitions))
         if names:
             conds.append(J.c.name.in_(names))
+        if accounts:
+            conds.append(J.c.account.in_(accounts))
+        if qos:
+            conds.append(J.c.qos.in_(qos))
         if not history and now is not None:
             # like slurmctld: finished jobs are forgotten MinJobAge seconds after they end
             conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age,
@@ -196,7 +231,9 @@ class JobStore:
         if conds:
             q = q.where(and_(*conds))
         with self.engine.connect() as c:
-            return list(c.execute(q.order_by(J.c.id)))
+            # sorted here: ORDER BY id would make the database scan by id rather than use the
+            # end-time or array index (sacct over a long history)
+            return sorted(c.execute(q), key=_ID)
 
     # ---------------------------------------------------------------- steps
     def create_step(self, job_id: int, req: dict, now: float) -> dict:
@@ -306,7 +343,8 @@ class JobStore:
             pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
                                          J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
                                          J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency, J.c.name,
-                                         J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks)
+                                         J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks,
+                                         J.c.account, J.c.qos)
                                   .where(J.c.state == "PENDING")))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
@@ -317,22 +355,28 @@ class JobStore:
             blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
             act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
                                         J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
-                                        J.c.suspended_secs).where(J.c.active.is_(True))))
+                                        J.c.suspended_secs, J.c.user, J.c.account, J.c.qos)
+                                  .where(J.c.active.is_(True))))
             node_rows = list(c.execute(select(N)))
         live = {r.id for r in pend}
         if len(self._requests) > 2 * len(live) + 1000:
             self._requests = {k: v for k, v in self._requests.items() if k in live}
         if len(self._deps) > 2 * len(live) + 1000:
             self._deps = {k: v for k, v in self._deps.items() if k in live}
-        fs: dict[str, tuple[float, float]] = {}
+        fs: dict[tuple[str, str], tuple[float, float]] = {}
         if self.weights.fairshare:
-            fs = fair_shares(self.user_usage(now), dict.fromkeys({r.user for r in pend} | set(self._user_usage), 1.0))
+            fs = self.fairshare_factors(now, {(r.account, r.user) for r in pend})
+        tree = self.accounts.tree()
+        qos_top = max((q.priority for q in tree.qos.values()), default=0)
+        qos_factor = {name: q.priority / qos_top for name, q in tree.qos.items()} if qos_top > 0 else {}
+        counters, charges = self._limits(tree, pend, act, blocked)
         pending = tuple(PendingJob(
             job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
             nice=r.nice, eligible_time=r.eligible_time,
-            usage=fs[r.user][0] if fs else 0.0, shares=fs[r.user][1] if fs else 1.0, site=r.site_factor or 0,
-            blocked_reason=blocked.get(r.id))
+            fs_factor=fs[(r.account, r.user)][0] if fs else None, site=r.site_factor or 0,
+            blocked_reason=blocked.get(r.id), qos=r.qos, qos_factor=qos_factor.get(r.qos, 0.0),
+            limits=charges.get(r.id, ()))
             for r in pend)
         self._last_reasons = {r.id: r.reason for r in pend}
         self._last_priority = {r.id: r.priority for r in pend}
@@ -341,7 +385,66 @@ class JobStore:
         return Snapshot(now=now, nodes=self._sched_nodes(node_rows, act, now),
                         partitions=self._sched_partitions(node_rows), pending=pending,
                         def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
-                        running=running, config=self.sched)
+                        running=running, config=self.sched, counters=counters,
+                        qos_preempt={n: tuple(q.preempt) for n, q in tree.qos.items() if q.preempt},
+                        qos_preempt_mode={n: self._qos_mode(q) for n, q in tree.qos.items()})
+
+    def _qos_mode(self, q: Any) -> str:
+        """A QOS's PreemptMode; `cluster`: the cluster's PreemptMode."""
+        from controller.config import _preempt_mode
+        return q.preempt_mode.upper() if q.preempt_mode != "cluster" else _preempt_mode(self.config.preempt_mode,
+                                                                                             "PreemptMode")
+
+    def billing_weights(self, partition: str) -> dict[str, float]:
+        p = self.config.partition(partition)
+        return dict(p.billing_weights) if p is not None else {}
+
+    def _limits(self, tree: Any, pend: list[Any], act: list[Any], blocked: dict[int, Reason]
+                ) -> tuple[dict[str, Counter], dict[int, tuple[str, ...]]]:
+        """AccountingStorageEnforce=limits: the running-limit counters, what running jobs hold of
+        them, and the ones each pending job charges. Per-job limits become blocking reasons."""
+        if "limits" not in enforce_flags(self.config):
+            return {}, {}
+        memo: dict[tuple, tuple] = {}
+
+        def of(user: str, account: str, partition: str, qos: str) -> tuple:
+            key = (user, account, partition, qos)
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = self.accounts.job_limits(tree, user=user, account=account, partition=partition,
+                                                           qos=qos)
+            return got
+        counters: dict[str, Counter] = {}
+        used: dict[str, float] = {}
+        for r in act:
+            if not r.alloc:
+                continue
+            lims = of(r.user, r.account, r.partition, r.qos)[0]
+            if not lims:
+                continue
+            amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                                  for a in json.loads(r.alloc)])
+            bill = billing(amounts, self.billing_weights(r.partition))
+            for key, tres, _cap, _why in lims:
+                used[key] = used.get(key, 0.0) + (1 if tres == "jobs" else bill if tres == "billing"
+                                                  else amounts.get(tres, 0))
+        charges: dict[int, tuple[str, ...]] = {}
+        def_mem = self.config.def_mem_per_cpu or 0
+        for r in pend:
+            lims, a, q = of(r.user, r.account, r.partition, r.qos)
+            req = self._requests[r.id]
+            if a is not None and r.id not in blocked:
+                tres = request_tres(req, def_mem)
+                why = self.accounts.per_job_reason(tree, a, q, tres, billing(tres, self.billing_weights(r.partition)),
+                                                   r.time_limit)
+                if why is not None:
+                    blocked[r.id] = why
+            if lims:
+                for key, tres, cap, why in lims:
+                    if key not in counters:
+                        counters[key] = Counter(tres, cap, used.get(key, 0.0), why)
+                charges[r.id] = tuple(k for k, *_ in lims)
+        return counters, charges
 
     @staticmethod
     def _throttled(c: Any, rows: list[Any]) -> dict[int, Reason]:
@@ -425,24 +528,64 @@ class JobStore:
                 self.next_dep_time = wake if self.next_dep_time is None else min(self.next_dep_time, wake)
         return out
 
-    def user_usage(self, now: float) -> dict[str, float]:
-        """Decayed CPU-seconds per user (PriorityDecayHalfLife), recomputed every PriorityCalcPeriod.
-
-        Every user holds one equal share until accounting associations exist.
-        """
+    def assoc_usage(self, now: float) -> dict[tuple[str, str], float]:
+        """Raw usage per (account, user): billing-weighted TRES-seconds (TRESBillingWeights of the
+        job's partition; CPU-seconds without weights) times the QOS's UsageFactor, decayed by
+        PriorityDecayHalfLife second by second. Recomputed every PriorityCalcPeriod."""
         if self._usage_at is not None and now - self._usage_at < self.config.priority_calc_period():
-            return self._user_usage
+            return self._assoc_usage
         half = self.weights.decay_half_life
-        use: dict[str, float] = {}
+        factor = {n: q.usage_factor for n, q in self.accounts.tree().qos.items()}
+        use: dict[tuple[str, str], float] = {}
         with self.engine.connect() as c:
-            rows = c.execute(select(J.c.user, J.c.alloc, J.c.start_time, J.c.end_time)
+            rows = c.execute(select(J.c.user, J.c.account, J.c.qos, J.c.partition, J.c.alloc, J.c.start_time,
+                                    J.c.end_time, J.c.suspended_secs)
                              .where(J.c.start_time.is_not(None), J.c.alloc.is_not(None)))
             for r in rows:
                 end = r.end_time or now
-                cpus = sum(a["cpus"] for a in json.loads(r.alloc))
-                use[r.user] = use.get(r.user, 0.0) + decayed(cpus * max(0.0, end - r.start_time), now - end, half)
-        self._usage_at, self._user_usage = now, use
+                amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                                      for a in json.loads(r.alloc)])
+                rate = billing(amounts, self.billing_weights(r.partition)) * factor.get(r.qos, 1.0)
+                # suspended time is not used: count it off the start
+                start = min(end, r.start_time + (r.suspended_secs or 0.0))
+                key = (r.account, r.user)
+                use[key] = use.get(key, 0.0) + rate * decayed_span(start, end, now, half)
+        self._usage_at, self._assoc_usage = now, use
         return use
+
+    def share_tree(self, now: float, extra: set[tuple[str, str]] = frozenset()) -> fairshare.ShareNode:
+        """The fair-share tree with usage and factors. Users with jobs but no association (no
+        AccountingStorageEnforce) join their account, else root, with one share each."""
+        tree = self.accounts.tree()
+        usage = self.assoc_usage(now)
+        users: dict[tuple[str, str], int] = {}
+        for a in tree.assocs:
+            if a.user:
+                users.setdefault((a.account, a.user), a.shares)
+        for acct, user in set(usage) | set(extra):
+            if (acct, user) not in users:
+                users[(acct if acct in tree.accounts else "root", user)] = 1
+        accounts = {name: (row.parent, next((a.shares for a in tree.assocs if a.account == name and not a.user), 1))
+                    for name, row in tree.accounts.items()}
+        if usage:  # implicit users filed under root: their usage follows them there
+            usage = {(k[0] if k[0] in tree.accounts else "root", k[1]): v for k, v in usage.items()}
+        root = fairshare.build_tree(accounts, [(a, u, sh) for (a, u), sh in users.items()], usage)
+        return fairshare.compute(root, self.config.fair_tree())
+
+    def fairshare_factors(self, now: float, keys: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
+        """(account, user) -> (fair-share factor, NormShares), for the priority of pending jobs."""
+        usage_at = self.assoc_usage(now) and self._usage_at
+        memo_key = (self.accounts.version, usage_at, self._usage_at, frozenset(keys))
+        if self._fs is not None and self._fs[0] == memo_key:
+            return self._fs[1]
+        got = fairshare.factors(self.share_tree(now, keys))
+        tree = self.accounts.tree()
+        out = {}
+        for acct, user in keys:
+            k = (acct, user) if acct in tree.accounts else ("root", user)
+            out[(acct, user)] = got.get(k, (0.0, 0.0))
+        self._fs = (memo_key, out)
+        return out
 
     @staticmethod
     def _running_job(r: Any) -> RunningJob:
@@ -454,7 +597,7 @@ class JobStore:
         return RunningJob(job_id=r.id, partition=r.partition, allocs=allocs, start_time=r.start_time or 0.0,
                           end_time=end, priority=r.priority, requeue=bool(r.requeue),
                           suspended=r.state == "SUSPENDED" and not r.pending_action,
-                          preempting=bool(r.pending_action))
+                          preempting=bool(r.pending_action), qos=r.qos)
 
     def _usage(self, active_rows: Iterable[Any]) -> dict[str, list]:
         """What active jobs hold per node; a suspended job keeps only its memory."""
@@ -502,7 +645,8 @@ class JobStore:
 
     def _sched_partitions(self, node_rows: list[Any]) -> tuple[Partition, ...]:
         known = self.node_names(node_rows)
-        return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known)),
+        features = self.config.node_features(node_rows)
+        return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known, features)),
                                max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP",
                                priority_job_factor=p.priority_job_factor,
                                preempt_mode=self.config.preempt_mode_of(p), grace_time=p.grace_time)
@@ -543,6 +687,7 @@ class JobStore:
                     preempt_grace=None))
                 if res.rowcount == 1:
                     woken.add(host)
+                    woken.update(self._start_prologs(c, s.job_id, now))
             changed = [{"jid": jid, "r": r.value} for jid, r in plan.reasons.items() if last.get(jid) != r.value]
             if changed:
                 c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
@@ -719,6 +864,7 @@ class JobStore:
             self._upsert_node(c, name, body, now)
             for fin in body.get("finished") or []:
                 self._finish(c, name, fin, now)
+            self._scripts_done(c, name, body.get("scripts_done") or [], now)
             running = set(body.get("running") or [])
             stopped = set(body.get("suspended") or [])
             done = {f["job_id"] for f in body.get("finished") or []}
@@ -754,7 +900,7 @@ class JobStore:
                 elif r.pending_action:
                     # its processes are gone (or never started): finish the transition now
                     self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
-                else:
+                elif not scripts.prologs_pending(c, r.id, r.restarts):  # else: wait for every prolog to succeed
                     order = self._launch_order(r, name)
                     refs = json.loads(r.spec).get("secrets")
                     if refs:  # resolved at launch only: they are stored nowhere else
@@ -764,6 +910,7 @@ class JobStore:
                     orders.append(order)
             for jid in sorted(running - active_ids - done):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
+            orders += scripts.orders_for(c, name)
         return orders + step_orders
 
     def _upsert_node(self, c: Any, name: str, body: dict, now: float) -> None:
@@ -791,6 +938,7 @@ class JobStore:
             gpu_type=(nc.gpu_type if nc else None) or res.get("gpu_type"),
             last_seen=now, boot_time=res.get("boot_time"), arch=res.get("arch"), os=res.get("os"),
             version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
+            pool=res.get("pool"),
         )
         if exists:
             c.execute(update(N).where(N.c.name == name).values(registered_at=now, **vals))
@@ -814,7 +962,8 @@ class JobStore:
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
             "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
             "py_deps": spec.get("py_deps"),
-            "prolog": self.config.raw_value("prolog", "") or None, "epilog": self.config.raw_value("epilog", "") or None,
+            "epilog": self.config.script_list("epilog"),
+            "home": os.path.join(self.config.home_storage, r.user) if self.config.home_storage else None,
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
@@ -835,6 +984,7 @@ class JobStore:
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**self._requeued_values(now, True)))
             return
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
+        self._end_scripts(c, r, code, sig, now)
         end = fin.get("end_time") or now
         action = r.pending_action
         if action in ("requeue", "requeue_hold", "preempt_requeue"):
@@ -877,9 +1027,86 @@ class JobStore:
         c.execute(update(N).where(N.c.name == node).values(last_busy=now))
         c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**vals))
 
+    def _start_prologs(self, c: Any, job_id: int, now: float) -> list[str]:
+        """A job just started: Prolog rows for each of its nodes, PrologSlurmctld's for the controller.
+        Returns the nodes to wake (their agents have a prolog to run)."""
+        prolog, ctld = self.config.script_list("prolog"), self.config.script_list("prologslurmctld")
+        if not prolog and not ctld:
+            return []
+        r = c.execute(select(J).where(J.c.id == job_id)).first()
+        nodes = [a["node"] for a in json.loads(r.alloc)]
+        if prolog:
+            scripts.add(c, r.id, r.restarts, nodes, "prolog", dict(self._launch_order(r, ""), script="", prolog=prolog),
+                        now)
+        if ctld:
+            env = scripts.controller_environment(r, "prolog_slurmctld", self.config.cluster_name)
+            scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "prolog_slurmctld", {"env": env, "script": ctld}, now)
+            self.controller_scripts = True
+        return nodes if prolog else []
+
+    def _end_scripts(self, c: Any, r: Any, code: int, sig: int, now: float) -> None:
+        """A job's run ended: Epilog on its nodes other than the batch host (which ran its own before
+        reporting), EpilogSlurmctld on the controller."""
+        scripts.forget_prologs(c, r.id)
+        epilog, ctld = self.config.script_list("epilog"), self.config.script_list("epilogslurmctld")
+        others = [a["node"] for a in json.loads(r.alloc or "[]") if a["node"] != r.batch_host]
+        if epilog and others:
+            order = dict(self._launch_order(r, ""), script="", exit_code=code, signal=sig)
+            scripts.add(c, r.id, r.restarts, others, "epilog", order, now)
+            self.notify_hosts.update(others)
+        if ctld:
+            env = dict(scripts.controller_environment(r, "epilog_slurmctld", self.config.cluster_name),
+                       **exit_code_env(code, sig))
+            scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "epilog_slurmctld", {"env": env, "script": ctld}, now)
+            self.controller_scripts = True
+
+    def _scripts_done(self, c: Any, node: str, reports: list[dict], now: float) -> None:
+        """Prologs and epilogs that ended on `node` (or the controller): a failing one drains its
+        node; a failing prolog requeues the job held; the last prolog to succeed lets it launch."""
+        for rep in scripts.record(c, node, reports):
+            failed = bool(rep.get("exit_code"))
+            if failed and node != scripts.CONTROLLER:
+                what = "Prolog" if rep["kind"] == "prolog" else "Epilog"
+                c.execute(update(N).where(N.c.name == node).values(admin_state="DRAIN", reason=f"{what} error",
+                                                                 reason_time=now))
+            if rep["kind"] not in scripts.PROLOGS:
+                continue
+            r = c.execute(select(J.c.id, J.c.batch_host).where(
+                J.c.id == rep["job_id"], J.c.restarts == rep["run"], J.c.active.is_(True), J.c.state == "RUNNING",
+                J.c.pending_action.is_(None))).first()
+            if r is None:
+                continue
+            if failed:  # the job never ran: back to the queue, held, as slurmctld does
+                c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
+                    **self._requeued_values(now, True)))
+            elif not scripts.prologs_pending(c, r.id, rep["run"]):
+                self.notify_hosts.add(r.batch_host)
+
+    def claim_controller_scripts(self) -> list[Any]:
+        """PrologSlurmctld/EpilogSlurmctld runs waiting for the controller (marked running)."""
+        if not self.controller_scripts:
+            return []
+        self.controller_scripts = False
+        with self.engine.begin() as c:
+            return scripts.claim_controller(c)
+
+    def reset_controller_scripts(self) -> None:
+        with self.engine.begin() as c:
+            scripts.reset_controller(c)
+        self.controller_scripts = True
+
+    def controller_script_done(self, report: dict, now: float) -> None:
+        with self.engine.begin() as c:
+            self._scripts_done(c, scripts.CONTROLLER, [report], now)
+
+    def take_notify(self) -> set[str]:
+        out, self.notify_hosts = self.notify_hosts, set()
+        return out
+
     def _node_failed(self, c: Any, r: Any, now: float) -> None:
         """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL."""
         steps.end_job_steps(c, r.id, now)
+        self._end_scripts(c, r, 0, 9, now)
         if r.pending_action == "cancel":
             c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
                                                               batch_state="CANCELLED", batch_exit_signal=9))

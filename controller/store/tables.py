@@ -71,6 +71,7 @@ jobs = Table(
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)
 Index("ix_jobs_end", jobs.c.end_time)
+Index("ix_jobs_array", jobs.c.array_job_id)  #: sacct -j / squeue -j name arrays by their job id
 
 nodes = Table(
     "nodes",
@@ -95,6 +96,7 @@ nodes = Table(
     Column("cpu_load", Float),
     Column("free_mem", Integer),
     Column("last_busy", Float),
+    Column("pool", String(64)),  #: the node pool the agent joined (`slurmlet agent --pool`); its feature
 )
 
 #: job steps (srun inside an allocation): one row per step, its layout and its tasks' results
@@ -117,6 +119,23 @@ steps = Table(
     Column("exit_code", Integer, nullable=False, default=0),
     Column("exit_signal", Integer, nullable=False, default=0),
 )
+
+#: Prolog/Epilog runs of a job's incarnation on each of its nodes, and PrologSlurmctld/EpilogSlurmctld
+#: on the controller (node ''): what is still to run, and how it went. The batch script starts once
+#: every prolog row of its run is OK.
+node_scripts = Table(
+    "node_scripts",
+    metadata,
+    Column("job_id", Integer, primary_key=True),
+    Column("run", Integer, primary_key=True),  #: the job's restart count
+    Column("node", String(64), primary_key=True),  #: '' for the controller's own scripts
+    Column("kind", String(24), primary_key=True),  #: prolog, epilog, prolog_slurmctld, epilog_slurmctld
+    Column("state", String(16), nullable=False),  #: PENDING, RUNNING (controller), OK, FAILED
+    Column("exit_code", Integer),
+    Column("payload", Text, nullable=False),  #: JSON: what the agent needs to run it (the job's environment)
+    Column("created", Float, nullable=False),
+)
+Index("ix_node_scripts_node_state", node_scripts.c.node, node_scripts.c.state)
 
 #: secrets for air runs (`slurmlet secrets put SCOPE KEY`): injected into a run's environment at
 #: launch, never returned by the API
@@ -155,4 +174,72 @@ job_runs = Table(
     Column("batch_state", String(16)),
     Column("batch_exit_code", Integer),
     Column("batch_exit_signal", Integer),
+)
+
+# ---------------------------------------------------------------- accounting (sacctmgr)
+#: clusters known to the accounting database (sacctmgr add cluster); the controller adds its own
+clusters = Table(
+    "clusters",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("created", Float, nullable=False),
+)
+
+#: accounts, a tree under `root`
+accounts = Table(
+    "accounts",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("parent", String(64)),  #: None only for root
+    Column("description", Text, nullable=False, default=""),
+    Column("organization", Text, nullable=False, default=""),
+    Column("created", Float, nullable=False),
+)
+
+#: users: their default account and administrative level
+users = Table(
+    "users",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("default_account", String(64), nullable=False),
+    Column("admin_level", String(16), nullable=False, default="None"),  #: None, Operator, Administrator
+    Column("created", Float, nullable=False),
+)
+
+#: associations: an account's own (user '') and each user's in an account, optionally per partition
+assocs = Table(
+    "assocs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("account", String(64), nullable=False),
+    Column("user", String(64), nullable=False, default=""),
+    Column("partition", String(64), nullable=False, default=""),
+    Column("shares", Integer, nullable=False, default=1),  #: Fairshare (RawShares)
+    Column("priority", Integer),
+    Column("qos", Text),  #: comma list of QOS names; NULL: inherited from the parent
+    Column("default_qos", String(64)),
+    #: JSON: GrpTRES, GrpJobs, GrpSubmitJobs, MaxJobs, MaxSubmitJobs, MaxTRES, MaxWall (minutes)
+    Column("limits", Text, nullable=False, default="{}"),
+    Column("created", Float, nullable=False),
+)
+Index("ix_assocs_key", assocs.c.account, assocs.c.user, assocs.c.partition, unique=True)
+
+#: quality of service
+qos = Table(
+    "qos",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("description", Text, nullable=False, default=""),
+    Column("priority", Integer, nullable=False, default=0),
+    Column("preempt", Text, nullable=False, default=""),  #: comma list of QOS it may preempt
+    Column("preempt_mode", String(16), nullable=False, default="cluster"),
+    Column("preempt_exempt_time", Integer),  #: seconds
+    Column("grace_time", Integer, nullable=False, default=0),  #: seconds
+    Column("flags", Text, nullable=False, default=""),
+    Column("usage_factor", Float, nullable=False, default=1.0),
+    #: JSON: GrpTRES, GrpJobs, GrpSubmitJobs, MaxTRESPerJob, MaxTRESPerUser, MaxJobsPerUser,
+    #: MaxSubmitJobsPerUser, MaxWall (minutes)
+    Column("limits", Text, nullable=False, default="{}"),
+    Column("created", Float, nullable=False),
 )

@@ -136,11 +136,12 @@ def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
         store.node_sync("node9", {"resources": RES}, 2.0)
 
 
-def test_fair_share_comes_from_decayed_usage(tmp_path):
+@pytest.mark.parametrize("flags,alice,bob", [("PriorityFlags=NO_FAIR_TREE\n", 2500, 5000), ("", 5000, 10000)])
+def test_fair_share_comes_from_decayed_usage(tmp_path, flags, alice, bob):
     conf = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
                             "PartitionName=debug Nodes=ALL Default=YES\nPriorityType=priority/multifactor\n"
                             "PriorityWeightFairshare=10000\nPriorityDecayHalfLife=01:00:00\n"
-                            "PriorityCalcPeriod=0\n")
+                            "PriorityCalcPeriod=0\n" + flags)
     s = JobStore(make_engine(sqlite_url(str(tmp_path))), conf)
     register(s)
     ran = s.submit(body(user="alice", ntasks=4), 1.0)
@@ -150,10 +151,11 @@ def test_fair_share_comes_from_decayed_usage(tmp_path):
     a = s.submit(body(user="alice", hold=True), 3603.0)
     b = s.submit(body(user="bob", hold=True), 3603.0)
     fac = priorities(s.snapshot(3602.0))
-    # alice used everything so far with half of the shares: 2^(-1/0.5) = 0.25; bob has no usage
-    assert (fac[a].fairshare, fac[b].fairshare) == (2500, 10000)
+    # alice used everything so far with half of the shares: classic 2^(-1/0.5) = 0.25, and bob's
+    # effective usage inherits half of root's (2^(-0.5/0.5)); Fair Tree ranks bob first of two
+    assert (fac[a].fairshare, fac[b].fairshare) == (alice, bob)
     # an hour later her usage has decayed by half, but it is still all the usage there is
-    assert priorities(s.snapshot(7202.0))[a].fairshare == 2500
+    assert priorities(s.snapshot(7202.0))[a].fairshare == alice
     s.engine.dispose()
 
 

@@ -84,7 +84,7 @@ def test_scheduler_and_preemption_settings():
     ("SchedulerParameters=bf_resolution=x", "bf_resolution"),
     ("SchedulerParameters=bf_policy=greedy", "bf_policy"),
     ("SchedulerType=sched/wiki", "SchedulerType"),
-    ("PreemptType=preempt/qos", "PreemptType"),
+    ("PreemptType=preempt/job_prio", "PreemptType"),
     ("PreemptMode=SOMETIMES", "PreemptMode"),
     ("PartitionName=p Nodes=ALL PreemptMode=CANCEL,REQUEUE", "PreemptMode"),
     ("PartitionName=p Nodes=ALL GraceTime=-1", "GraceTime"),

@@ -1,0 +1,130 @@
+"""Accounting routes: sacctmgr's add/modify/delete/show and sshare's tree.
+
+    GET  /api/v1/accounting/{entity}          clusters, accounts, users, assocs, qos
+    POST /api/v1/accounting/{entity}/{action} add | modify | delete (body: names, where, set;
+                                              commit=false: what it would do, nothing written)
+    GET  /api/v1/shares                       the fair-share tree (sshare)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fastapi import FastAPI
+
+from controller.api.schemas import Strict
+from controller.core import fairshare
+from controller.core.limits import tres_text
+from controller.errors import InvalidRequest, NotFound
+
+ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")
+
+
+class AcctChange(Strict):
+    names: list[str] = []
+    where: dict[str, str] = {}
+    set: dict[str, str] = {}
+    commit: bool = True
+
+
+def register(app: FastAPI, ctl: Callable[[], Any]) -> None:
+    @app.get("/api/v1/accounting/{entity}")
+    async def show(entity: str):  # noqa: ANN202
+        if entity not in ENTITIES:
+            raise NotFound(f"Unknown entity {entity!r}: expected one of {', '.join(ENTITIES)}")
+        c = ctl()
+        return {entity: rows(c.store, entity, c.config, c.settings.listen)}
+
+    @app.post("/api/v1/accounting/{entity}/{action}")
+    async def change(entity: str, action: str, body: AcctChange):  # noqa: ANN202
+        c = ctl()
+        acct = c.store.accounts
+        now = c.clock()
+        where = {k.lower(): v for k, v in body.where.items()}
+        sets = {k.lower(): v for k, v in body.set.items()}
+        if action == "add":
+            done = acct.add(entity, body.names, sets, now, commit=body.commit)
+        elif action == "modify":
+            if body.names:
+                where.setdefault("name", ",".join(body.names))
+            done = acct.modify(entity, where, sets, commit=body.commit)
+        elif action == "delete":
+            if body.names:
+                where.setdefault("name", ",".join(body.names))
+            done = acct.delete(entity, where, commit=body.commit)
+        else:
+            raise InvalidRequest(f"Unknown action {action!r}: expected add, modify or delete")
+        if body.commit and done:
+            c.schedule_pass()  # limits, QOS and shares may let jobs start, or hold them back
+        return {"done": done}
+
+    @app.get("/api/v1/shares")
+    async def shares():  # noqa: ANN202
+        c = ctl()
+        now = c.clock()
+        root = c.store.share_tree(now)
+        out = []
+        fair_tree = c.config.fair_tree()
+        for depth, n in fairshare.walk(root):
+            # sshare's root line: NormShares 0 under Fair Tree, 1 under the classic factor
+            norm = n.norm_shares if depth else (0.0 if fair_tree else 1.0)
+            out.append({"account": n.account, "user": n.user, "depth": depth, "raw_shares": n.shares,
+                        "norm_shares": norm, "raw_usage": n.raw_usage, "norm_usage": n.norm_usage,
+                        "effective_usage": n.effective_usage, "fairshare": n.fairshare if n.user else None,
+                        "level_fs": _finite(n.level_fs) if depth else None})
+        return {"fair_tree": fair_tree, "shares": out}
+
+
+def _finite(v: float) -> float | str:
+    """JSON has no infinity: LevelFS of an association without usage is sent as "inf"."""
+    return "inf" if v == float("inf") else v
+
+
+def rows(store: Any, entity: str, config: Any, listen: str = "") -> list[dict]:
+    t = store.accounts.tree()
+    if entity == "clusters":
+        host, _, port = listen.rpartition(":")
+        return [{"cluster": n, "host": host if n == store.accounts.cluster else None,
+                 "port": port if n == store.accounts.cluster else None,
+                 "rpc": 9728 if n == store.accounts.cluster else None, "shares": 1, "qos": ["normal"]}
+                for n in t.clusters]
+    if entity == "accounts":
+        return [{"account": r.name, "description": r.description, "organization": r.organization,
+                 "parent": r.parent} for r in sorted(t.accounts.values(), key=lambda r: r.name)]
+    if entity == "users":
+        return [{"user": r.name, "default_account": r.default_account, "admin_level": r.admin_level}
+                for r in sorted(t.users.values(), key=lambda r: r.name)]
+    if entity == "qos":
+        return [{"name": q.name, "id": q.id, "description": q.description, "priority": q.priority,
+                 "preempt": q.preempt, "preempt_mode": q.preempt_mode,
+                 "preempt_exempt_time": q.preempt_exempt_time, "grace_time": q.grace_time, "flags": q.flags,
+                 "usage_factor": q.usage_factor, **_limit_fields(q.limits)} for q in t.qos.values()]
+    out = []
+    for a in _tree_order(t):
+        parent = None if a.user else (t.accounts[a.account].parent if a.account in t.accounts else None)
+        out.append({"cluster": store.accounts.cluster, "account": a.account, "user": a.user,
+                    "partition": a.partition, "parent": parent, "shares": a.shares, "priority": a.priority,
+                    "qos": t.allowed_qos(a), "default_qos": a.default_qos, "id": a.id,
+                    **_limit_fields(a.limits)})
+    return out
+
+
+def _limit_fields(limits: dict) -> dict:
+    return {k: (tres_text(v) if isinstance(v, dict) else v) for k, v in limits.items()}
+
+
+def _tree_order(t: Any) -> list:
+    """Associations as sacctmgr lists them: depth first from root, an account's users before its
+    sub-accounts."""
+    out = []
+
+    def rec(account: str) -> None:
+        own = t.by_key.get((account, "", ""))
+        if own is not None:
+            out.append(own)
+        out.extend(sorted((a for a in t.assocs if a.account == account and a.user),
+                          key=lambda a: (a.user, a.partition)))
+        for child in sorted(n for n, r in t.accounts.items() if r.parent == account):
+            rec(child)
+    rec("root")
+    return out
