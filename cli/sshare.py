@@ -36,12 +36,13 @@ FIELDS = {
     "normusage": ("NormUsage", 11, lambda r: _f(r["norm_usage"]) if r["depth"] else None),
     "effectvusage": ("EffectvUsage", 13, lambda r: _f(r["effective_usage"])),
     "fairshare": ("FairShare", 10, lambda r: _f(r["fairshare"])),
-    "levelfs": ("LevelFS", 10, lambda r: _f(r["level_fs"]) if r["depth"] and not r["user"] or r["user"] else None),
+    "levelfs": ("LevelFS", 10, lambda r: _f(r["level_fs"])),
     "grptresmins": ("GrpTRESMins", 30, lambda r: None),
-    "tresrunmins": ("TRESRunMins", 30, lambda r: None),
+    "tresrunmins": ("TRESRunMins", 30, lambda r: r.get("tres_run_mins")),
 }
 DEFAULT = "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare"
 LONG = "Account,User,RawShares,NormShares,RawUsage,NormUsage,EffectvUsage,FairShare,LevelFS,GrpTRESMins,TRESRunMins"
+LONG_CLASSIC = LONG.replace("LevelFS,", "")  #: no LevelFS without Fair Tree
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     long = "long" in o
     fmt = ",".join(common.split_list(o["format"])) if "format" in o else None
     try:
-        cols = pick(FIELDS, fmt, LONG if long else DEFAULT, "sshare")
+        cols = pick(FIELDS, fmt, (LONG if doc["fair_tree"] else LONG_CLASSIC) if long else DEFAULT, "sshare")
     except ValueError as e:
         print(f"sshare: error: {e}", file=sys.stderr)
         return 1

@@ -478,7 +478,8 @@ def create_app(settings: Settings) -> FastAPI:
                              partitions: str | None = None):  # noqa: ANN202
         """sprio: the multifactor components of pending jobs, weighted, and the weights."""
         c = ctl()
-        snap = c.store.snapshot(c.clock())
+        now = c.clock()
+        snap = c.store.snapshot(now)
         fac = priorities(snap)
         rows = {r.id: r for r in c.store.job_rows(states=["PENDING"], users=_split(users),
                                                   partitions=_split(partitions))}
@@ -486,7 +487,9 @@ def create_app(settings: Settings) -> FastAPI:
         jobs = [{"job_id": jid, "partition": rows[jid].partition, "user": rows[jid].user,
                  "priority": f.total(), "factors": dataclasses.asdict(f)}
                 for jid, f in sorted(fac.items())
-                if jid in rows and not rows[jid].held and (want is None or jid in want)]
+                # like sprio: held jobs and jobs waiting for their --begin time are left out
+                if jid in rows and not rows[jid].held and not (rows[jid].begin_time or 0) > now
+                and (want is None or jid in want)]
         w = c.store.weights
         return _json({"jobs": jobs, "weights": {"site": 1, "age": w.age, "assoc": w.assoc,
                                                 "fairshare": w.fairshare, "jobsize": w.jobsize,

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from controller.api.schemas import Strict
 from controller.core import fairshare
-from controller.core.limits import tres_text
+from controller.core.limits import TRES_ORDER, tres_text
 from controller.errors import InvalidRequest, NotFound
 
 ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")
@@ -65,14 +65,36 @@ def register(app: FastAPI, ctl: Callable[[], Any]) -> None:
         root = c.store.share_tree(now)
         out = []
         fair_tree = c.config.fair_tree()
+        run_mins = c.store.tres_run_mins(now)
         for depth, n in fairshare.walk(root):
             # sshare's root line: NormShares 0 under Fair Tree, 1 under the classic factor
             norm = n.norm_shares if depth else (0.0 if fair_tree else 1.0)
             out.append({"account": n.account, "user": n.user, "depth": depth, "raw_shares": n.shares,
                         "norm_shares": norm, "raw_usage": n.raw_usage, "norm_usage": n.norm_usage,
-                        "effective_usage": n.effective_usage, "fairshare": n.fairshare if n.user else None,
-                        "level_fs": _finite(n.level_fs) if depth else None})
+                        "effective_usage": n.effective_usage,
+                        "fairshare": n.fairshare if n.user or not fair_tree else None,
+                        "level_fs": _finite(n.level_fs) if depth and fair_tree else None,
+                        "tres_run_mins": _run_mins(run_mins, n, depth)})
         return {"fair_tree": fair_tree, "shares": out}
+
+
+def _run_mins(run_mins: dict, n: Any, depth: int) -> str:
+    """TRESRunMins of an association: what its running jobs hold times the minutes they have left
+    (an account's and root's include everything below them)."""
+    got: dict[str, int] = {}
+    for (acct, user), mins in run_mins.items():
+        if (n.user and (acct, user) == (n.account, n.user)) or (not n.user and (depth == 0 or acct in _accounts_under(n))):
+            for k, v in mins.items():
+                got[k] = got.get(k, 0) + v
+    return ",".join(f"{k}={int(got.get(k, 0))}" for k in TRES_ORDER)
+
+
+def _accounts_under(n: Any) -> set[str]:
+    out = {n.account}
+    for c in n.children:
+        if not c.user:
+            out |= _accounts_under(c)
+    return out
 
 
 def _finite(v: float) -> float | str:

@@ -6,7 +6,8 @@ usage is the sum of its children's).
 
 * **Classic** (PriorityFlags=NO_FAIR_TREE): NormShares is the node's part of its siblings'
   shares times its parent's NormShares; EffectvUsage = NormUsage + (parent's EffectvUsage -
-  NormUsage) * shares / siblings' shares; the factor is 2^(-EffectvUsage / NormShares).
+  NormUsage) * shares / siblings' shares, except right under root where it is NormUsage (both as
+  a real slurmctld 22.05 prints them); the factor is 2^(-EffectvUsage / NormShares).
 * **Fair Tree** (the default since Slurm 19.05): at each level LevelFS = S / U (the node's part of
   its siblings' shares over its part of their usage); a depth-first walk visits siblings by LevelFS,
   highest first, which ranks every user; the factor is rank / number of users (the first user 1.0),
@@ -69,18 +70,21 @@ def compute(root: ShareNode, fair_tree: bool = True) -> ShareNode:
     root.norm_shares = 1.0
     root.norm_usage = 1.0 if total > 0 else 0.0
     root.effective_usage = root.norm_usage
-    _classic(root, total, fair_tree)
+    if not fair_tree:
+        root.fairshare = 2.0 ** -root.effective_usage
+    _classic(root, total, fair_tree, root)
     if fair_tree:
         _rank(root)
     return root
 
 
-def _classic(parent: ShareNode, total: float, fair_tree: bool) -> None:
+def _classic(parent: ShareNode, total: float, fair_tree: bool, top: ShareNode | None = None) -> None:
     level_shares = sum(c.shares for c in parent.children)
     level_usage = sum(c.raw_usage for c in parent.children)
     for c in parent.children:
         s = c.shares / level_shares if level_shares else 0.0
-        c.norm_shares = s * parent.norm_shares
+        # Fair Tree's NormShares is the part of its siblings' shares; the classic one, of the whole tree
+        c.norm_shares = s if fair_tree else s * parent.norm_shares
         c.norm_usage = c.raw_usage / total if total > 0 else 0.0
         if fair_tree:
             c.effective_usage = c.raw_usage / level_usage if level_usage > 0 else 0.0
@@ -88,30 +92,33 @@ def _classic(parent: ShareNode, total: float, fair_tree: bool) -> None:
             if s == 0:
                 c.level_fs = 0.0
         else:
-            c.effective_usage = c.norm_usage + (parent.effective_usage - c.norm_usage) * s
+            if parent is top:  # root's children: their own usage (as a real slurmctld 22.05 computes it)
+                c.effective_usage = c.norm_usage
+            else:
+                c.effective_usage = c.norm_usage + (parent.effective_usage - c.norm_usage) * s
             c.fairshare = 2.0 ** (-c.effective_usage / c.norm_shares) if c.norm_shares > 0 else 0.0
-        _classic(c, total, fair_tree)
+        _classic(c, total, fair_tree, top or parent)
 
 
 def _rank(root: ShareNode) -> None:
-    """Fair Tree: rank users by a depth-first walk, siblings by LevelFS (highest first). Users tied
-    at a level share a rank; the children of tied accounts are merged and ranked together."""
+    """Fair Tree: rank users by a depth-first walk, siblings by LevelFS (highest first). Siblings
+    tied on LevelFS are merged: tied users, and the children of tied accounts, are ranked together
+    as one level (so a user tied with an account's user shares its rank)."""
     ordered: list[list[ShareNode]] = []  # groups of tied users, best first
 
     def walk(siblings: list[ShareNode]) -> None:
-        kids = sorted(siblings, key=lambda c: (-c.level_fs, not c.is_user))
+        kids = sorted(siblings, key=lambda c: -c.level_fs)
         i = 0
         while i < len(kids):
             j = i
             while j + 1 < len(kids) and kids[j + 1].level_fs == kids[i].level_fs:
                 j += 1
             tied = kids[i:j + 1]
-            users = [c for c in tied if c.is_user]
-            if users:
-                ordered.append(users)
-            merged = [g for c in tied if not c.is_user for g in c.children]
-            if merged:
-                walk(merged)
+            accounts = [c for c in tied if not c.is_user]
+            if accounts:
+                walk([c for c in tied if c.is_user] + [g for a in accounts for g in a.children])
+            else:
+                ordered.append(tied)
             i = j + 1
 
     walk(root.children)

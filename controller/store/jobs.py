@@ -553,6 +553,25 @@ class JobStore:
         self._usage_at, self._assoc_usage = now, use
         return use
 
+    def tres_run_mins(self, now: float) -> dict[tuple[str, str], dict[str, float]]:
+        """Per (account, user): what running jobs hold of each TRES times the minutes left of their
+        time limits (sshare's TRESRunMins; jobs without a limit count nothing)."""
+        out: dict[tuple[str, str], dict[str, float]] = {}
+        with self.engine.connect() as c:
+            rows = c.execute(select(J.c.account, J.c.user, J.c.partition, J.c.alloc, J.c.start_time, J.c.time_limit,
+                                    J.c.suspended_secs).where(J.c.active.is_(True), J.c.alloc.is_not(None)))
+            for r in rows:
+                if not r.time_limit or r.start_time is None:
+                    continue
+                left = max(0.0, r.time_limit * 60 - (now - r.start_time - (r.suspended_secs or 0.0))) / 60
+                amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                                      for a in json.loads(r.alloc)])
+                amounts["billing"] = billing(amounts, self.billing_weights(r.partition))
+                mine = out.setdefault((r.account, r.user), {})
+                for k, v in amounts.items():
+                    mine[k] = mine.get(k, 0.0) + v * left
+        return out
+
     def share_tree(self, now: float, extra: set[tuple[str, str]] = frozenset()) -> fairshare.ShareNode:
         """The fair-share tree with usage and factors. Users with jobs but no association (no
         AccountingStorageEnforce) join their account, else root, with one share each."""
@@ -1076,9 +1095,16 @@ class JobStore:
                 J.c.pending_action.is_(None))).first()
             if r is None:
                 continue
-            if failed:  # the job never ran: back to the queue, held, as slurmctld does
+            if failed:
+                # the job never ran: back to the queue. A node's prolog holds it (the node is
+                # drained); PrologSlurmctld's requeues it as it is, after the requeue delay, and
+                # sacct -D keeps the run as REQUEUED (as a real slurmctld 22.05 does)
+                ctld = rep["kind"] == "prolog_slurmctld"
+                if ctld:
+                    row = c.execute(select(J).where(J.c.id == r.id)).first()
+                    self._archive_run(c, row, "REQUEUED", now)
                 c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
-                    **self._requeued_values(now, True)))
+                    **self._requeued_values(now, not ctld)))
             elif not scripts.prologs_pending(c, r.id, rep["run"]):
                 self.notify_hosts.add(r.batch_host)
 

@@ -3,7 +3,7 @@
 When a job starts, each of its nodes gets a `prolog` order (slurm.conf Prolog), and the controller a
 `prolog_slurmctld` row; the batch script is launched once every one of them reported success. A
 node whose prolog fails is drained ("Prolog error") and the job goes back to the queue held; a
-failing PrologSlurmctld requeues it held too, draining nothing. When the job ends, the nodes other
+failing PrologSlurmctld requeues it (not held), draining nothing. When the job ends, the nodes other
 than the batch host get an `epilog` order (the batch host runs its epilog itself, before it reports
 the end) and the controller an `epilog_slurmctld` row. Rows are keyed by the job's incarnation
 (`run`, its restart count), so a report about an earlier run changes nothing.

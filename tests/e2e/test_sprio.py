@@ -23,11 +23,14 @@ PriorityWeightQOS=1000
 
 def test_sprio_and_squeue_show_slurms_numbers(fresh_cluster):
     c: Cluster = fresh_cluster(nodes=4, conf=CONF).start()
-    # pending for a while (BeginTime), so that they stay visible to sprio
-    a = c.sbatch("--begin=now+1hour", "--wrap", "true")
-    b = c.sbatch("--begin=now+1hour", "--nice=100", "--wrap", "true")
-    d = c.sbatch("--begin=now+1hour", "-N", "10", "--wrap", "true")
+    # the cluster is full, so that these stay pending and visible to sprio
+    full = c.sbatch("-N4", "--exclusive", "--wrap", "sleep 300")
+    c.wait_state(full, "RUNNING")
+    a = c.sbatch("--wrap", "true")
+    b = c.sbatch("--nice=100", "--wrap", "true")
+    d = c.sbatch("-N", "10", "--wrap", "true")
     held = c.sbatch("-H", "--wrap", "true")
+    later = c.sbatch("--begin=now+1hour", "--wrap", "true")  # like sprio, left out: waits for BeginTime
     r = c.run("sprio")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
@@ -46,3 +49,5 @@ def test_sprio_and_squeue_show_slurms_numbers(fresh_cluster):
     from tests.conftest import wait_until
     wait_until(lambda: c.run(f"squeue -h -o '%i %Q' -j {a},{held}").stdout ==
                f"{a} 20140\n{held} 0\n", what="squeue priorities")
+    assert str(later) not in c.run("sprio -h -o %i").stdout.split()
+    c.run(f"scancel {full}")

