@@ -102,7 +102,7 @@ def job_tres_pairs(job: JobDict) -> list[tuple[str, Any]]:
     mem = job_mem_total(job)
     gpus = job_gpus_total(job)
     return [("cpu", cpus), ("mem", F.convert_num(mem) if mem else None),
-            ("node", int(job.get("num_nodes") or 0)), ("billing", cpus),
+            ("node", int(job.get("num_nodes") or 0)), ("billing", int(job.get("billing", cpus))),
             ("gres/gpu", gpus or None)]
 
 

@@ -88,11 +88,19 @@ def main(argv: list[str]) -> int:
     if ids:
         q.append("ids=" + ",".join(map(str, ids)))
     since = until = None
+    if "state" in o:  # checked first: a bad state is fatal whatever else was asked
+        try:
+            common.parse_states(",".join(o["state"]))
+        except ValueError as e:
+            print(f"sacct: fatal: unrecognized job state value '{e}'", file=sys.stderr)
+            return 1
     if "starttime" in o:
         since = parse_when(o["starttime"][-1], now)
         if since is None:
             print(f"sacct: error: invalid time format: {o['starttime'][-1]}", file=sys.stderr)
             return 1
+    elif "state" in o and not ids:
+        since = now  # with -s and no -S, sacct looks at jobs in those states now
     elif not ids:
         since = parse_when("midnight", now)  # sacct's default window: since 00:00 today
     if "endtime" in o:
@@ -100,12 +108,26 @@ def main(argv: list[str]) -> int:
         if until is None:
             print(f"sacct: error: invalid time format: {o['endtime'][-1]}", file=sys.stderr)
             return 1
+    if since is not None and until is not None and since > until:
+        def iso(t: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+        print(f"sacct: error: Start time ({iso(since)}) requested is after end time ({iso(until)}).",
+              file=sys.stderr)
+        return 1
     if since is not None:
         q.append(f"since={since}")
     if until is not None:
         q.append(f"until={until}")
     import os
     users = common.split_list(o.get("user", []))
+    import pwd
+    for u in users:
+        try:
+            pwd.getpwnam(u)
+        except KeyError:
+            if not u.isdigit():
+                print(f"sacct: error: Invalid user id: {u}", file=sys.stderr)
+                return 1
     if not users and "allusers" not in o and os.getuid() != 0 and not ids:
         users = [common.current_user()]
     if users:
@@ -123,7 +145,7 @@ def main(argv: list[str]) -> int:
         try:
             states = set(common.parse_states(",".join(o["state"])) or common.JOB_STATES)
         except ValueError as e:
-            print(f"sacct: error: Invalid state: {e}", file=sys.stderr)
+            print(f"sacct: fatal: unrecognized job state value '{e}'", file=sys.stderr)
             return 1
         jobs = [j for j in jobs if j["state"] in states]
     if step_filter:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-_TRES_IDS = {"cpu": 1, "mem": 2, "energy": 3, "node": 4, "billing": 5, "gres": 1001}
+
 
 
 def _exit(code: int, sig: int) -> dict:
@@ -25,7 +25,7 @@ def _tres(j: dict, allocated: bool) -> list[dict]:
     if mem:
         out.append({"type": "mem", "name": None, "id": 2, "count": mem})
     out.append({"type": "node", "name": None, "id": 4, "count": j["num_nodes"]})
-    out.append({"type": "billing", "name": None, "id": 5, "count": j["num_cpus"]})
+    out.append({"type": "billing", "name": None, "id": 5, "count": j.get("billing", j["num_cpus"])})
     gpus = (j.get("gpus_per_node") or 0) * j["num_nodes"]
     if gpus:
         out.append({"type": "gres", "name": "gpu", "id": 1001, "count": gpus})
@@ -39,25 +39,29 @@ def _int(t: float | None) -> int:
 def _step(j: dict, s: dict, now: float) -> dict:
     start, end = s.get("start_time"), s.get("end_time")
     elapsed = int((end or now) - start) if start else 0
+
+    def cpu_time(secs: float | None) -> dict:
+        whole = int(secs or 0)
+        return {"seconds": whole, "microseconds": int(round(((secs or 0) - whole) * 1e6))}
+    consumed = ([{"type": "mem", "name": None, "id": 2, "count": s["max_rss"] * 1024}] if s.get("max_rss") else [])
     return {
-        "time": {"elapsed": elapsed, "end": _int(end), "start": _int(start), "suspended": 0,
-                 "system": {"seconds": int(s.get("system_cpu") or 0), "microseconds": 0},
-                 "total": {"seconds": int(s.get("total_cpu") or 0), "microseconds": 0},
-                 "user": {"seconds": int(s.get("user_cpu") or 0), "microseconds": 0}},
-        "exit_code": _exit(s.get("exit_code") or 0, s.get("exit_signal") or 0),
-        "nodes": {"count": s.get("num_nodes", 1), "range": s.get("nodes") or ""},
-        "tasks": {"count": s.get("num_tasks", 1)},
-        "pid": "", "CPU": {"requested_frequency": {"min": 0, "max": 0}, "governor": []},
-        "kill_request_user": None, "state": s.get("state"),
-        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
-        "step": {"job_id": j["job_id"], "het": {"component": None},
-                 "id": f"{j['job_id']}.{s['step']}", "name": s.get("name")},
-        "task": {"distribution": "Cyclic"},
+        "nodes": {"list": [], "count": s.get("num_nodes", 1), "range": s.get("nodes") or ""},
         "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
-                 "consumed": {"max": ([{"type": "mem", "name": None, "id": 2, "count": s["max_rss"] * 1024}]
-                                      if s.get("max_rss") else []), "min": [], "average": [], "total": []},
+                 "consumed": {"max": consumed, "min": [], "average": [], "total": []},
                  "allocated": [{"type": "cpu", "name": None, "id": 1, "count": s.get("num_cpus", 1)},
                                {"type": "node", "name": None, "id": 4, "count": s.get("num_nodes", 1)}]},
+        "time": {"elapsed": elapsed, "end": _int(end), "start": _int(start), "suspended": 0,
+                 "system": cpu_time(s.get("system_cpu")), "total": cpu_time(s.get("total_cpu")),
+                 "user": cpu_time(s.get("user_cpu"))},
+        "exit_code": _exit(s.get("exit_code") or 0, s.get("exit_signal") or 0),
+        "tasks": {"count": s.get("num_tasks", 1)},
+        "pid": None,
+        "CPU": {"requested_frequency": {"min": 0, "max": 0}, "governor": []},
+        "kill_request_user": None,
+        "state": s.get("state"),
+        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
+        "step": {"job_id": j["job_id"], "het": {"component": None}, "id": str(s["step"]), "name": s.get("name")},
+        "task": {"distribution": "Unknown" if s["step"] == "batch" else "Block"},
     }
 
 
@@ -72,9 +76,11 @@ def job(j: dict, now: float | None = None) -> dict:
         "allocation_nodes": j["num_nodes"] if start else 0,
         "array": {"job_id": array_id or 0, "limits": {"max": {"running": {"tasks": j.get("array_max_tasks") or 0}}},
                   "task": None, "task_id": j.get("array_task_id")},
-        "association": {"account": j["account"], "cluster": j.get("cluster"), "partition": None, "user": j["user"]},
+        "association": {"account": j["account"], "cluster": j.get("cluster"), "partition": j["partition"],
+                        "user": j["user"]},
         "cluster": j.get("cluster"),
         "constraints": "",
+        "container": None,
         "derived_exit_code": _exit(j.get("derived_exit_code") or 0, j.get("derived_exit_signal") or 0),
         "time": {"elapsed": elapsed, "eligible": _int(j.get("eligible_time")), "end": _int(end),
                  "start": _int(start), "submission": _int(j.get("submit_time")),
@@ -83,7 +89,7 @@ def job(j: dict, now: float | None = None) -> dict:
                  "limit": j.get("time_limit") if j.get("time_limit") is not None else 0,
                  "total": {"seconds": 0, "microseconds": 0}, "user": {"seconds": 0, "microseconds": 0}},
         "exit_code": _exit(j.get("exit_code") or 0, j.get("exit_signal") or 0),
-        "flags": ["CLEAR_SCHEDULING"] + (["STARTED_ON_SUBMIT"] if start else []),
+        "flags": [],
         "group": j.get("group"),
         "het": {"job_id": 0, "job_offset": None},
         "job_id": j["job_id"],
@@ -108,4 +114,4 @@ def job(j: dict, now: float | None = None) -> dict:
 def document(jobs: list[dict]) -> dict:
     return {"meta": {"plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
                      "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
-            "errors": [], "warnings": [], "jobs": [job(j) for j in jobs]}
+            "errors": [], "jobs": [job(j) for j in jobs]}

@@ -432,13 +432,17 @@ class _Cycle:
 
     def preempt(self, job: PendingJob, part: Partition) -> tuple[NodeAlloc, ...] | None:
         """partition_prio: choose the fewest, lowest-priority, youngest lower-tier victims that make
-        room. Returns allocations when the job can start now (all victims suspended), else None."""
+        room (preempt/qos: of the QOSes the job's QOS may preempt, the oldest among equals).
+        Returns allocations when the job can start now (all victims suspended), else None."""
         going = sorted(self.going.values(), key=lambda r: r.job_id)
         if going and self._trial_fit(job, part, going) is not None:
             return None  # earlier victims are still on their way out: wait for them
         mem = self.members[part.name]
-        pool = sorted((r for r in self.snap.running if self._victim_ok(r, job, part.priority_tier, mem)),
-                      key=lambda r: (self.tiers.get(r.partition, 0), r.priority, -r.start_time, -r.job_id))
+        if self.cfg.preempt_qos:  # lowest priority first; among equals the longest running (as 22.05 picks)
+            order = lambda r: (r.priority, r.start_time, r.job_id)  # noqa: E731
+        else:
+            order = lambda r: (self.tiers.get(r.partition, 0), r.priority, -r.start_time, -r.job_id)  # noqa: E731
+        pool = sorted((r for r in self.snap.running if self._victim_ok(r, job, part.priority_tier, mem)), key=order)
         chosen: list[RunningJob] = []
         for r in pool:
             chosen.append(r)

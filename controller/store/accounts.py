@@ -224,7 +224,13 @@ class AccountStore:
                 time_limit = max_wall  # a job without --time gets the QOS's or association's MaxWall
             self._submit_limits(t, a, q, user, n_jobs)
             if q is not None and "DenyOnLimit" in q.flags:
+                # refused outright what would otherwise wait: past a per-job limit, or a job that
+                # alone goes past its QOS's per-user or group TRES limits
                 why = self.per_job_reason(t, a, q, tres, bill, time_limit)
+                for kind, key in (("MaxPerUser", "MaxTRESPerUser"), ("Grp", "GrpTRES")):
+                    for name, cap in (q.limits.get(key) or {}).items():
+                        if why is None and L.need(name, tres, bill) > cap:
+                            why = L.reason("QOS", kind, name)
                 if why is not None:
                     raise InvalidRequest(ERR_POLICY, pre=[why.value])
         return account, qos, time_limit

@@ -324,7 +324,18 @@ class JobStore:
             "pre_sus_time": (row.suspend_time - row.start_time - (row.suspended_secs or 0.0))
             if row.state == "SUSPENDED" and row.suspend_time and row.start_time else None,
             "preempt_time": row.preempt_time,
+            "billing": self._billing_of(row.partition, alloc, req),
         }
+
+    def _billing_of(self, partition: str, alloc: list, req: Request) -> int:
+        """The job's billing TRES (TRESBillingWeights of its partition; its CPUs without them)."""
+        weights = self.billing_weights(partition)
+        if alloc:
+            tres = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                               for a in alloc])
+        else:
+            tres = request_tres(req, self.config.def_mem_per_cpu or 0)
+        return int(billing(tres, weights) + 1e-9)
 
     def _pattern_path(self, row: Any, spec: dict, which: str, node: str | None = None) -> str:
         pattern = spec.get(which)

@@ -97,11 +97,20 @@ def test_enforced_associations_and_limits_through_sbatch(acct_cluster: Cluster):
     job = doc["jobs"][0]
     assert doc["meta"]["Slurm"]["release"] == "22.05.8" and doc["errors"] == []
     assert job["job_id"] == int(second) and job["association"] == {"account": "ml", "cluster": "test",
-                                                                    "partition": None, "user": "root"}
+                                                                    "partition": "debug", "user": "root"}
     assert job["state"] == {"current": "COMPLETED", "reason": "None"} and job["qos"] == "normal"
     assert job["exit_code"] == {"status": "SUCCESS", "return_code": 0}
-    assert [s["step"]["id"] for s in job["steps"]] == [f"{second}.batch"]
+    assert [s["step"]["id"] for s in job["steps"]] == ["batch"] and list(doc) == ["meta", "errors", "jobs"]
     assert {"type": "cpu", "name": None, "id": 1, "count": 1} in job["tres"]["allocated"]
+    # sacct's refusals, as a real 22.05 words them
+    for argv, err in ((["-u", "nosuchuser"], "sacct: error: Invalid user id: nosuchuser\n"),
+                      (["-s", "XX"], "sacct: fatal: unrecognized job state value 'XX'\n")):
+        r = c.run(["sacct", *argv], timeout=30)
+        assert (r.returncode, r.stderr) == (1, err)
+    r = c.run(["sacct", "-S", "now-1hour", "-E", "now-2hours"], timeout=30)
+    assert r.returncode == 1 and r.stderr.startswith("sacct: error: Start time (")
+    assert ok(c, "sacct", "-n", "-X", "-s", "CD") == ""  # -s without -S: the jobs in that state now
+    assert ok(c, "sacct", "-n", "-X", "-s", "CD", "-j", second, "-o", "JobID%10").split() == [second]
 
 
 def test_sshare_shows_the_tree_with_usage(acct_cluster: Cluster):
@@ -121,3 +130,24 @@ def test_sshare_shows_the_tree_with_usage(acct_cluster: Cluster):
     long = ok(c, "sshare", "-a", "-l", "-P").splitlines()
     assert long[0] == ("Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS|"
                        "GrpTRESMins|TRESRunMins")
+
+
+def test_preempt_qos_requeues_the_low_qos_job(fresh_cluster):
+    c: Cluster = fresh_cluster(nodes=2, extra_conf="PreemptType=preempt/qos\nPreemptMode=REQUEUE\n"
+                                                    "AccountingStorageEnforce=associations,qos\n").start()
+    ok(c, "sacctmgr", "-i", "add", "qos", "low", "Priority=10")
+    ok(c, "sacctmgr", "-i", "add", "qos", "high", "Priority=100", "Preempt=low", "PreemptMode=requeue")
+    ok(c, "sacctmgr", "-i", "modify", "user", "root", "set", "qos=normal,low,high")
+    lows = [ok(c, "sbatch", "--parsable", "-q", "low", "-N1", "--exclusive", "--requeue", "--wrap", "sleep 300").strip()
+            for _ in range(2)]
+    for j in lows:
+        c.wait_state(int(j), "RUNNING")
+    high = ok(c, "sbatch", "--parsable", "-q", "high", "-N1", "--exclusive", "--wrap", "sleep 300").strip()
+    c.wait_state(int(high), "RUNNING")
+    # the first low job went back to the queue (requeued, as its QOS's PreemptMode says); the other runs
+    first = c.job(int(lows[0]))
+    assert first["state"] == "PENDING" and first["restarts"] == 1
+    assert c.job(int(lows[1]))["state"] == "RUNNING"
+    runs = ok(c, "sacct", "-D", "-n", "-X", "-j", lows[0], "-o", "State").split()
+    assert runs == ["PREEMPTED", "PENDING"]
+    c.run(f"scancel {' '.join(lows + [high])}")

@@ -210,10 +210,15 @@ def test_per_job_limits_pend_or_with_deny_on_limit_refuse(store: JobStore):
     assert state(store, long) == ("PENDING", "QOSMaxWallDurationPerJobLimit")
     assert state(store, wide) == ("PENDING", "QOSMaxCpuPerJobLimit")
     assert state(store, ok)[0] == "RUNNING" and state(store, unset)[0] == "RUNNING"
-    store.accounts.modify("qos", {"name": "normal"}, {"flags": "DenyOnLimit"})
+    store.accounts.modify("qos", {"name": "normal"}, {"flags": "DenyOnLimit", "maxtresperuser": "gres/gpu=1",
+                                                      "grptres": "gres/gpu=3"})
     with pytest.raises(InvalidRequest) as e:
         store.submit(body(time_limit=120), 4.0)
     assert e.value.pre == ["QOSMaxWallDurationPerJobLimit"]
+    with pytest.raises(InvalidRequest) as e:  # alone past the per-user GPU limit (checked before the group's)
+        store.submit(body(time_limit=30, gpus=4), 4.0)
+    assert e.value.pre == ["QOSMaxGRESPerUser"]
+    store.submit(body(time_limit=30, gpus=1), 4.0)  # within both: admitted
 
 
 # ---------------------------------------------------------------- running limits
@@ -332,5 +337,6 @@ def test_preempt_qos_requeues_the_lower_qos(tmp_path):
     assert all(state(s, j)[0] == "RUNNING" for j in lows)
     high = s.submit(body("bob", qos="high", ntasks=4), 4.0)
     p = plan(s.snapshot(5.0))
-    assert [(x.victim, x.preemptor, x.mode) for x in p.preemptions] == [(lows[1], high, "REQUEUE")]
+    # the longest-running of the equal low jobs goes, as a real 22.05 chose
+    assert [(x.victim, x.preemptor, x.mode) for x in p.preemptions] == [(lows[0], high, "REQUEUE")]
     assert normal not in [x.victim for x in p.preemptions]
