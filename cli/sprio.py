@@ -32,6 +32,12 @@ def _fields() -> dict:
     }
 
 
+def _tres_name(name: str) -> str:
+    """The TRES as PriorityWeightTRES is written: CPU, Mem, Node, GRES/gpu."""
+    return {"cpu": "CPU", "mem": "Mem", "node": "Node", "billing": "Billing"}.get(name, name.upper() if "/" not in name
+                                                                                else "GRES/" + name.split("/", 1)[1])
+
+
 def main(argv: list[str]) -> int:
     res = common.command_options("sprio", argv, TABLE, USAGE)
     if isinstance(res, int):
@@ -51,9 +57,11 @@ def main(argv: list[str]) -> int:
     data = http.request("GET", "/api/v1/priorities" + ("?" + "&".join(q) if q else ""))
     from cli.fmt import parse_format, render_specs
     table = _fields()
+    tres_w = data["weights"].get("tres") or []
     if "weights" in o:
-        specs = parse_format(WEIGHTS)
-        w = dict(data["weights"], job_id="Weights", partition="", partition_f=data["weights"]["partition"])
+        specs = parse_format(WEIGHTS + (" %.20T" if tres_w else ""))
+        w = dict(data["weights"], job_id="Weights", partition="", partition_f=data["weights"]["partition"],
+                 tres=",".join(f"{_tres_name(k)}={v}" for k, v in tres_w))
         w["priority"] = ""
         lines = [render_specs(specs, table, None), render_specs(specs, table, w)]
         sys.stdout.write("".join(line.rstrip() + "\n" if i else line + "\n" for i, line in enumerate(lines)))
@@ -62,14 +70,15 @@ def main(argv: list[str]) -> int:
     if not jobs and ("jobs" in o or "user" in o):
         print("Unable to find jobs matching user/id(s) specified")
         return 0
-    specs = parse_format(o["format"][-1] if "format" in o else (LONG if "long" in o else DEFAULT))
+    default = DEFAULT + (" %.20T" if tres_w else "")  # the TRES column once PriorityWeightTRES is set
+    specs = parse_format(o["format"][-1] if "format" in o else (LONG if "long" in o else default))
     out = [] if "noheader" in o else [render_specs(specs, table, None)]
     for j in jobs:
         f = j["factors"]
         row = {"job_id": j["job_id"], "partition": j["partition"], "user": j["user"], "priority": j["priority"],
                "site": f["site"], "age": f["age"], "assoc": f["assoc"], "fairshare": f["fairshare"],
                "jobsize": f["jobsize"], "partition_f": f["partition"], "qos": f["qos"], "nice": f["nice"],
-               "tres": ""}
+               "tres": ",".join(f"{k}={v:.0f}" for k, v in f.get("tres") or [])}
         out.append(render_specs(specs, table, row))
     sys.stdout.write("".join(line + "\n" for line in out))
     return 0

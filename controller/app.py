@@ -493,7 +493,8 @@ def create_app(settings: Settings) -> FastAPI:
         w = c.store.weights
         return _json({"jobs": jobs, "weights": {"site": 1, "age": w.age, "assoc": w.assoc,
                                                 "fairshare": w.fairshare, "jobsize": w.jobsize,
-                                                "partition": w.partition, "qos": w.qos}})
+                                                "partition": w.partition, "qos": w.qos,
+                                                "tres": [list(t) for t in w.tres]}})
 
     # ------------------------------------------------------------------ nodes
     @app.get("/api/v1/nodes")

@@ -100,7 +100,7 @@ class ClusterConfig:
                        qos=w("priorityweightqos"), assoc=w("priorityweightassoc"),
                        max_age=(max_age if max_age is not None else 7 * 1440) * 60.0,
                        favor_small=raw.get("priorityfavorsmall", "no").lower() in ("yes", "1"),
-                       decay_half_life=float(half_life or 0))
+                       decay_half_life=float(half_life or 0), tres=_tres_weights(raw.get("priorityweighttres", "")))
 
     def fair_tree(self) -> bool:
         """Fair Tree fair-share (Slurm's default) unless PriorityFlags has NO_FAIR_TREE."""
@@ -256,6 +256,20 @@ _KNOWN_QUIET = {
     "maxjobcount", "firstjobid", "tmpfs", "usepam", "healthcheckprogram", "healthcheckinterval",
     "schedulertimeslice", "overtimelimit", "accountingstoragetres", "clusterid",
 }
+
+
+def _tres_weights(value: str) -> tuple[tuple[str, int], ...]:
+    """PriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=3000 -> (("cpu", 1000), ("mem", 2000), ("gres/gpu", 3000))."""
+    out = []
+    for item in value.split(","):
+        name, eq, weight = item.strip().partition("=")
+        if not item.strip():
+            continue
+        name = name.strip().lower()
+        if not eq or name not in ("cpu", "mem", "node", "gres/gpu", "billing", "energy") and not name.startswith("gres/"):
+            raise ConfigError(f"PriorityWeightTRES: bad item {item.strip()!r}: expected TRES=WEIGHT")
+        out.append(("gres/gpu" if name.startswith("gres/gpu") else name, _int(weight, "PriorityWeightTRES")))
+    return tuple(out)
 
 
 def parse_time_minutes(value: str, key: str) -> int | None:
@@ -505,7 +519,8 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
                                      for n in nodes)
     cfg = ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
                         warnings=tuple(warnings), fixed=fixed, **values)
-    cfg.sched_config()  # bad scheduler or preemption settings fail at start-up, naming the key
+    cfg.sched_config()  # bad scheduler, preemption or priority settings fail at start-up, naming the key
+    cfg.priority_weights()
     cfg.bf_interval()
     return cfg
 

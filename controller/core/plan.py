@@ -167,6 +167,13 @@ def _fixed_parts(snap: Snapshot):  # noqa: ANN202 - a function of a pending job
     pjf = {p.name: p.priority_job_factor for p in snap.partitions}
     max_pjf = max(pjf.values(), default=1) or 1
     fixed: dict[tuple, Factors] = {}
+    part_tres: dict[str, dict[str, float]] = {}
+    if w.tres:  # what each partition has of each TRES, for PriorityWeightTRES
+        by_name = {n.name: n for n in snap.nodes}
+        for p in snap.partitions:
+            members = [by_name[n] for n in p.nodes if n in by_name]
+            part_tres[p.name] = {"cpu": sum(n.cpus for n in members), "mem": sum(n.memory for n in members),
+                                 "node": len(members), "gres/gpu": sum(n.gpus for n in members)}
 
     def base(j: PendingJob) -> Factors:
         key = (id(j.request), j.partition, j.usage, j.shares, j.qos_factor, j.fs_factor)
@@ -177,7 +184,9 @@ def _fixed_parts(snap: Snapshot):  # noqa: ANN202 - a function of a pending job
                                        total_nodes=total_nodes, total_cpus=total_cpus,
                                        partition_factor=pjf.get(j.partition, 1), max_partition_factor=max_pjf,
                                        usage=j.usage, shares=j.shares, qos_factor=j.qos_factor,
-                                       fs_factor=j.fs_factor)
+                                       fs_factor=j.fs_factor,
+                                       job_tres=request_tres(r, snap.def_mem_per_cpu) if w.tres else None,
+                                       part_tres=part_tres.get(j.partition))
         return got
     return base
 
@@ -200,7 +209,7 @@ def priorities(snap: Snapshot) -> dict[int, Factors]:
         b = base(j)
         age = _age(w, snap.now, j.eligible_time)
         out[j.job_id] = Factors(j.site, round(age), b.assoc, b.fairshare, b.jobsize, b.partition, b.qos, j.nice,
-                                b.exact + age + j.site)
+                                b.exact + age + j.site, b.tres)
     return out
 
 

@@ -24,10 +24,12 @@ class Weights:
     max_age: float = 7 * 86400.0  #: PriorityMaxAge, seconds
     favor_small: bool = False  #: PriorityFavorSmall
     decay_half_life: float = 7 * 86400.0  #: PriorityDecayHalfLife, seconds (0: no decay)
+    #: PriorityWeightTRES: (TRES, weight) pairs, e.g. (("cpu", 100), ("mem", 150))
+    tres: tuple[tuple[str, int], ...] = ()
 
     @property
     def active(self) -> bool:
-        return any((self.age, self.fairshare, self.jobsize, self.partition, self.qos, self.assoc))
+        return any((self.age, self.fairshare, self.jobsize, self.partition, self.qos, self.assoc, self.tres))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,8 @@ class Factors:
     nice: int = 0
     #: the unrounded weighted sum: Slurm truncates it, while sprio shows each part rounded
     exact: float = 0.0
+    #: PriorityWeightTRES parts: (TRES, weighted value) each, as sprio's TRES column shows them
+    tres: tuple[tuple[str, float], ...] = ()
 
     def total(self) -> int:
         return max(1, int(self.exact - self.nice))
@@ -52,7 +56,8 @@ class Factors:
 def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus: int, total_nodes: int,
             total_cpus: int, partition_factor: int, max_partition_factor: int, nice: int = 0,
             usage: float = 0.0, shares: float = 1.0, qos_factor: float = 0.0,
-            fs_factor: float | None = None) -> Factors:
+            fs_factor: float | None = None, job_tres: dict[str, float] | None = None,
+            part_tres: dict[str, float] | None = None) -> Factors:
     age = 0.0
     if eligible is not None and w.max_age > 0:
         age = min(max(now - eligible, 0.0) / w.max_age, 1.0)
@@ -67,8 +72,19 @@ def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus:
         fs = 2.0 ** (-usage / shares) if shares > 0 else 0.0
     part = partition_factor / max_partition_factor if max_partition_factor else 0.0
     parts = (w.age * age, w.fairshare * fs, w.jobsize * size, w.partition * part, w.qos * qos_factor)
+    tres = tres_parts(w, job_tres or {}, part_tres or {})
     return Factors(age=round(parts[0]), fairshare=round(parts[1]), jobsize=round(parts[2]),
-                   partition=round(parts[3]), qos=round(parts[4]), nice=nice, exact=sum(parts))
+                   partition=round(parts[3]), qos=round(parts[4]), nice=nice,
+                   exact=sum(parts) + sum(v for _, v in tres), tres=tres)
+
+
+def tres_parts(w: Weights, job: dict[str, float], partition: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """PriorityWeightTRES: each weighted TRES's part of what the job's partition has, times its weight."""
+    out = []
+    for name, weight in w.tres:
+        total = partition.get(name, 0)
+        out.append((name, weight * min(job.get(name, 0) / total, 1.0) if total else 0.0))
+    return tuple(out)
 
 
 def decayed(amount: float, age: float, half_life: float) -> float:

@@ -45,7 +45,7 @@ def changed(path: str, value: object) -> dict:
 def test_the_reference_spec_becomes_the_slurm_conf_keys_it_stands_for():
     cfg = spec_config(parse_spec(SPEC), "/state/scripts")
     want = parse_slurm_conf("PriorityType=priority/multifactor\nPriorityWeightAge=0\nPreemptType=preempt/partition_prio\n"
-                            "PreemptMode=SUSPEND,GANG\nPreemptExemptTime=00:00:00\n")
+                            "PreemptMode=SUSPEND,GANG\nPreemptExemptTime=00:00:00\nPriorityWeightTRES=CPU=100,Mem=150\n")
     assert cfg.sched_config() == want.sched_config() and cfg.priority_weights() == want.priority_weights()
     assert cfg.preempt_mode == "SUSPEND,GANG" and cfg.raw["PriorityWeightTRES"] == "cpu=100,mem=150"
     assert cfg.raw["AccountingStorageEnforce"] == "associations,limits,qos"

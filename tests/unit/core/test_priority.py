@@ -83,3 +83,26 @@ def test_scheduler_totals_equal_sprio_components_and_plan_order(jobs, now):
         for b in aged.pending:
             if a.eligible_time <= b.eligible_time:
                 assert tot[a.job_id] >= tot[b.job_id]
+
+
+def test_tres_weights_add_each_tres_part_of_the_partition():
+    from dataclasses import replace
+
+    from controller.config import ConfigError, parse_slurm_conf
+    w = replace(W, tres=(("cpu", 1000), ("gres/gpu", 2000)))
+    # 8 of the partition's 32 CPUs and 16 of its 32 GPUs: 1000/4 + 2000/2
+    job = PendingJob(1, "debug", Request(ntasks=8, gpus=16), eligible_time=100.0)
+    plain = PendingJob(2, "debug", Request(), eligible_time=100.0)
+    s = Snapshot(now=100.0, nodes=NODES, partitions=(PART,), pending=(job, plain), weights=w)
+    f = priorities(s)
+    assert f[1].tres == (("cpu", 250.0), ("gres/gpu", 1000.0))
+    assert f[1].total() - priorities(snap([job]))[1].total() == 1250
+    assert plan(s).priorities[1] == f[1].total()  # the fast path agrees
+    conf = parse_slurm_conf("PriorityType=priority/multifactor\nPriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=3000\n")
+    assert conf.priority_weights().tres == (("cpu", 1000), ("mem", 2000), ("gres/gpu", 3000))
+    try:
+        parse_slurm_conf("PriorityType=priority/multifactor\nPriorityWeightTRES=CPU\n")
+    except ConfigError as e:
+        assert "PriorityWeightTRES" in str(e)
+    else:
+        raise AssertionError("a bad PriorityWeightTRES was accepted")
