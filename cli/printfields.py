@@ -34,11 +34,12 @@ def pick(fields: dict[str, "Column"], fmt: str | None, default: str, prog: str) 
     return out
 
 
-def _cell(value: Any, width: int) -> str:
+def _cell(value: Any, width: int, mark: bool = True) -> str:
+    """A value cut to its width with a '+' (`mark`; headers are cut without one), justified."""
     text = "" if value is None else str(value)
     w = abs(width)
     if len(text) > w:
-        text = text[:w - 1] + "+" if w > 0 else ""
+        text = (text[:w - 1] + "+" if mark else text[:w]) if w > 0 else ""
     return text.ljust(w) if width < 0 else text.rjust(w)
 
 
@@ -54,7 +55,7 @@ def lines(cols: list["Column"], rows: list, *, parsable: str | None = None, nohe
             out.append(join(["" if (v := c[2](r)) is None else str(v) for c in cols]))
         return out
     if not noheader:
-        out.append("".join(_cell(c[0], c[1]) + " " for c in cols))
+        out.append("".join(_cell(c[0], c[1], False) + " " for c in cols))
         out.append("".join("-" * abs(c[1]) + " " for c in cols))
     for r in rows:
         out.append("".join(_cell(c[2](r), c[1]) + " " for c in cols))

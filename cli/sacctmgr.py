@@ -18,7 +18,7 @@ ACTIONS = {"add": "add", "create": "add", "modify": "modify", "update": "modify"
            "remove": "delete", "show": "show", "list": "show"}
 ENTITIES = {"cluster": "cluster", "clusters": "cluster", "account": "account", "accounts": "account",
             "user": "user", "users": "user", "qos": "qos", "association": "assoc", "associations": "assoc",
-            "assoc": "assoc", "assocs": "assoc"}
+            "assoc": "assoc", "assocs": "assoc", "tres": "tres"}
 _API = {"cluster": "clusters", "account": "accounts", "user": "users", "qos": "qos", "assoc": "assocs"}
 
 
@@ -55,8 +55,8 @@ ASSOC_FIELDS = {
     "maxsubmit": ("MaxSubmit", 9, _g("MaxSubmitJobs")), "maxsubmitjobs": ("MaxSubmit", 9, _g("MaxSubmitJobs")),
     "maxwall": ("MaxWall", 11, lambda r: _mins(r.get("MaxWall"))),
     "maxtresmins": ("MaxTRESMins", 13, lambda r: None),
-    "qos": ("QOS", 20, lambda r: ",".join(r.get("qos") or [])),
-    "defaultqos": ("Def QOS", 9, _g("default_qos")), "grptresrunmins": ("GrpTRESRunMin", 13, lambda r: None),
+    "qos": ("QOS", 20, lambda r: ",".join(sorted(r.get("qos") or []))),
+    "defaultqos": ("Def QOS", 9, _g("default_qos")), "grptresrunmins": ("GrpTRESRunMins", 13, lambda r: None),
     "parentname": ("ParentName", 10, _g("parent")), "id": ("ID", 6, _g("id")),
 }
 ASSOC_DEFAULT = ("Cluster,Account,User,Partition,Share,Priority,GrpJobs,GrpTRES,GrpSubmit,GrpWall,GrpTRESMins,"
@@ -74,11 +74,11 @@ QOS_FIELDS = {
     "preempt": ("Preempt", 10, lambda r: ",".join(r.get("preempt") or [])),
     "preemptexempttime": ("PreemptExemptTime", 19, lambda r: _secs(r.get("preempt_exempt_time"))),
     "preemptmode": ("PreemptMode", 11, _g("preempt_mode")),
-    "flags": ("Flags", 40, lambda r: ",".join(r.get("flags") or [])),
+    "flags": ("Flags", 20, lambda r: ",".join(r.get("flags") or [])),  # 40 wide in the default list
     "usagethreshold": ("UsageThres", 10, lambda r: None),
     "usagefactor": ("UsageFactor", 11, lambda r: f"{r.get('usage_factor', 1.0):.6f}"),
     "grptres": ("GrpTRES", 13, _g("GrpTRES")), "grptresmins": ("GrpTRESMins", 13, lambda r: None),
-    "grptresrunmins": ("GrpTRESRunMin", 13, lambda r: None), "grpjobs": ("GrpJobs", 7, _g("GrpJobs")),
+    "grptresrunmins": ("GrpTRESRunMins", 13, lambda r: None), "grpjobs": ("GrpJobs", 7, _g("GrpJobs")),
     "grpsubmit": ("GrpSubmit", 9, _g("GrpSubmitJobs")), "grpsubmitjobs": ("GrpSubmit", 9, _g("GrpSubmitJobs")),
     "grpwall": ("GrpWall", 11, lambda r: None), "maxtres": ("MaxTRES", 13, _g("MaxTRESPerJob")),
     "maxtresperjob": ("MaxTRES", 13, _g("MaxTRESPerJob")), "maxtrespernode": ("MaxTRESPerNode", 14, lambda r: None),
@@ -91,7 +91,7 @@ QOS_FIELDS = {
     "maxtrespa": ("MaxTRESPA", 13, lambda r: None), "maxjobspa": ("MaxJobsPA", 9, lambda r: None),
     "maxsubmitpa": ("MaxSubmitPA", 11, lambda r: None), "mintres": ("MinTRES", 13, lambda r: None),
 }
-QOS_DEFAULT = ("Name,Priority,GraceTime,Preempt,PreemptExemptTime,PreemptMode,Flags,UsageThreshold,UsageFactor,"
+QOS_DEFAULT = ("Name,Priority,GraceTime,Preempt,PreemptExemptTime,PreemptMode,Flags%40,UsageThreshold,UsageFactor,"
                "GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJobs,GrpSubmit,GrpWall,MaxTRES,MaxTRESPerNode,MaxTRESMins,"
                "MaxWall,MaxTRESPU,MaxJobsPU,MaxSubmitPU,MaxTRESPA,MaxJobsPA,MaxSubmitPA,MinTRES")
 CLUSTER_FIELDS = {"cluster": ("Cluster", 10, _g("cluster")), "controlhost": ("ControlHost", 15, _g("host")),
@@ -104,6 +104,10 @@ CLUSTER_FIELDS = {"cluster": ("Cluster", 10, _g("cluster")), "controlhost": ("Co
                   "qos": ("QOS", 20, lambda r: ",".join(r.get("qos") or [])),
                   "defaultqos": ("Def QOS", 9, _g("default_qos"))}
 CLUSTER_DEFAULT = "Cluster,ControlHost,ControlPort,RPC,Share,GrpJobs,GrpTRES,GrpSubmit,MaxJobs,MaxTRES,MaxSubmit,MaxWall,QOS,DefaultQOS"
+#: the older per-resource limit columns `withassoc` listings still show (empty here)
+_OLD_LIMITS = {k.lower(): (k, w, lambda r: None) for k, w in (
+    ("MaxNodes", 8), ("MaxCPUs", 8), ("MaxCPUMins", 11), ("GrpNodes", 8), ("GrpCPUs", 8), ("GrpMem", 7),
+    ("GrpCPUMins", 11))}
 TABLES = {"assoc": (ASSOC_FIELDS, ASSOC_DEFAULT), "account": (ACCOUNT_FIELDS, "Account,Description,Organization"),
           "user": (USER_FIELDS, "User,DefaultAccount,AdminLevel"), "qos": (QOS_FIELDS, QOS_DEFAULT),
           "cluster": (CLUSTER_FIELDS, CLUSTER_DEFAULT)}
@@ -219,8 +223,8 @@ def main(argv: list[str]) -> int:
     names, where, sets, opts = parse(rest[2:])
     if action == "show":
         return _show(entity, names, where, opts, flags)
-    if entity == "assoc":
-        return _err(f"sacctmgr {action} association is not supported: use 'user' or 'account'")
+    if entity in ("assoc", "tres"):
+        return _err(f"sacctmgr {action} {rest[1]} is not supported: use 'user' or 'account'")
     if action == "add":
         sets = {**where, **sets}
         if not names:
@@ -277,15 +281,29 @@ def _change(entity: str, action: str, body: dict, flags: set[str]) -> int:
 
 
 def _show(entity: str, names: list[str], where: dict[str, str], opts: dict[str, str], flags: set[str]) -> int:
+    if entity == "tres":
+        rows = [{"type": t.split("/")[0], "name": t.split("/")[1] if "/" in t else "", "id": i}
+                for t, i in (("cpu", 1), ("mem", 2), ("energy", 3), ("node", 4), ("billing", 5), ("fs/disk", 6),
+                             ("vmem", 7), ("pages", 8), ("gres/gpu", 1001))]
+        cols = [("Type", 8, _g("type")), ("Name", 15, _g("name")), ("ID", 6, _g("id"))]
+        parsable = "P" if "P" in flags else ("p" if "p" in flags else None)
+        sys.stdout.write("".join(line + "\n" for line in lines(cols, rows, parsable=parsable, noheader="n" in flags)))
+        return 0
     fields, default = TABLES[entity]
     with_assoc = ("withassoc" in opts or "s" in flags) and entity in ("user", "account")
     if with_assoc:
-        base = "User,DefaultAccount,AdminLevel" if entity == "user" else "Account,Description,Organization"
-        default = base + ",Cluster,Account,Partition,Share,Priority,MaxJobs,MaxNodes,MaxCPUs,MaxSubmit,MaxWall,MaxCPUMins,QOS,DefaultQOS"
-        fields = {**ASSOC_FIELDS, **fields, "maxnodes": ("MaxNodes", 8, lambda r: None),
-                  "maxcpus": ("MaxCPUs", 8, lambda r: None), "maxcpumins": ("MaxCPUMins", 11, lambda r: None)}
+        if entity == "user":
+            default = ("User,DefaultAccount,AdminLevel,Cluster,Account,Partition,Share,Priority,MaxJobs,MaxNodes,"
+                       "MaxCPUs,MaxSubmit,MaxWall,MaxCPUMins,QOS,DefaultQOS")
+        else:
+            default = ("Account,Description,Organization,Cluster,ParentName,User,Share,Priority,GrpJobs,GrpNodes,"
+                       "GrpCPUs,GrpMem,GrpSubmit,GrpWall,GrpCPUMins,MaxJobs,MaxNodes,MaxCPUs,MaxSubmit,MaxWall,"
+                       "MaxCPUMins,QOS,DefaultQOS")
+        fields = {**ASSOC_FIELDS, **fields, **_OLD_LIMITS}
         if entity == "user":
             fields["account"] = ASSOC_FIELDS["account"]
+    elif entity == "assoc" and "tree" in opts:  # accounts indented by their depth, left-justified
+        fields = dict(fields, account=("Account", -20, lambda r: " " * r.get("depth", 0) + r["account"]))
     try:
         cols = pick(fields, opts.get("format"), default, "sacctmgr")
     except ValueError as e:
@@ -306,8 +324,20 @@ def _show(entity: str, names: list[str], where: dict[str, str], opts: dict[str, 
         for r in rows:
             mine = [a for a in assocs if (a["user"] == r["user"] if entity == "user"
                                           else a["account"] == r["account"])]
-            joined.extend({**a, **r, "account": a["account"]} for a in mine) if mine else joined.append(r)
+            if entity == "account":  # the account's own association, then its users'
+                mine.sort(key=lambda a: (bool(a["user"]), a["user"]))
+            joined.extend({**a, **r, "account": a["account"], "user": a["user"], "parent": a["parent"]}
+                          for a in mine) if mine else joined.append(r)
         rows = joined
+    if entity == "assoc" and "tree" in opts:
+        parent = {r["account"]: r["parent"] for r in rows if not r["user"]}
+
+        def depth(acct: str) -> int:
+            d = 0
+            while parent.get(acct):
+                acct, d = parent[acct], d + 1
+            return d
+        rows = [dict(r, depth=depth(r["account"]) + (1 if r["user"] else 0)) for r in rows]
     parsable = "P" if "P" in flags else ("p" if "p" in flags else None)
     out = lines(cols, rows, parsable=parsable, noheader="n" in flags)
     sys.stdout.write("".join(line + "\n" for line in out))
