@@ -141,7 +141,15 @@ def up(argv: list[str]) -> int:
     ap.add_argument("--port", type=int, default=6817, help="controller port (0: any free port)")
     ap.add_argument("--db", help="database URL (default: SQLite in the state directory)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for all nodes to be idle")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a slurm.conf line to add to the generated configuration (repeatable), e.g. "
+                         "--set AccountingStorageEnforce=associations,limits,qos")
     args = ap.parse_args(argv)
+    for item in args.set:
+        if "=" not in item or not item.split("=", 1)[0].strip():
+            ap.error(f"--set: expected KEY=VALUE, got {item!r}")
+    if args.set and (args.config or args.spec):
+        ap.error("--set adds to the generated slurm.conf: not with --config or --spec")
     for name in ("nodes", "cpus_per_node", "memory_per_node"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -161,11 +169,11 @@ def up(argv: list[str]) -> int:
         if not os.path.exists(conf_path):
             print(f"slurmlet up: error: {conf_path}: no such file", file=sys.stderr)
             return 1
-    elif not os.path.exists(conf_path):
+    elif not os.path.exists(conf_path) or args.set:
         gpu_type = args.gpu_type or ("H100" if args.gpus_per_node else None)
         with open(conf_path, "w") as f:
             f.write(generated_conf(args.nodes, args.cpus_per_node, args.memory_per_node, args.gpus_per_node,
-                                   gpu_type))
+                                   gpu_type) + "".join(line.strip() + "\n" for line in args.set))
     from controller.clusterspec import load
     from controller.config import ConfigError
     try:
