@@ -32,7 +32,7 @@ class LocalCluster:
         self.env = dict(os.environ)
         for line in r.stdout.splitlines():
             k, _, v = line.removeprefix("export ").partition("=")
-            if k == "SLURMLET_CONTROLLER":
+            if k in ("SLURMLET_CONTROLLER", "SLURMLET_KEY_FILE"):
                 self.env[k] = v
         self.env["PATH"] = f"{BIN}{os.pathsep}{self.env['PATH']}"
         self.work = Path(self.state) / "work"
@@ -56,6 +56,7 @@ class LocalCluster:
     def api_post(self, path: str, body: dict) -> dict:
         sys.path.insert(0, str(ROOT))
         from cli import http
+        os.environ["SLURMLET_KEY_FILE"] = self.env["SLURMLET_KEY_FILE"]  # signed like the CLI's
         return http.request("POST", path, body, url=self.env["SLURMLET_CONTROLLER"])
 
     def api(self, path: str) -> dict:

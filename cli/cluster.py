@@ -7,6 +7,7 @@ Each daemon runs in its own session with its own log and pid file in the state d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -199,6 +200,8 @@ def up(argv: list[str]) -> int:
     env = dict(os.environ)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     slurmlet = os.path.join(bin_dir, "slurmlet")
+    key_file = ensure_key(state)
+    env["SLURMLET_KEY_FILE"] = key_file
     if url is None:
         port = args.port or _free_port()
         if not _port_free(port):
@@ -206,7 +209,7 @@ def up(argv: list[str]) -> int:
             return 1
         url = f"http://127.0.0.1:{port}"
         cmd = [slurmlet, "controller", "--spec" if args.spec else "--config", conf_path,
-               "--listen", f"127.0.0.1:{port}", "--state-dir", state]
+               "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--key-file", key_file]
         if args.db:
             cmd += ["--db", args.db]
         pids["controller"] = _spawn(cmd, os.path.join(state, "controller.log"), env)
@@ -221,7 +224,8 @@ def up(argv: list[str]) -> int:
         key = f"agent:{name}"
         if pids.get(key) and _alive(pids[key]):
             continue
-        cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name)]
+        cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name),
+               "--key-file", key_file]
         if name in addrs and not (conf.node(name) and conf.node(name).addr):
             cmd += ["--addr", addrs[name]]
         if name in pools:
@@ -241,11 +245,28 @@ def up(argv: list[str]) -> int:
     os.makedirs(os.path.dirname(POINTER), exist_ok=True)
     with open(POINTER, "w") as f:
         f.write(url + "\n")
+    link = os.path.join(os.path.dirname(POINTER), "key")  # the CLI's default key: this cluster's
+    with contextlib.suppress(OSError):
+        os.remove(link)
+    with contextlib.suppress(OSError):
+        os.symlink(key_file, link)
     print(f"export SLURMLET_CONTROLLER={url}")
+    print(f"export SLURMLET_KEY_FILE={key_file}")
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
     print(f"# slurmlet: {len(node_names)} nodes idle; controller at {url}; state in {state}", file=sys.stderr)
     return 0
+
+
+def ensure_key(state: str) -> str:
+    """The cluster key of a local cluster: 32 random bytes (hex) in the state directory, mode 0600,
+    made once and kept across `slurmlet up` runs."""
+    path = os.path.join(state, "slurmlet.key")
+    if not os.path.exists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+    return path
 
 
 def _ping(url: str) -> bool:

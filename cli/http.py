@@ -58,7 +58,13 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     """One JSON request; returns the decoded answer or raises ControllerError / Unreachable."""
     host, port = _split(url or controller_url())
     payload = b"" if body is None else jsonlite.dumps(body).encode()
-    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n"
+    auth = ""
+    if method != "GET":  # changes carry a credential signed with the cluster key (cli/cred.py)
+        from cli import cred
+        c = cred.header_for_me()
+        if c is not None:
+            auth = f"{cred.HEADER}: {c}\r\n"
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{auth}"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
     try:
         # a bytes host skips the idna codec (and the `re` import it brings)

@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
             return 0
         elif a in ("-h", "--help", "--usage"):
             print("Usage: scontrol [<OPTION>] [<COMMAND>]\n  commands: show, hold, release, requeue, "
-                  "requeuehold, update, ping, reconfigure")
+                  "requeuehold, update, ping, reconfigure, token")
             return 0
         elif a.startswith("-") and len(words) == 0 and a not in ("-",):
             print(f"scontrol: unrecognized option '{a}'\nTry \"scontrol --help\" for more information",
@@ -53,6 +53,8 @@ def main(argv: list[str]) -> int:
         return job_action(cmd, args)
     if cmd == "update":
         return update(args)
+    if cmd == "token":
+        return token(args)
     if cmd in ("reconfigure", "reconfig"):
         try:
             http.request("POST", "/api/v1/reconfigure")
@@ -62,6 +64,28 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"invalid keyword: {words[0]}", file=sys.stderr)
     return 1
+
+
+def token(args: list[str]) -> int:
+    """scontrol token [lifespan=SECONDS] [username=NAME]: a JWT for REST clients, printed as Slurm does
+    (`SLURM_JWT=...`), to send as X-SLURM-USER-TOKEN."""
+    q = []
+    for a in args:
+        k, _, v = a.partition("=")
+        if k.lower() == "lifespan" and v.isdigit():
+            q.append(f"lifespan={v}")
+        elif k.lower() == "username" and v:
+            q.append(f"username={v}")
+        else:
+            print(f"scontrol: error: Invalid parameter: {a}", file=sys.stderr)
+            return 1
+    try:
+        got = http.request("POST", "/api/v1/token" + ("?" + "&".join(q) if q else ""))
+    except http.ControllerError as e:
+        print(f"scontrol: error: {e.error}", file=sys.stderr)
+        return 1
+    print(f"SLURM_JWT={got['token']}")
+    return 0
 
 
 def _job_ids(args: list[str]) -> list[int] | None:

@@ -6,20 +6,26 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Annotated, Callable
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
-from controller.api import accounting
-from controller.api.schemas import (CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate,
+from controller import auth
+from controller.api import accounting, limits
+from controller.api.schemas import (MAX_ID, CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate,
                                     StepCreate)
 from controller.config import ClusterConfig
 from controller.core.model import PendingJob
 from controller.core.plan import plan, priorities
 from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
+from controller.loops.reaper import reaper_loop
 from controller.store.engine import make_engine
 from controller.store.jobs import JobStore, request_of
 from controller.views import node_public, partition_public, validate_submit
@@ -27,6 +33,8 @@ from controller.views import node_public, partition_public, validate_submit
 log = logging.getLogger("slurmlet.controller")
 VERSION = "22.05.8"
 MAX_CODE = 256 * 2**20  #: the largest packed code_source an air run may upload
+JobId = Annotated[int, Path(ge=0, le=MAX_ID)]  #: larger ids name no job (422, not a database overflow)
+Time = Annotated[float | None, Query(allow_inf_nan=False)]  #: a Unix time (no inf or NaN)
 
 
 @dataclass
@@ -43,6 +51,8 @@ class Settings:
     clock: Callable[[], float] = time.time
     #: re-reads the configuration file (slurm.conf or the JSON spec) for `scontrol reconfigure`
     reload: Callable[[], ClusterConfig] | None = None
+    #: the cluster key (controller/auth.py); None: no authentication, every request is trusted
+    key: bytes | None = None
 
 
 @dataclass
@@ -242,11 +252,12 @@ def create_app(settings: Settings) -> FastAPI:
             log.warning("slurm.conf: %s (ignored)", w)
         task = asyncio.create_task(ctl.scheduler_loop())
         task.add_done_callback(_crash_on_failure)
+        reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
         try:
             yield
         finally:
             task.cancel()
-            for t in [task, *ctl.script_tasks]:
+            for t in [task, reaper, *ctl.script_tasks]:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
@@ -263,12 +274,52 @@ def create_app(settings: Settings) -> FastAPI:
     async def _domain_error(_request: Request, exc: DomainError) -> JSONResponse:
         return JSONResponse(status_code=exc.status, content={"detail": exc.to_json()})
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's 422 naming the fields; an Infinity or NaN the request held is shown as text
+        (JSON cannot carry it back: FastAPI's own handler failed with a 500)."""
+        return JSONResponse(status_code=422, content={"detail": _finite(jsonable_encoder(exc.errors()))})
+
+    @app.middleware("http")
+    async def _authenticate(request: Request, call_next):  # noqa: ANN001, ANN202
+        """Who sends the request (auth.Caller in request.state.caller): changes need a valid
+        credential or token once the cluster has a key; reads do not."""
+        c = ctl()
+        who = auth.authenticate(settings.key, request.headers, c.clock(), c.store.admin_level)
+        if who is None:
+            if request.method not in ("GET", "HEAD", "OPTIONS"):
+                return JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})
+            who = auth.Caller(None, None, 0)
+        request.state.caller = who
+        return await call_next(request)
+
+    def caller(request: Request) -> auth.Caller:
+        return request.state.caller
+
+    def own_job(request: Request, job_id: int) -> None:
+        """403 unless the caller may act on this job (its owner, an operator or an administrator)."""
+        who = caller(request)
+        if who.level >= 1:
+            return
+        row = ctl().store.get_row(job_id)
+        if not who.owns(row.uid, row.user):
+            raise auth.Forbidden()
+
+    def as_caller(request: Request, data: dict) -> None:
+        """A submission runs as its caller: only administrators (root) may name another user."""
+        who = caller(request)
+        if who.known and who.level < 2 and (data.get("user") != who.user or
+                                            (who.uid is not None and who.uid >= 0 and data.get("uid") != who.uid)):
+            raise auth.Forbidden()
+
     # ------------------------------------------------------------------ jobs
     @app.post("/api/v1/jobs", status_code=201)
-    async def submit(body: JobSubmit):  # noqa: ANN202
+    async def submit(body: JobSubmit, request: Request):  # noqa: ANN202
         """Submit a batch job (sbatch)."""
         c = ctl()
+        limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
         data = body.model_dump()
+        as_caller(request, data)
         data = validate_submit(data, c.config, c.store.node_rows())
         if data.get("test_only"):
             return JSONResponse(status_code=200, content=_test_only(c, data))
@@ -281,15 +332,17 @@ def create_app(settings: Settings) -> FastAPI:
         """air run: a workload (validated, errors naming the field path) becomes a batch job."""
         from controller import workload as wl
         c = ctl()
-        doc = await request.json()
+        doc = await _body(request)
         if not isinstance(doc, dict):
             raise InvalidRequest("expected a JSON object")
         w = wl.parse(doc.get("workload"))
         code = doc.get("code")
         if code is not None and (not isinstance(code, str) or not c.store.has_code(code)):
             raise InvalidRequest("invalid workload: code_source: the packed code was not uploaded")
+        uid, gid = _int_field(doc, "uid"), _int_field(doc, "gid")
+        as_caller(request, {"user": str(doc.get("user") or "root"), "uid": uid})
         body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
-                           uid=int(doc.get("uid") or 0), gid=int(doc.get("gid") or 0),
+                           uid=uid, gid=gid,
                            group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"),
                            code=code)
         missing = c.store.missing_secrets(w.secrets)
@@ -297,7 +350,11 @@ def create_app(settings: Settings) -> FastAPI:
             raise InvalidRequest("invalid workload: " + "; ".join(
                 f"secrets.{n}: no secret {w.secrets[n]} (slurmlet secrets put {w.secrets[n].replace('/', ' ')})"
                 for n in missing))
-        data = validate_submit(JobSubmit.model_validate(body).model_dump(), c.config, c.store.node_rows())
+        try:
+            job = JobSubmit.model_validate(body)
+        except ValidationError as e:  # the request's own fields (uid, cwd, ...): a 400, not a 500
+            raise InvalidRequest("invalid run: " + "; ".join(wl.field_errors(e, "run"))) from None
+        data = validate_submit(job.model_dump(), c.config, c.store.node_rows())
         if doc.get("dry_run"):
             return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
         job_id = c.store.submit(data, c.clock())
@@ -315,13 +372,16 @@ def create_app(settings: Settings) -> FastAPI:
         """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
         import base64
         import binascii
-        doc = await request.json()
+        doc = await _body(request)
         try:
             data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
         except (KeyError, TypeError, binascii.Error):
             raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
-        if not data or len(data) > MAX_CODE:
-            raise InvalidRequest(f"code_source: the packed code must be 1 byte to {MAX_CODE // 2**20} MiB")
+        if not data:
+            raise InvalidRequest("code_source: the packed code is empty")
+        if len(data) > MAX_CODE:
+            raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {MAX_CODE}",
+                                  limit=MAX_CODE, size=len(data))
         return {"id": ctl().store.put_code(data, ctl().clock())}
 
     @app.get("/api/v1/code/{sha}")
@@ -332,14 +392,14 @@ def create_app(settings: Settings) -> FastAPI:
     @app.put("/api/v1/secrets/{scope}/{key}")
     async def put_secret(scope: str, key: str, request: Request):  # noqa: ANN202
         """Store a secret for air runs; its value is never returned."""
-        doc = await request.json()
+        doc = await _body(request)
         if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
             raise InvalidRequest("expected {\"value\": \"...\"}")
         ctl().store.put_secret(scope, key, doc["value"], ctl().clock())
         return {"ok": True}
 
     @app.delete("/api/v1/secrets/{scope}/{key}")
-    async def delete_secret(scope: str, key: str):  # noqa: ANN202
+    async def delete_secret(scope: str, key: str, request: Request):  # noqa: ANN202
         ctl().store.delete_secret(scope, key)
         return {"ok": True}
 
@@ -351,15 +411,12 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/api/v1/jobs")
     async def list_jobs(ids: str | None = None, states: str | None = None, users: str | None = None,
                         partitions: str | None = None, names: str | None = None,
-                        history: bool = False, since: float | None = None, until: float | None = None,
+                        history: bool = False, since: Time = None, until: Time = None,
                         duplicates: bool = False, accounts: str | None = None,
                         qos: str | None = None):  # noqa: ANN202
         """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
         c = ctl()
-        try:
-            id_list = [int(x) for x in ids.split(",")] if ids else None
-        except ValueError:
-            raise InvalidRequest("Invalid job id specified") from None
+        id_list = _ids(ids)
         rows = c.store.job_rows(ids=id_list, states=_split(states), users=_split(users),
                                 partitions=_split(partitions), names=_split(names), since=since, until=until,
                                 now=c.clock(), history=history, accounts=_split(accounts), qos=_split(qos))
@@ -371,7 +428,7 @@ def create_app(settings: Settings) -> FastAPI:
         return _json({"jobs": jobs})
 
     @app.get("/api/v1/jobs/{job_id}")
-    async def get_job(job_id: int, wait: float = 0.0):  # noqa: ANN202
+    async def get_job(job_id: JobId, wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
         """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun)."""
         c = ctl()
         deadline = c.clock() + min(max(wait, 0.0), 30.0)
@@ -388,7 +445,8 @@ def create_app(settings: Settings) -> FastAPI:
         return _json(job)
 
     @app.post("/api/v1/jobs/{job_id}/steps")
-    async def create_step(job_id: int, body: StepCreate):  # noqa: ANN202
+    async def create_step(job_id: JobId, body: StepCreate, request: Request):  # noqa: ANN202
+        own_job(request, job_id)
         """srun inside an allocation: a step on the job's nodes; their agents start its tasks."""
         c = ctl()
         got = c.store.create_step(job_id, body.model_dump(), c.clock())
@@ -396,13 +454,14 @@ def create_app(settings: Settings) -> FastAPI:
         return _json(got)
 
     @app.post("/api/v1/jobs/{job_id}/steps/{step_id}/cancel")
-    async def cancel_step(job_id: int, step_id: int):  # noqa: ANN202
+    async def cancel_step(job_id: JobId, step_id: JobId, request: Request):  # noqa: ANN202
+        own_job(request, job_id)
         c = ctl()
         c.notify(c.store.cancel_step(job_id, step_id, c.clock()))
         return {"ok": True}
 
     @app.get("/api/v1/jobs/{job_id}/steps/{step_id}")
-    async def get_step(job_id: int, step_id: int):  # noqa: ANN202
+    async def get_step(job_id: JobId, step_id: JobId):  # noqa: ANN202
         c = ctl()
         got = [s for s in c.store.step_rows([job_id]).get(job_id, []) if s["step"] == step_id]
         if not got:
@@ -410,7 +469,7 @@ def create_app(settings: Settings) -> FastAPI:
         return _json(got[0])
 
     @app.post("/api/v1/jobs/cancel")
-    async def cancel(body: CancelRequest):  # noqa: ANN202
+    async def cancel(body: CancelRequest, request: Request):  # noqa: ANN202
         """scancel: by ids and/or filters. Answers per-job results."""
         c = ctl()
         now = c.clock()
@@ -431,6 +490,7 @@ def create_app(settings: Settings) -> FastAPI:
         results = list(bad)
         for jid in ids:
             try:
+                own_job(request, jid)
                 host = c.store.cancel(jid, now, signal=body.signal, uid=body.uid)
                 c.notify([host])
                 results.append({"job_id": jid, "ok": True})
@@ -441,34 +501,52 @@ def create_app(settings: Settings) -> FastAPI:
         return _json({"results": results})
 
     @app.post("/api/v1/jobs/{job_id}/hold")
-    async def hold(job_id: int, who: str = "user"):  # noqa: ANN202
+    async def hold(job_id: JobId, request: Request, who: str = "user"):  # noqa: ANN202
+        own_job(request, job_id)
+        if who == "admin" and caller(request).level < 1:
+            who = "user"  # scontrol hold by a user is a user hold, as in Slurm
         ctl().store.hold(job_id, "admin" if who == "admin" else "user")
         return {"ok": True}
 
     @app.post("/api/v1/jobs/{job_id}/release")
-    async def release(job_id: int):  # noqa: ANN202
+    async def release(job_id: JobId, request: Request):  # noqa: ANN202
         c = ctl()
+        own_job(request, job_id)
+        if c.store.get_row(job_id).held == "admin":  # an administrator's hold is theirs to lift
+            auth.require(caller(request), 1)
         c.store.release(job_id, c.clock())
         c.wake.set()
         return {"ok": True}
 
     @app.post("/api/v1/jobs/release")
-    async def release_many(body: IdsRequest):  # noqa: ANN202
+    async def release_many(body: IdsRequest, request: Request):  # noqa: ANN202
         c = ctl()
+        if caller(request).level < 1:  # a user releases their own jobs only, and only their own holds
+            for jid in body.ids or []:
+                own_job(request, jid)
+                if c.store.get_row(jid).held == "admin":
+                    raise auth.Forbidden()
+            if not body.ids:
+                raise auth.Forbidden()
         n = c.store.release_all_held(c.clock(), body.ids or None)
         c.wake.set()
         return {"released": n}
 
     @app.post("/api/v1/jobs/{job_id}/requeue")
-    async def requeue(job_id: int, hold: bool = False):  # noqa: ANN202
+    async def requeue(job_id: JobId, request: Request, hold: bool = False):  # noqa: ANN202
         c = ctl()
+        own_job(request, job_id)
         c.notify([c.store.requeue(job_id, c.clock(), hold=hold)])
         c.wake.set()
         return {"ok": True}
 
     @app.patch("/api/v1/jobs/{job_id}")
-    async def update_job(job_id: int, body: JobUpdate):  # noqa: ANN202
+    async def update_job(job_id: JobId, body: JobUpdate, request: Request):  # noqa: ANN202
         c = ctl()
+        own_job(request, job_id)
+        changes = body.model_dump(exclude_unset=True)
+        if set(changes) & {"site_factor", "priority"}:  # what only operators may set
+            auth.require(caller(request), 1)
         c.store.update_job(job_id, body.model_dump(exclude_unset=True))
         c.wake.set()
         return {"ok": True}
@@ -483,7 +561,7 @@ def create_app(settings: Settings) -> FastAPI:
         fac = priorities(snap)
         rows = {r.id: r for r in c.store.job_rows(states=["PENDING"], users=_split(users),
                                                   partitions=_split(partitions))}
-        want = {int(x) for x in ids.split(",")} if ids else None
+        want = set(_ids(ids) or ()) if ids else None
         jobs = [{"job_id": jid, "partition": rows[jid].partition, "user": rows[jid].user,
                  "priority": f.total(), "factors": dataclasses.asdict(f)}
                 for jid, f in sorted(fac.items())
@@ -515,7 +593,8 @@ def create_app(settings: Settings) -> FastAPI:
         return _json({"nodes": ns, "partitions": partition_public(c.config, ns)})
 
     @app.post("/api/v1/nodes/{name}/update")
-    async def node_update(name: str, body: NodeUpdate):  # noqa: ANN202
+    async def node_update(name: str, body: NodeUpdate, request: Request):  # noqa: ANN202
+        auth.require(caller(request), 1)
         c = ctl()
         state = body.state.upper()
         mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
@@ -528,8 +607,9 @@ def create_app(settings: Settings) -> FastAPI:
         return {"ok": True}
 
     @app.post("/api/v1/nodes/{name}/sync")
-    async def node_sync(name: str, body: NodeSync):  # noqa: ANN202
+    async def node_sync(name: str, body: NodeSync, request: Request):  # noqa: ANN202
         """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
+        auth.require(caller(request), 2)  # agents sign as root with the cluster key
         c = ctl()
         ev = c.node_event(name)
         ev.clear()
@@ -555,13 +635,29 @@ def create_app(settings: Settings) -> FastAPI:
         return _json({"orders": orders})
 
     # ------------------------------------------------------------------ misc
+    @app.post("/api/v1/token")
+    async def token(request: Request, lifespan: int = 1800, username: str | None = None):  # noqa: ANN202
+        """scontrol token: a JWT for REST clients (X-SLURM-USER-TOKEN), for the caller or, asked by an
+        administrator, for another user."""
+        who = caller(request)
+        if settings.key is None:
+            raise InvalidRequest("authentication is not configured (no cluster key)")
+        if lifespan < 1 or lifespan > 365 * 86400:
+            raise InvalidRequest("lifespan: must be between 1 second and a year")
+        user = username or who.user
+        if user != who.user:
+            auth.require(who, 2)
+        return {"token": auth.issue_token(settings.key, user, lifespan, ctl().clock()), "user": user,
+                "lifespan": lifespan}
+
     @app.get("/api/v1/ping")
     async def ping():  # noqa: ANN202
         return {"ok": True, "cluster": ctl().config.cluster_name, "version": VERSION}
 
     @app.post("/api/v1/reconfigure")
-    async def reconfigure():  # noqa: ANN202
+    async def reconfigure(request: Request):  # noqa: ANN202
         """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
+        auth.require(caller(request), 2)
         warnings = ctl().reconfigure()
         for w in warnings:
             log.warning("reconfigure: %s (ignored)", w)
@@ -591,11 +687,15 @@ def create_app(settings: Settings) -> FastAPI:
                 "mean_cycle_us": s.main.total_us // s.main.cycles if s.main.cycles else 0}
 
     @app.post("/api/v1/diag/reset")
-    async def diag_reset():  # noqa: ANN202
+    async def diag_reset(request: Request):  # noqa: ANN202
         """sdiag -r: start the statistics afresh."""
+        auth.require(caller(request), 1)
         ctl().stats = Stats()
         return {"ok": True}
 
+    app.add_middleware(limits.BodyLimit, max_code=MAX_CODE)  # 413 before an oversized body is read
+    from controller import metrics
+    metrics.install(app, ctl, _nodes)  # GET /metrics; its latency middleware is the outermost: it times all
     return app
 
 
@@ -609,6 +709,36 @@ def _add_steps(store: JobStore, jobs: list[dict]) -> None:
             j[k] = sum(s.get(k) or 0.0 for s in j["steps"])
 
 
+async def _body(request: Request) -> object:
+    """The request's JSON body; 400 when it is no JSON (not a 500)."""
+    try:
+        return await request.json()
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        raise InvalidRequest("expected a JSON body") from None
+
+
+def _int_field(doc: dict, key: str) -> int:
+    """An integer field of a body read by hand (0 when absent); 400 when it is no integer."""
+    v = doc.get(key) or 0
+    try:
+        if isinstance(v, (bool, float, list, dict)):
+            raise TypeError
+        return int(v)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{key}: expected an integer, got {v!r}"[:200]) from None
+
+
+def _finite(doc: object) -> object:
+    """`doc` with each float that JSON cannot hold (inf, nan) as its text."""
+    if isinstance(doc, float) and not math.isfinite(doc):
+        return str(doc)
+    if isinstance(doc, list):
+        return [_finite(x) for x in doc]
+    if isinstance(doc, dict):
+        return {k: _finite(v) for k, v in doc.items()}
+    return doc
+
+
 def _json(doc: object) -> JSONResponse:
     """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query."""
     return JSONResponse(doc)
@@ -616,6 +746,17 @@ def _json(doc: object) -> JSONResponse:
 
 def _nodes(c: Controller) -> list[dict]:
     return node_public(c.store.node_rows(), c.store.active_allocs(), c.config, c.clock(), c.store.responding)
+
+
+def _ids(v: str | None) -> list[int] | None:
+    """A comma-separated list of job ids; 400 when one is not an id."""
+    try:
+        got = [int(x) for x in v.split(",")] if v else None
+    except ValueError:
+        raise InvalidRequest("Invalid job id specified") from None
+    if got and not all(0 <= x <= MAX_ID for x in got):
+        raise InvalidRequest("Invalid job id specified")
+    return got
 
 
 def _split(v: str | None) -> list[str] | None:

@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-dir", default=os.environ.get("SLURMLET_STATE_DIR", "./state"),
                     help="directory for the SQLite database (default ./state)")
     ap.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT (default 127.0.0.1:6817)")
+    ap.add_argument("--key-file", default=None,
+                    help="the cluster key: changes need a credential or token signed with it (default "
+                         "$SLURMLET_KEY_FILE or /etc/slurmlet/slurmlet.key; without one, requests are trusted)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -45,9 +48,21 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1
+    from cli import cred
+    key_file = args.key_file or os.environ.get("SLURMLET_KEY_FILE") or (
+        cred.DEFAULT_KEY if os.path.exists(cred.DEFAULT_KEY) else None)
+    key = None
+    if key_file:
+        key = cred.read_key(key_file)
+        if key is None:
+            print(f"slurmlet controller: error: --key-file: cannot read {key_file}", file=sys.stderr)
+            return 1
+    else:
+        logging.getLogger("slurmlet.controller").warning(
+            "no cluster key (--key-file): every request is trusted as the user it names")
     host, port = parse_listen(args.listen)
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
-                        reload=reload if conf_path or spec_path else None)
+                        reload=reload if conf_path or spec_path else None, key=key)
     import uvicorn
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
     return 0

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.errors import InvalidRequest
 
-_ACCEL = re.compile(r"^GPU_(\d+)x([A-Za-z0-9_.-]+)$")
+#: GPU_<n>x<model>: n from 1 (GPU_0x... would run on no node), the model as long as a job's gpu_type
+_ACCEL = re.compile(r"^GPU_([1-9][0-9]*)x([A-Za-z0-9_.-]{1,64})$")
 
 
 class _Strict(BaseModel):

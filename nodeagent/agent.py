@@ -14,6 +14,8 @@ import sys
 import time
 
 import httpx
+
+from cli import cred
 import psutil
 
 from . import envs
@@ -94,7 +96,8 @@ class Agent:
 
     async def _serve(self) -> None:
         timeout = httpx.Timeout(LONG_POLL + 30.0, connect=5.0)
-        async with httpx.AsyncClient(base_url=self.controller, timeout=timeout) as client:
+        async with httpx.AsyncClient(base_url=self.controller, timeout=timeout,
+                                     event_hooks={"request": [_sign]}) as client:
             backoff = 0.1
             while True:
                 self.launcher.exited.clear()
@@ -223,8 +226,18 @@ class Agent:
         self.launcher.exited.set()
 
 
+#: the cluster key (--key-file): every request to the controller carries a credential signed with it
+KEY: bytes | None = None
+
+
+async def _sign(request: httpx.Request) -> None:
+    """Agents speak for the node as root, with the cluster key (munge's role)."""
+    if KEY is not None:
+        request.headers[cred.HEADER] = cred.sign(KEY, 0, "root")
+
+
 async def _fetch(url: str) -> bytes:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0), event_hooks={"request": [_sign]}) as client:
         resp = await client.get(url)
         resp.raise_for_status()
         return resp.content
@@ -263,8 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-wait", type=float, default=None, help="seconds between SIGTERM and SIGKILL")
     ap.add_argument("--pool", default=os.environ.get("SLURMLET_POOL") or None,
                     help="the node pool this node joins (default $SLURMLET_POOL): partitions are made of pools")
+    ap.add_argument("--key-file", default=None,
+                    help="the cluster key (default $SLURMLET_KEY_FILE, ~/.slurmlet/key or /etc/slurmlet/slurmlet.key)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
+    global KEY
+    key_file = args.key_file or cred.key_path()
+    if key_file:
+        KEY = cred.read_key(key_file)
+        if KEY is None:
+            ap.error(f"--key-file: cannot read {key_file}")
+        os.environ["SLURMLET_KEY_FILE"] = os.path.abspath(key_file)  # what jobs started here sign with
     for opt in ("cpus", "memory", "gpus"):
         v = getattr(args, opt)
         if v is not None and v < (1 if opt != "gpus" else 0):

@@ -81,6 +81,9 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
                                  f"{controller_url.rsplit(':', 1)[-1].rstrip('/')}:9728:109",
         "TMPDIR": env.get("TMPDIR") or "/tmp",
         "SLURMLET_CONTROLLER": controller_url,
+        # the cluster key the job's srun and scontrol sign with (the agent's; a job's own wins)
+        **({"SLURMLET_KEY_FILE": os.environ["SLURMLET_KEY_FILE"]}
+           if os.environ.get("SLURMLET_KEY_FILE") and "SLURMLET_KEY_FILE" not in env else {}),
         "SLURMLET_NODE_ADDR": node_addr,
     }
     if order.get("ntasks_per_node"):

@@ -16,6 +16,8 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+from nodeagent import identity
+
 log = logging.getLogger("slurmlet.agent")
 
 
@@ -92,15 +94,18 @@ class Launcher:
         gen = int(order.get("restarts") or 0)
         if jid in self.jobs or (jid, gen) in self.done_ids or jid in self.finished:
             return
-        script = os.path.join(self.spool, f"job{jid}.script")
+        script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
         mode = "ab" if order.get("open_mode") == "append" else "wb"
         try:
             with open(script, "w") as f:
                 f.write(order["script"])
             os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
+            identity.own(script, order)  # the job runs as its user (agent as root), who must run it
             out = open(out_path, mode) if out_path else open(os.devnull, "wb")
             err = out if err_path == out_path else open(err_path, mode)
+            for p in {out_path, err_path} - {None}:
+                identity.own(p, order)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
@@ -121,7 +126,7 @@ class Launcher:
             proc = await asyncio.create_subprocess_exec(
                 "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', script,
                 *order.get("argv", []), stdin=stdin, stdout=out, stderr=err, cwd=workdir, env=env,
-                start_new_session=True)
+                start_new_session=True, **identity.spawn_kwargs(order))
         except OSError as e:
             log.warning("job %s: exec failed: %s", jid, e)
             err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())

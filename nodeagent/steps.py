@@ -18,6 +18,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+from . import identity
 from .env import compress_counts
 from .envs import EnvError, activate
 from .launcher import session_pids, signal_session
@@ -142,7 +143,8 @@ class StepRunner:
                     "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', *req["argv"],
                     cwd=req.get("cwd") if os.path.isdir(req.get("cwd") or "") else "/tmp", env=env,
                     stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
-                    stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True)
+                    stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
+                    **identity.spawn_kwargs(order))
             except OSError as e:
                 pumps.append(self._task_failed(run, io, rank, 2, f"execve(): {req['argv'][0]}: {e.strerror}"))
                 continue
@@ -181,6 +183,8 @@ class StepRunner:
         err_pat = req.get("stderr") or out_pat
         out = open(path(out_pat), "wb" if "%t" in out_pat else "ab")
         err = out if err_pat == out_pat else open(path(err_pat), "wb" if "%t" in err_pat else "ab")
+        for f in {out, err}:
+            identity.own(f.name, order)
         return out, err
 
     async def _connect(self, io: str | None, header: dict):  # noqa: ANN202 - a StreamWriter or None

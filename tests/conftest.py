@@ -95,8 +95,13 @@ class Cluster:
         if pools:
             self.node_names = list(pools)
         self.procs: dict[str, subprocess.Popen] = {}
+        # the cluster key: controller, agents and the CLI (through SLURMLET_KEY_FILE) share it
+        self.key_file = root / "slurmlet.key"
+        if not self.key_file.exists():
+            self.key_file.write_text(os.urandom(32).hex() + "\n")
+            self.key_file.chmod(0o600)
         self.env = dict(os.environ, SLURMLET_CONTROLLER=self.url, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
-                        PYTHONUNBUFFERED="1")
+                        PYTHONUNBUFFERED="1", SLURMLET_KEY_FILE=str(self.key_file))
         self.workdir = root / "work"
         self.workdir.mkdir(exist_ok=True)
 
@@ -155,7 +160,15 @@ class Cluster:
     # -- API and CLI
     def api(self, method: str, path: str, body: object = None) -> object:
         from cli import http
-        return http.request(method, path, body, url=self.url)
+        saved = os.environ.get("SLURMLET_KEY_FILE")
+        os.environ["SLURMLET_KEY_FILE"] = str(self.key_file)  # signed as this process's user, like the CLI
+        try:
+            return http.request(method, path, body, url=self.url)
+        finally:
+            if saved is None:
+                os.environ.pop("SLURMLET_KEY_FILE", None)
+            else:
+                os.environ["SLURMLET_KEY_FILE"] = saved
 
     def ping(self) -> bool:
         try:

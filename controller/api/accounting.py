@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
+from controller import auth
 from controller.api.schemas import Strict
 from controller.core import fairshare
 from controller.core.limits import TRES_ORDER, tres_text
@@ -36,7 +37,8 @@ def register(app: FastAPI, ctl: Callable[[], Any]) -> None:
         return {entity: rows(c.store, entity, c.config, c.settings.listen)}
 
     @app.post("/api/v1/accounting/{entity}/{action}")
-    async def change(entity: str, action: str, body: AcctChange):  # noqa: ANN202
+    async def change(entity: str, action: str, body: AcctChange, request: Request):  # noqa: ANN202
+        auth.require(request.state.caller, 2)  # the accounting database is the administrators'
         c = ctl()
         acct = c.store.accounts
         now = c.clock()

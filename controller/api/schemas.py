@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_SCRIPT = 4 * 1024 * 1024  # bytes; Slurm's default max_script_size
+MAX_ID = 2**31 - 1  #: job and step ids are integer columns (32 bits in PostgreSQL): a larger one names nothing
+Id = Annotated[int, Field(ge=0, le=MAX_ID)]
+#: a step as the agent names it, "JOB.STEP"
+StepKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}\.[0-9]{1,10}$")]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # no Infinity/NaN: JSON answers cannot hold them
 
 
 class JobSubmit(Strict):
-    script: str = Field(max_length=MAX_SCRIPT)
+    script: str  #: at most max_script_size (MAX_SCRIPT unless set): controller/api/limits.py answers 413
     name: str = Field("sbatch", max_length=256)
     partition: str | None = None
     account: str | None = None
@@ -26,7 +30,7 @@ class JobSubmit(Strict):
     cpus_per_task: int = Field(1, ge=1, le=100000)
     mem_per_node: int | None = Field(None, ge=0)
     mem_per_cpu: int | None = Field(None, ge=0)
-    time_limit: int | None = Field(None, ge=0)
+    time_limit: int | None = Field(None, ge=0, le=MAX_ID)
     gpus: int | None = Field(None, ge=0)
     gpus_per_node: int | None = Field(None, ge=0)
     gpus_per_task: int | None = Field(None, ge=0)
@@ -49,8 +53,8 @@ class JobSubmit(Strict):
     nodelist: str | None = None
     exclude: str | None = None
     user: str = "root"
-    uid: int = 0
-    gid: int = 0
+    uid: int = Field(0, ge=-MAX_ID - 1, le=MAX_ID)  # 32-bit columns: a larger number overflows them
+    gid: int = Field(0, ge=-MAX_ID - 1, le=MAX_ID)
     group: str = "root"
     submit_host: str = "localhost"
     argv: list[str] = Field(default_factory=list)
@@ -70,16 +74,16 @@ class JobSubmit(Strict):
 
 
 class JobUpdate(Strict):
-    time_limit: int | None = Field(None, ge=0)
+    time_limit: int | None = Field(None, ge=0, le=MAX_ID)
     partition: str | None = None
     name: str | None = None
     comment: str | None = None
-    nice: int | None = None
+    nice: int | None = Field(None, ge=-2147483645, le=2147483645)
     site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
 
 
 class CancelRequest(Strict):
-    ids: list[int] = Field(default_factory=list)
+    ids: list[Id] = Field(default_factory=list)
     #: array tasks, `ARRAYID_INDEX` (a plain array id in `ids` means every task of it)
     tasks: list[str] = Field(default_factory=list)
     signal: int | None = Field(None, ge=1, le=64)
@@ -91,7 +95,7 @@ class CancelRequest(Strict):
 
 
 class IdsRequest(Strict):
-    ids: list[int] = Field(default_factory=list)
+    ids: list[Id] = Field(default_factory=list)
 
 
 class NodeResources(Strict):
@@ -111,14 +115,14 @@ class NodeResources(Strict):
 class ScriptDone(Strict):
     """A Prolog or Epilog the agent ran for a job's run (its restart count)."""
 
-    job_id: int
+    job_id: Id
     run: int
     kind: Literal["prolog", "epilog"]
     exit_code: int = 0
 
 
 class Finished(Strict):
-    job_id: int
+    job_id: Id
     exit_code: int = 0
     signal: int = 0
     timeout: bool = False
@@ -133,8 +137,8 @@ class Finished(Strict):
 
 
 class StepFinished(Strict):
-    job_id: int
-    step_id: int
+    job_id: Id
+    step_id: Id
     results: dict[str, list[int]] = Field(default_factory=dict)  #: rank -> [exit code, signal]
     end_time: float | None = None
     usage: dict[str, float] | None = None  #: max_rss (KB), user_cpu and system_cpu (s) of the node's tasks
@@ -161,9 +165,9 @@ class StepCreate(Strict):
 
 class NodeSync(Strict):
     resources: NodeResources | None = None
-    running: list[int] = Field(default_factory=list)
-    suspended: list[int] = Field(default_factory=list)
-    steps_running: list[str] = Field(default_factory=list)  #: "JOB.STEP" with tasks on this node
+    running: list[Id] = Field(default_factory=list)
+    suspended: list[Id] = Field(default_factory=list)
+    steps_running: list[StepKey] = Field(default_factory=list)  #: "JOB.STEP" with tasks on this node
     steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     scripts_done: list[ScriptDone] = Field(default_factory=list)

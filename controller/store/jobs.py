@@ -221,9 +221,7 @@ class JobStore:
         if qos:
             conds.append(J.c.qos.in_(qos))
         if not history and now is not None:
-            # like slurmctld: finished jobs are forgotten MinJobAge seconds after they end
-            conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age,
-                             J.c.active.is_(True)))
+            conds.append(self._shown(now))
         if since is not None:
             conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= since))
         if until is not None:
@@ -405,6 +403,11 @@ class JobStore:
         from controller.config import _preempt_mode
         return q.preempt_mode.upper() if q.preempt_mode != "cluster" else _preempt_mode(self.config.preempt_mode,
                                                                                              "PreemptMode")
+
+    def admin_level(self, user: str) -> int:
+        """sacctmgr AdminLevel of a user: 0 None, 1 Operator, 2 Administrator."""
+        row = self.accounts.tree().users.get(user)
+        return {"Operator": 1, "Administrator": 2}.get(row.admin_level, 0) if row is not None else 0
 
     def billing_weights(self, partition: str) -> dict[str, float]:
         p = self.config.partition(partition)
@@ -1160,6 +1163,25 @@ class JobStore:
                 state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
                 batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
 
+    def reap(self, now: float) -> set[str] | None:
+        """Jobs on a node whose agent has been silent for SlurmdTimeout lose it: requeued when allowed,
+        else NODE_FAIL (see `_node_failed`). Returns None when no job changed, else the job's other nodes
+        (their agents must stop what is left of it)."""
+        limit = now - self.config.slurmd_timeout
+        with self.engine.begin() as c:
+            silent = set(c.execute(select(N.c.name).where(N.c.last_seen < limit)).scalars())
+            if not silent:
+                return None
+            changed = False
+            alive: set[str] = set()
+            for r in c.execute(select(J).where(J.c.active.is_(True)).with_for_update()).all():
+                nodes = {a["node"] for a in json.loads(r.alloc or "[]")}
+                if nodes & silent:
+                    self._node_failed(c, r, now)
+                    changed = True
+                    alive |= nodes - silent
+        return alive if changed else None
+
     def node_rows(self) -> list[Any]:
         with self.engine.connect() as c:
             return list(c.execute(select(N)))
@@ -1260,6 +1282,16 @@ class JobStore:
         """How many jobs are in each state (sdiag)."""
         with self.engine.connect() as c:
             return {st: n for st, n in c.execute(select(J.c.state, func.count()).group_by(J.c.state))}
+
+    def _shown(self, now: float):  # noqa: ANN202
+        """The jobs squeue shows: like slurmctld, finished jobs are forgotten MinJobAge seconds after they end."""
+        return or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age, J.c.active.is_(True))
+
+    def state_partition_counts(self, now: float) -> dict[tuple[str, str], int]:
+        """(state, partition) -> how many jobs `squeue -t all` shows in it (/metrics)."""
+        q = select(J.c.state, J.c.partition, func.count()).where(self._shown(now)).group_by(J.c.state, J.c.partition)
+        with self.engine.connect() as c:
+            return {(st, part): n for st, part, n in c.execute(q)}
 
     def max_job_id(self) -> int:
         with self.engine.connect() as c:

@@ -127,7 +127,7 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
     """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
     orders = []
     rows = c.execute(select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
-                            J.c.master_port, J.c.spec.label("job_spec"))
+                            J.c.master_port, J.c.spec.label("job_spec"), J.c.uid, J.c.gid)
                      .join(J, J.c.id == S.c.job_id)
                      .where(S.c.state == "RUNNING"))
     live = set()
@@ -150,7 +150,7 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
                        "code": json.loads(r.job_spec).get("code"),
-                       "py_deps": json.loads(r.job_spec).get("py_deps")})
+                       "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid})
     for key in sorted(running - live):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})

@@ -1,0 +1,156 @@
+"""Authentication and permissions on a real cluster: the cluster key, credentials naming users,
+REST tokens, and who may change what."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import httpx
+import pytest
+
+from cli import cred
+from tests.conftest import Cluster, serve, wait_until
+
+pytestmark = pytest.mark.e2e
+
+JOB = {"script": "#!/bin/sh\nsleep 60\n", "name": "t", "partition": "debug", "environment": {}, "workdir": "/tmp",
+       "argv": []}
+
+
+@pytest.fixture(scope="module")
+def sec(tmp_path_factory: pytest.TempPathFactory):
+    yield from serve(Cluster(tmp_path_factory.mktemp("auth"), nodes=1, cpus=4))
+
+
+def key(c: Cluster) -> bytes:
+    return cred.read_key(str(c.key_file))
+
+
+def as_user(c: Cluster, uid: int, user: str) -> dict:
+    return {cred.HEADER: cred.sign(key(c), uid, user)}
+
+
+def call(c: Cluster, method: str, path: str, body: object = None, headers: dict | None = None) -> httpx.Response:
+    return httpx.request(method, c.url + path, json=body, headers=headers or {}, timeout=30)
+
+
+def submit(c: Cluster, uid: int, user: str, headers: dict | None = None, **kw) -> httpx.Response:
+    body = dict(JOB, user=user, uid=uid, gid=uid, group=user, **kw)
+    return call(c, "POST", "/api/v1/jobs", body, headers if headers is not None else as_user(c, uid, user))
+
+
+def jobs(c: Cluster) -> int:
+    return len(c.api("GET", "/api/v1/jobs?history=1")["jobs"])
+
+
+def test_changes_need_a_valid_credential_reads_do_not(sec: Cluster):
+    c = sec
+    before = jobs(c)
+    r = submit(c, 0, "root", headers={})
+    assert r.status_code == 401 and r.json()["detail"]["error"] == "Authentication failure"
+    forged = cred.sign(b"not the cluster key", 0, "root")
+    assert submit(c, 0, "root", headers={cred.HEADER: forged}).status_code == 401
+    stale = cred.sign(key(c), 0, "root", now=time.time() - 2 * cred.CRED_TTL)
+    assert submit(c, 0, "root", headers={cred.HEADER: stale}).status_code == 401
+    tampered = as_user(c, 1000, "alice")[cred.HEADER].replace(":1000:alice:", ":0:root:")
+    assert submit(c, 0, "root", headers={cred.HEADER: tampered}).status_code == 401
+    # agents too must hold the key
+    assert call(c, "POST", "/api/v1/nodes/node1/sync", {"running": [], "finished": []}).status_code == 401
+    assert jobs(c) == before  # nothing refused was stored
+    assert call(c, "GET", "/api/v1/jobs").status_code == 200 and call(c, "GET", "/api/v1/nodes").status_code == 200
+    # the CLI signs with the key it finds (SLURMLET_KEY_FILE); without one, a change is refused
+    r = c.run(["sbatch", "--wrap", "true"], env={"SLURMLET_KEY_FILE": "/nonexistent"})
+    assert r.returncode == 1 and r.stderr.strip() == "sbatch: error: Batch job submission failed: Authentication failure"
+    assert c.run(["squeue"], env={"SLURMLET_KEY_FILE": "/nonexistent"}).returncode == 0
+
+
+def test_users_act_on_their_own_jobs_operators_on_all(sec: Cluster):
+    c = sec
+    root_job = c.sbatch("--wrap", "sleep 60")
+    r = submit(c, 1000, "alice", hold=True, ntasks=4)  # stays pending: root's job holds a CPU
+    assert r.status_code == 201
+    alice_job = r.json()["job_id"]
+    alice = as_user(c, 1000, "alice")
+    # alice may not submit as someone else, nor touch root's job
+    assert submit(c, 0, "root", headers=alice).status_code == 403
+    res = call(c, "POST", "/api/v1/jobs/cancel", {"ids": [root_job]}, alice).json()["results"]
+    assert res == [{"job_id": root_job, "ok": False, "error": "Access/permission denied"}]
+    for path in (f"/api/v1/jobs/{root_job}/hold", f"/api/v1/jobs/{root_job}/requeue",
+                 f"/api/v1/jobs/{root_job}/release"):
+        assert call(c, "POST", path, None, alice).status_code == 403
+    assert call(c, "PATCH", f"/api/v1/jobs/{root_job}", {"time_limit": 5}, alice).status_code == 403
+    assert c.job(root_job)["state"] in ("PENDING", "RUNNING") and c.job(root_job)["held"] is None
+    # her own: she may release it, and a hold by a user is a user hold; an administrator's she may not lift
+    assert call(c, "POST", f"/api/v1/jobs/{alice_job}/release", None, alice).status_code == 200
+    assert call(c, "POST", f"/api/v1/jobs/{alice_job}/hold?who=admin", None, alice).status_code == 200
+    assert c.job(alice_job)["held"] == "user"
+    assert c.run(["scontrol", "hold", str(alice_job)]).returncode == 0  # root: an administrator's hold
+    assert c.job(alice_job)["held"] == "admin"
+    assert call(c, "POST", f"/api/v1/jobs/{alice_job}/release", None, alice).status_code == 403
+    assert call(c, "POST", "/api/v1/jobs/release", {"ids": [alice_job]}, alice).status_code == 403
+    # only operators set what orders the queue, drain nodes, or reset statistics
+    assert call(c, "PATCH", f"/api/v1/jobs/{alice_job}", {"site_factor": 100}, alice).status_code == 403
+    assert call(c, "POST", "/api/v1/nodes/node1/update", {"state": "DRAIN", "reason": "x"}, alice).status_code == 403
+    assert call(c, "POST", "/api/v1/diag/reset", None, alice).status_code == 403
+    assert call(c, "POST", "/api/v1/accounting/qos/add", {"names": ["q"]}, alice).status_code == 403
+    assert call(c, "POST", "/api/v1/nodes/node1/sync", {"running": [], "finished": []}, alice).status_code == 403
+    # an Operator (sacctmgr AdminLevel) may act on anyone's job
+    c.run(["sacctmgr", "-i", "add", "account", "ops"])
+    assert c.run(["sacctmgr", "-i", "add", "user", "bob", "Account=ops", "AdminLevel=Operator"]).returncode == 0
+    bob = as_user(c, 1001, "bob")
+    res = call(c, "POST", "/api/v1/jobs/cancel", {"ids": [alice_job]}, bob).json()["results"]
+    assert res == [{"job_id": alice_job, "ok": True}]
+    assert call(c, "POST", "/api/v1/accounting/qos/add", {"names": ["q"]}, bob).status_code == 403  # admins only
+    c.run(["scancel", str(root_job)])
+
+
+def test_rest_clients_use_tokens(sec: Cluster):
+    c = sec
+    r = c.run(["scontrol", "token", "lifespan=600"])
+    assert r.returncode == 0 and r.stdout.startswith("SLURM_JWT=")
+    token = r.stdout.strip().split("=", 1)[1]
+    hdr = {"X-SLURM-USER-TOKEN": token, "X-SLURM-USER-NAME": "root"}
+    got = submit(c, 0, "root", headers=hdr)
+    assert got.status_code == 201
+    # the token names its user: another name, a changed token or an expired one are refused
+    assert submit(c, 0, "root", headers=dict(hdr, **{"X-SLURM-USER-NAME": "alice"})).status_code == 401
+    assert submit(c, 0, "root", headers=dict(hdr, **{"X-SLURM-USER-TOKEN": token[:-2] + "xx"})).status_code == 401
+    from controller.auth import issue_token
+    old = issue_token(key(c), "root", 10, time.time() - 60)
+    assert submit(c, 0, "root", headers={"X-SLURM-USER-TOKEN": old}).status_code == 401
+    # a user gets a token for themself; one for someone else takes an administrator (a name with no
+    # account on this host: its token is good for that name, whatever uid the request claims)
+    carol = as_user(c, 1200, "slurmlet-carol")
+    assert call(c, "POST", "/api/v1/token?username=root", None, carol).status_code == 403
+    mine = call(c, "POST", "/api/v1/token", None, carol).json()
+    assert mine["user"] == "slurmlet-carol"
+    assert submit(c, 1200, "root", headers={"X-SLURM-USER-TOKEN": mine["token"]}).status_code == 403
+    r = submit(c, 1200, "slurmlet-carol", headers={"X-SLURM-USER-TOKEN": mine["token"]})
+    assert r.status_code == 201
+    c.run(["scancel", str(got.json()["job_id"]), str(r.json()["job_id"])])
+    wait_until(lambda: c.job(r.json()["job_id"])["state"] == "CANCELLED", what="the token's job cancelled")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting jobs as their users takes an agent running as root")
+def test_an_agent_running_as_root_starts_each_job_as_its_user(sec: Cluster, tmp_path):
+    import pwd
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user 'nobody' on this host")
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    body = dict(JOB, script="#!/bin/sh\nid -u; id -g\n", user="nobody", uid=nobody.pw_uid,
+                gid=nobody.pw_gid, group="nogroup", workdir=str(out), stdout=str(out / "job.out"))
+    r = call(sec, "POST", "/api/v1/jobs", body, as_user(sec, 0, "root"))  # root may submit for a user
+    assert r.status_code == 201
+    jid = r.json()["job_id"]
+    job = wait_until(lambda: (j := sec.job(jid))["state"] not in ("PENDING", "RUNNING") and j,
+                     what="nobody's job to end")
+    text = (out / "job.out").read_text()
+    assert job["state"] == "COMPLETED", text
+    # the batch script ran as nobody, and the output file is nobody's
+    assert text.split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
+    assert (out / "job.out").stat().st_uid == nobody.pw_uid
