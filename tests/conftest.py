@@ -57,6 +57,18 @@ def pg_schema_url(schema: str) -> str:
     return f"{PG_URL}?options=-csearch_path%3D{schema}"
 
 
+def store_url(backend: str, tmp_path: Path) -> str:
+    """A fresh database for store tests: SQLite in `tmp_path`, or the emptied PostgreSQL `test`
+    (skipped when it is not running)."""
+    if backend == "sqlite":
+        from controller.store.engine import sqlite_url
+        return sqlite_url(str(tmp_path))
+    if not pg_available():
+        pytest.skip("PostgreSQL is not running at 127.0.0.1:5432")
+    reset_pg()
+    return PG_URL
+
+
 def reset_pg(url: str = PG_URL) -> None:
     from sqlalchemy import create_engine
     from controller.store.engine import normalize_url

@@ -444,13 +444,17 @@ class JobStore:
                                                   else amounts.get(tres, 0))
         charges: dict[int, tuple[str, ...]] = {}
         def_mem = self.config.def_mem_per_cpu or 0
+        verdicts: dict[tuple, Reason | None] = {}  # queues hold many equal requests: one check each
         for r in pend:
             lims, a, q = of(r.user, r.account, r.partition, r.qos)
-            req = self._requests[r.id]
             if a is not None and r.id not in blocked:
-                tres = request_tres(req, def_mem)
-                why = self.accounts.per_job_reason(tree, a, q, tres, billing(tres, self.billing_weights(r.partition)),
-                                                   r.time_limit)
+                req = self._requests[r.id]
+                vkey = (r.user, r.account, r.partition, r.qos, req, r.time_limit)
+                if vkey not in verdicts:
+                    tres = request_tres(req, def_mem)
+                    verdicts[vkey] = self.accounts.per_job_reason(
+                        tree, a, q, tres, billing(tres, self.billing_weights(r.partition)), r.time_limit)
+                why = verdicts[vkey]
                 if why is not None:
                     blocked[r.id] = why
             if lims:
@@ -598,7 +602,7 @@ class JobStore:
         for acct, user in set(usage) | set(extra):
             if (acct, user) not in users:
                 users[(acct if acct in tree.accounts else "root", user)] = 1
-        accounts = {name: (row.parent, next((a.shares for a in tree.assocs if a.account == name and not a.user), 1))
+        accounts = {name: (row.parent, a.shares if (a := tree.by_key.get((name, "", ""))) else 1)
                     for name, row in tree.accounts.items()}
         if usage:  # implicit users filed under root: their usage follows them there
             usage = {(k[0] if k[0] in tree.accounts else "root", k[1]): v for k, v in usage.items()}
@@ -607,8 +611,8 @@ class JobStore:
 
     def fairshare_factors(self, now: float, keys: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
         """(account, user) -> (fair-share factor, NormShares), for the priority of pending jobs."""
-        usage_at = self.assoc_usage(now) and self._usage_at
-        memo_key = (self.accounts.version, usage_at, self._usage_at, frozenset(keys))
+        self.assoc_usage(now)  # recomputed every PriorityCalcPeriod: the memo below follows it
+        memo_key = (self.accounts.version, self._usage_at, frozenset(keys))
         if self._fs is not None and self._fs[0] == memo_key:
             return self._fs[1]
         got = fairshare.factors(self.share_tree(now, keys))

@@ -71,7 +71,8 @@ def test_openapi_no_5xx(fuzz_cluster: Cluster) -> None:
     assert not c.crashed(), c.crashed()
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.text(max_size=20),
                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=10), kids, max_size=4),
                     max_leaves=12)
 #: fields these routes read, so that generated objects often have them (with values of any type)

@@ -12,7 +12,7 @@ from controller.errors import InvalidRequest
 from controller.store.accounts import AcctError
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
-from tests.conftest import PG_URL, pg_available, reset_pg
+from tests.conftest import store_url
 
 BASE = ("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
         "PartitionName=debug Nodes=ALL Default=YES\nSlurmletRequeueDelay=0\n")
@@ -21,14 +21,7 @@ RES = {"cpus": 4, "memory": 1000, "gpus": 2}
 
 
 def make(request, tmp_path, conf: str) -> JobStore:
-    if request.param == "sqlite":
-        url = sqlite_url(str(tmp_path))
-    else:
-        if not pg_available():
-            pytest.skip("PostgreSQL is not running at 127.0.0.1:5432")
-        reset_pg()
-        url = PG_URL
-    s = JobStore(make_engine(url), parse_slurm_conf(conf))
+    s = JobStore(make_engine(store_url(request.param, tmp_path)), parse_slurm_conf(conf))
     s.accounts.ensure_defaults(0.0)
     return s
 

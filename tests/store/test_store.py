@@ -9,7 +9,7 @@ from controller.core.plan import plan, priorities
 from controller.errors import Conflict, InvalidRequest, NotFound
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
-from tests.conftest import PG_URL, pg_available, reset_pg
+from tests.conftest import store_url
 
 CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
                         "PartitionName=debug Nodes=ALL Default=YES\nSlurmletRequeueDelay=0\n")
@@ -18,14 +18,7 @@ RES = {"cpus": 4, "memory": 1000, "gpus": 2}
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
 def store(request, tmp_path):
-    if request.param == "sqlite":
-        url = sqlite_url(str(tmp_path))
-    else:
-        if not pg_available():
-            pytest.skip("PostgreSQL is not running at 127.0.0.1:5432")
-        reset_pg()
-        url = PG_URL
-    s = JobStore(make_engine(url), CONF)
+    s = JobStore(make_engine(store_url(request.param, tmp_path)), CONF)
     yield s
     s.engine.dispose()
 
