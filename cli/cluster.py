@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from cli import http
+from cli import cred, http
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
 POINTER = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
@@ -145,6 +145,10 @@ def up(argv: list[str]) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a slurm.conf line to add to the generated configuration (repeatable), e.g. "
                          "--set AccountingStorageEnforce=associations,limits,qos")
+    ap.add_argument("--cred-socket", default=None, metavar="PATH",
+                    help="where `slurmlet credd` signs credentials for users who may not read the cluster key "
+                         f"(default: cred.sock in the state directory; other users need a path they can reach, "
+                         f"e.g. {cred.DEFAULT_SOCKET})")
     args = ap.parse_args(argv)
     for item in args.set:
         if "=" not in item or not item.split("=", 1)[0].strip():
@@ -219,6 +223,13 @@ def up(argv: list[str]) -> int:
     if not _wait(lambda: _ping(url), args.timeout):
         print(f"slurmlet up: error: the controller did not start; see {state}/controller.log", file=sys.stderr)
         return 1
+    # the credential service, for users who may not read the key (and the jobs that run as them)
+    sock = os.path.abspath(args.cred_socket) if args.cred_socket else os.path.join(state, "cred.sock")
+    env["SLURMLET_CRED_SOCKET"] = sock
+    if not (pids.get("credd") and _alive(pids["credd"])):
+        pids["credd"] = _spawn([slurmlet, "credd", "--socket", sock, "--key-file", key_file],
+                               os.path.join(state, "credd.log"), env)
+        _write_json(os.path.join(state, "pids.json"), pids)
     addrs = add_hosts(node_names, state)
     for name in node_names:
         key = f"agent:{name}"
@@ -252,6 +263,7 @@ def up(argv: list[str]) -> int:
         os.symlink(key_file, link)
     print(f"export SLURMLET_CONTROLLER={url}")
     print(f"export SLURMLET_KEY_FILE={key_file}")
+    print(f"export SLURMLET_CRED_SOCKET={sock}")
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
     print(f"# slurmlet: {len(node_names)} nodes idle; controller at {url}; state in {state}", file=sys.stderr)

@@ -8,7 +8,10 @@ a uid and a user at a time, with a nonce, and carries an HMAC-SHA256 of them und
 
 The controller accepts one for CRED_TTL seconds. REST clients use JWTs instead (`scontrol token`,
 sent as X-SLURM-USER-TOKEN like slurmrestd's); both are checked in controller/auth.py.
-Imported by every CLI call: only `os` and `time` at import; `hmac` when signing.
+Users who may not read the key get credentials from `slurmlet credd` (cli/credd.py) over a Unix
+socket, which signs for the uid the kernel reports for the caller (munged's way).
+Imported by every CLI call: only `os` and `time` at import; `hmac` when signing, `socket` when
+asking credd.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 HEADER = "X-Slurmlet-Cred"
 CRED_TTL = 300.0  #: seconds a credential stays valid (munge's default TTL)
 DEFAULT_KEY = "/etc/slurmlet/slurmlet.key"
+DEFAULT_SOCKET = "/run/slurmlet/cred.sock"  #: slurmlet credd's, for users who may not read the key
 
 
 def key_path() -> str | None:
@@ -82,9 +86,35 @@ def current_user() -> tuple[int, str]:
 
 
 def header_for_me() -> str | None:
-    """The credential the CLI sends: signed for the calling user with the key it can read."""
+    """The credential the CLI sends: signed for the calling user with the key it can read, else
+    one from the local credential service (`slurmlet credd`), else None."""
     key = read_key()
     if key is None:
-        return None
+        return from_credd()
     uid, user = current_user()
     return sign(key, uid, user)
+
+
+def from_credd(path: str | None = None) -> str | None:
+    """A credential for this process's user from `slurmlet credd` on its Unix socket
+    ($SLURMLET_CRED_SOCKET, else DEFAULT_SOCKET); None when none answers."""
+    path = path or os.environ.get("SLURMLET_CRED_SOCKET") or DEFAULT_SOCKET
+    if not os.path.exists(path):
+        return None
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5.0)
+        s.connect(path)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(512)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        s.close()
+    line = data.decode(errors="replace").strip()
+    return line if line.startswith("v1:") else None

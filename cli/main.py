@@ -89,9 +89,9 @@ def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
 
 
 def slurmlet() -> int:
-    """`slurmlet controller|agent|up|down|simulate|translate ...`"""
+    """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,up,down,simulate,translate,secrets} [options]\n"
+    usage = "usage: slurmlet {controller,agent,credd,up,down,simulate,translate,secrets} [options]\n"
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
@@ -105,6 +105,9 @@ def slurmlet() -> int:
     if cmd == "mlflow":
         from cli import mlflow_track
         return mlflow_track.main(rest)
+    if cmd == "credd":
+        from cli import credd
+        return credd.main(rest)
     if cmd == "secrets":
         from cli import secrets
         return _cli_main(secrets.main, rest)

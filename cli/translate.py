@@ -44,9 +44,9 @@ _TO_SLURM = [
 
 def _srun_block(script: str) -> str | None:
     """The command of the script's `srun bash -c '...'` (or `srun CMD ...`) line, dedented."""
-    m = re.search(r"^\s*srun\b[^\n]*?\bbash\s+-c\s+'(.*?)'", script, re.S | re.M)
-    if m:
-        return textwrap.dedent(m.group(1).strip("\n")).rstrip() + "\n"
+    m = re.search(r"^\s*srun\b[^\n]*?\bbash\s+-c\s+'((?:[^']|'\\'')*)'", script, re.M)
+    if m:  # a single-quoted word; '\'' in it is one quote
+        return textwrap.dedent(m.group(1).replace("'\\''", "'").strip("\n")).rstrip() + "\n"
     m = re.search(r"^\s*srun\s+((?:[^\n]*\\\n)*[^\n]*)", script, re.M)
     if not m:
         return None
@@ -125,7 +125,7 @@ def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
         raise ValueError(e.error) from None
     warnings: list[str] = []
     per_node = gpus_per_node(w)
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={w.experiment_name}",
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={shlex.quote(w.experiment_name)}",
              f"#SBATCH --nodes={w.compute.num_accelerators // per_node}", "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --gpus-per-node={per_node}"]
     if w.timeout_minutes:
@@ -146,9 +146,8 @@ def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
     command = command.replace('"${LOCAL_WORLD_SIZE:-', '"${SLURM_GPUS_ON_NODE:-')
     for air, slurm in _TO_SLURM:
         command = command.replace(air, slurm)
-    body = textwrap.indent(command.rstrip("\n"), "  ")
-    if "'" in command:
-        warnings.append("the command contains single quotes: check the srun bash -c quoting")
+    # inside bash -c '...': each ' of the command as '\'' (close, an escaped quote, reopen)
+    body = textwrap.indent(command.rstrip("\n"), "  ").replace("'", "'\\''")
     lines += ["srun bash -c '", body, "'"]
     return "\n".join(lines) + "\n", warnings
 

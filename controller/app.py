@@ -106,6 +106,8 @@ class Controller:
         self.store.accounts.ensure_defaults(self.clock())
         self.wake = asyncio.Event()
         self.node_events: dict[str, asyncio.Event] = {}
+        #: the long-poll each node's agent is waiting in, if any: set to end it early
+        self.node_waits: dict[str, asyncio.Event] = {}
         self.stats = Stats()
         self.next_begin: float | None = None
         self.last_sync: dict[str, float] = {}
@@ -611,6 +613,11 @@ def create_app(settings: Settings) -> FastAPI:
         """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
         auth.require(caller(request), 2)  # agents sign as root with the cluster key
         c = ctl()
+        # One long-poll per node: a new sync (the agent gave up on the last one, e.g. to report an
+        # exit) ends the wait of the one before, which answers no orders; they wait for this one.
+        old = c.node_waits.pop(name, None)
+        if old is not None:
+            old.set()
         ev = c.node_event(name)
         ev.clear()
         data = body.model_dump()
@@ -627,8 +634,18 @@ def create_app(settings: Settings) -> FastAPI:
             c.wake.set()  # resources freed, or a node (re)appeared
         wait = min(body.wait, c.settings.max_long_poll)
         if not orders and wait > 0:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(ev.wait(), wait)
+            superseded = asyncio.Event()
+            c.node_waits[name] = superseded
+            waiters = (asyncio.ensure_future(ev.wait()), asyncio.ensure_future(superseded.wait()))
+            try:
+                await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+                if c.node_waits.get(name) is superseded:
+                    del c.node_waits[name]
+            if superseded.is_set():
+                return _json({"orders": []})
             if ev.is_set():
                 orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
                                                   "steps_running": body.steps_running}, c.clock())

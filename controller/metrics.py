@@ -140,6 +140,9 @@ def render(c: Controller, node_list: list[dict], latency: Latency) -> str:
     out.sample("slurmlet_info", 1, cluster=c.config.cluster_name, version=VERSION)
     _jobs(out, c)
     _nodes(out, node_list)
+    out.one("slurmlet_agent_long_polls", "gauge",
+            "Agent syncs waiting for orders (at most one per node: a new one ends the one before).",
+            len(c.node_waits))
     _scheduler(out, c)
     _http(out, latency)
     _process(out)

@@ -41,7 +41,8 @@ class CodeSource(_Strict):
 
 
 class Workload(_Strict):
-    experiment_name: str = Field(min_length=1, max_length=200)
+    #: a job name: one line of printable text (squeue, sacct -P and the scripts it goes into need that)
+    experiment_name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
     compute: Compute
     command: str = Field(min_length=1)
     environment: Environment | None = None
@@ -134,7 +135,7 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
 
 def sbatch_preview(body: dict) -> str:
     """What `air run --dry-run` shows: the job as an sbatch script."""
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={body['name']}", f"#SBATCH --nodes={body['nodes_min']}",
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={shlex.quote(body['name'])}", f"#SBATCH --nodes={body['nodes_min']}",
              "#SBATCH --ntasks-per-node=1", f"#SBATCH --gpus-per-node={body['gpus_per_node']}"]
     if body.get("time_limit"):
         lines.append(f"#SBATCH --time={body['time_limit']}")

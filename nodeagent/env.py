@@ -84,6 +84,9 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         # the cluster key the job's srun and scontrol sign with (the agent's; a job's own wins)
         **({"SLURMLET_KEY_FILE": os.environ["SLURMLET_KEY_FILE"]}
            if os.environ.get("SLURMLET_KEY_FILE") and "SLURMLET_KEY_FILE" not in env else {}),
+        # and the credential service for a job whose user may not read that key (slurmlet credd)
+        **({"SLURMLET_CRED_SOCKET": os.environ["SLURMLET_CRED_SOCKET"]}
+           if os.environ.get("SLURMLET_CRED_SOCKET") and "SLURMLET_CRED_SOCKET" not in env else {}),
         "SLURMLET_NODE_ADDR": node_addr,
     }
     if order.get("ntasks_per_node"):

@@ -130,6 +130,14 @@ def test_rest_clients_use_tokens(sec: Cluster):
     assert r.status_code == 201
     c.run(["scancel", str(got.json()["job_id"]), str(r.json()["job_id"])])
     wait_until(lambda: c.job(r.json()["job_id"])["state"] == "CANCELLED", what="the token's job cancelled")
+    # neither the tokens (good, forged or expired) nor the cluster key reach the daemons' logs
+    secret = [t.rsplit(".", 1)[1] for t in (token, token[:-2] + "xx", old, mine["token"])]
+    secret += [key(c).hex(), c.key_file.read_text().strip()]
+    logs = list(c.root.glob("*.log"))
+    assert logs
+    for log in logs:
+        text = log.read_text(errors="replace")
+        assert not [s for s in secret if s in text], log.name
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="starting jobs as their users takes an agent running as root")

@@ -73,3 +73,29 @@ def test_options_without_a_workload_counterpart_are_warnings():
     assert doc["command"] == 'cd "$CODE_SOURCE_PATH"\npython train.py --seed $SLURM_ARRAY_TASK_ID\n'
     for opt in ("--account", "--qos", "--mem", "--dependency", "--array"):
         assert any(w.startswith(opt) for w in warnings), opt
+
+
+def test_names_and_commands_reach_the_shell_as_written(tmp_path: Path):
+    """A workload's name and command with quotes, `;`, `$` and spaces: the script's #SBATCH line
+    gives sbatch the name as written, bash -c gets the command as written, and it translates back."""
+    from cli.opts import directive_args
+    name = "it's; touch pwned $HOME"
+    command = "echo 'single' \"double\" $HOME; echo it's done\n"
+    doc = {**YAML, "experiment_name": name, "command": command}
+    script, _ = workload_to_sbatch(doc)
+    assert ["--job-name=" + name] == [a for a in directive_args(script) if a.startswith("--job-name")]
+    path = tmp_path / "job.sbatch"
+    path.write_text(script)
+    got = subprocess.run(["bash", "-c", 'srun() { printf %s "$3"; }; source "$0"', str(path)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert [ln.strip() for ln in got.stdout.splitlines() if ln] == [ln.strip() for ln in command.splitlines()]
+    assert not (tmp_path / "pwned").exists()
+    back, _ = sbatch_to_workload(script)
+    assert (back["experiment_name"], back["command"]) == (name, 'cd "$CODE_SOURCE_PATH"\n' + command)
+
+
+def test_a_name_that_is_not_one_line_is_refused():
+    import pytest
+    with pytest.raises(ValueError, match="experiment_name"):
+        workload_to_sbatch({**YAML, "experiment_name": "a\nrm -rf ~"})

@@ -330,3 +330,40 @@ def test_bad_id_lists_are_400(client: TestClient, route: str, query: str) -> Non
 def test_bodies_that_are_no_json_are_400(client: TestClient, method: str, path: str, body: bytes) -> None:
     r = client.request(method, path, content=body, headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["detail"]["error"] == "expected a JSON body"  # was a 500
+
+
+def test_a_new_sync_ends_the_long_poll_before_it(tmp_path: Path) -> None:
+    """An agent that gives up on a long-poll (to report an exit at once) sends a new sync; the
+    controller ends the old one's wait with no orders, so polls never pile up: one per node."""
+    app = create_app(Settings(db_url=f"sqlite:///{tmp_path / 'db.sqlite'}", config=parse_slurm_conf(CONF),
+                              debounce=0.0, max_long_poll=600.0))  # a poll left alone waits 30 s
+    with TestClient(app) as client:
+        _one_poll_per_node(client)
+
+
+def _one_poll_per_node(client: TestClient) -> None:
+    import threading
+    _register(client, "node1")
+    sync = "/api/v1/nodes/node1/sync"
+
+    def polls() -> float:
+        return _metric(client, "slurmlet_agent_long_polls")
+
+    answers: list[dict] = []
+    threads = []
+    for i in range(5):
+        t = threading.Thread(target=lambda: answers.append(client.post(sync, json={"wait": 30}).json()))
+        t.start()
+        threads.append(t)
+        _until(lambda: len(answers) == i and polls() == 1)  # the one before has its (empty) answer
+    assert client.post(sync, json={"wait": 0}).json() == {"orders": []}
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert answers == [{"orders": []}] * 5
+    assert polls() == 0
+
+
+def _metric(client: TestClient, name: str) -> float:
+    (value,) = [v for n, _, v in parse_exposition(client.get("/metrics").text)[name]["samples"]]
+    return value
