@@ -162,3 +162,26 @@ def test_an_agent_running_as_root_starts_each_job_as_its_user(sec: Cluster, tmp_
     # the batch script ran as nobody, and the output file is nobody's
     assert text.split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
     assert (out / "job.out").stat().st_uid == nobody.pw_uid
+
+
+def test_every_mutating_endpoint_refuses_a_caller_without_credentials(sec: Cluster):
+    """Each POST/PUT/PATCH/DELETE route of the OpenAPI spec, called without a credential, is 401
+    and changes nothing (job list, nodes and the accounting database as they were)."""
+    c = sec
+    spec = httpx.get(f"{c.url}/openapi.json", timeout=10).json()
+    params = {"job_id": "1", "step_id": "0", "name": "node1", "scope": "team", "key": "k", "entity": "qos",
+              "action": "add", "sha": "0" * 64}
+
+    def snapshot() -> tuple:  # (earlier tests' jobs may still be ending: their ids, not their states)
+        return ([j["job_id"] for j in c.api("GET", "/api/v1/jobs?history=1")["jobs"]],
+                [n["name"] for n in c.api("GET", "/api/v1/nodes")["nodes"]],
+                c.api("GET", "/api/v1/accounting/qos"), c.api("GET", "/api/v1/secrets"))
+
+    before = snapshot()
+    routes = [(m.upper(), p) for p, ops in spec["paths"].items() for m in ops if m in ("post", "put", "patch", "delete")]
+    assert len(routes) >= 19, routes
+    for method, path in routes:
+        url = path.format(**{k: v for k, v in params.items() if "{" + k + "}" in path})
+        r = httpx.request(method, c.url + url, json={}, timeout=10)
+        assert r.status_code == 401, (method, path, r.status_code, r.text)
+    assert snapshot() == before
