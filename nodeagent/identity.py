@@ -1,8 +1,9 @@
 """Jobs run as the user who submitted them, when the agent can arrange it (it runs as root).
 
 `spawn_kwargs(order)` gives asyncio.create_subprocess_exec the user, group and supplementary
-groups of the job's uid; `own(path, order)` hands a file the agent created for the job (its script,
-its output files) to that user. An agent that is not root runs every job as itself, as before.
+groups of the job's uid; `open_as(path, mode, order)` opens the job's output, error and input
+files with that user's rights (never root's: `-o /etc/shadow` is the user's problem, not the
+system's); `own(path, order)` hands a file the agent created for the job (its script) to that user. An agent that is not root runs every job as itself, as before.
 """
 
 from __future__ import annotations
@@ -37,6 +38,47 @@ def spawn_kwargs(order: dict) -> dict:
     return {"user": uid, "group": gid, "extra_groups": groups}
 
 
+def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
+    """`open(path, mode)` with the rights of the job's user: a job may only write (or read, for its
+    stdin) what its user may, although the agent runs as root. The file is opened by a child
+    process that has become the user and sent back over a socket pair (SCM_RIGHTS); a file it
+    creates is the user's. Raises OSError as open() does. As the agent itself: a plain open()."""
+    ident = job_identity(order)
+    if ident is None:
+        return open(path, mode)
+    import socket
+    flags = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+             "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND}[mode]
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # only system calls here, then _exit: safe in a threaded parent
+        code = 0
+        try:
+            parent.close()
+            uid, gid, groups = ident
+            os.setgroups(groups)
+            os.setgid(gid)
+            os.setuid(uid)
+            fd = os.open(path, flags | os.O_CLOEXEC, 0o666)
+            socket.send_fds(child, [b"ok"], [fd])
+        except OSError as e:
+            child.sendall(f"{e.errno or 0}".encode())
+        except BaseException:  # noqa: BLE001 - never return into the parent's code
+            code = 1
+        finally:
+            os._exit(code)
+    child.close()
+    try:
+        msg, fds, _flags, _addr = socket.recv_fds(parent, 64, 1)
+    finally:
+        parent.close()
+        os.waitpid(pid, 0)
+    if not fds:
+        errno = int(msg or b"0") if (msg or b"0").isdigit() else 0
+        raise OSError(errno or 5, os.strerror(errno or 5), path)
+    return os.fdopen(fds[0], mode)
+
+
 def own(path: str, order: dict) -> None:
     """Give a file the agent made for the job to the job's user (no-op when it runs as the agent)."""
     ident = job_identity(order)
@@ -55,7 +97,7 @@ def script_dir(order: dict) -> str | None:
     if ident is None:
         return None
     import tempfile
-    path = os.path.join(tempfile.gettempdir(), f"slurmlet-job{order['job_id']}-{ident[0]}")
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    # a new directory with an unpredictable name (no name a user could have put a link at), then theirs
+    path = tempfile.mkdtemp(prefix=f"slurmlet-job{order['job_id']}-")
     os.chown(path, ident[0], ident[1])
     return path

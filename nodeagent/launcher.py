@@ -39,6 +39,8 @@ class Job:
     usage: object = None  # nodeagent.usage.Usage of the batch script's process tree
     usage_done: object = None  # an asyncio.Event that stops its sampling
     env: dict[str, str] = field(default_factory=dict)
+    owner: dict = field(default_factory=dict)  #: the job's uid and gid: its files are written with their rights
+    script: str | None = None  #: the batch script's file, removed when the job ends (as slurmd does)
 
 
 def session_pids(sid: int) -> list[int]:
@@ -60,6 +62,18 @@ def signal_session(sid: int, sig: int) -> None:
     for pid in session_pids(sid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
+
+
+def _remove_script(path: str | None, spool: str) -> None:
+    """The batch script's file, and the directory of its own it had when it ran as another user."""
+    if not path:
+        return
+    with contextlib.suppress(OSError):
+        os.remove(path)
+    d = os.path.dirname(path)
+    if os.path.basename(d).startswith("slurmlet-job") and os.path.abspath(d) != os.path.abspath(spool):
+        with contextlib.suppress(OSError):
+            os.rmdir(d)
 
 
 def slurm_time(t: float) -> str:
@@ -102,12 +116,12 @@ class Launcher:
                 f.write(order["script"])
             os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
             identity.own(script, order)  # the job runs as its user (agent as root), who must run it
-            out = open(out_path, mode) if out_path else open(os.devnull, "wb")
-            err = out if err_path == out_path else open(err_path, mode)
-            for p in {out_path, err_path} - {None}:
-                identity.own(p, order)
+            # output files with the user's rights, not the agent's (root's): theirs, where they may write
+            out = identity.open_as(out_path, mode, order) if out_path else open(os.devnull, "wb")
+            err = out if err_path == out_path else identity.open_as(err_path, mode, order)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
+            _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
         workdir = order.get("workdir") or "/"
@@ -118,7 +132,7 @@ class Launcher:
             workdir = "/tmp"
         stdin_path = order.get("stdin") or os.devnull
         try:
-            stdin = open(stdin_path, "rb")
+            stdin = identity.open_as(stdin_path, "rb", order)
         except OSError:
             stdin = open(os.devnull, "rb")
         try:
@@ -130,13 +144,15 @@ class Launcher:
         except OSError as e:
             log.warning("job %s: exec failed: %s", jid, e)
             err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())
+            _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
         finally:
             for f in {out, err, stdin}:
                 f.close()
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
-                  restarts=gen, epilog=order.get("epilog"), env=env)
+                  restarts=gen, epilog=order.get("epilog"), env=env,
+                  owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
         self.jobs[jid] = job
         from .usage import Usage, watch
         job.usage, job.usage_done = Usage(), asyncio.Event()
@@ -199,6 +215,7 @@ class Launcher:
         # the batch script is done: whatever it left behind in its session goes too
         signal_session(job.pid, signal.SIGKILL)
         self.jobs.pop(job.job_id, None)
+        _remove_script(job.script, self.spool)
         rep = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0, "signal": -rc if rc < 0 else 0,
                "end_time": time.time(), "restarts": job.restarts}
         if job.killing == "timeout":
@@ -226,7 +243,7 @@ class Launcher:
         jid, gen = order["job_id"], int(order.get("restarts") or 0)
         path = order.get("stderr") or order.get("stdout")
         if path:
-            with contextlib.suppress(OSError), open(path, "ab") as f:
+            with contextlib.suppress(OSError), identity.open_as(path, "ab", order) as f:
                 f.write(f"slurmstepd-{self.node}: error: {message}\n".encode())
         self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
 
@@ -251,7 +268,7 @@ class Launcher:
         now = slurm_time(time.time())
         msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):
-            with contextlib.suppress(OSError), open(job.err_path, "ab") as f:
+            with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
                 f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"
                         .encode())
         # Slurm sends SIGCONT too, so stopped tasks see the SIGTERM

@@ -181,10 +181,9 @@ class StepRunner:
                                   workdir=req.get("cwd") or "/")
         out_pat = req["stdout"]
         err_pat = req.get("stderr") or out_pat
-        out = open(path(out_pat), "wb" if "%t" in out_pat else "ab")
-        err = out if err_pat == out_pat else open(path(err_pat), "wb" if "%t" in err_pat else "ab")
-        for f in {out, err}:
-            identity.own(f.name, order)
+        # with the user's rights, not the agent's (see identity.open_as)
+        out = identity.open_as(path(out_pat), "wb" if "%t" in out_pat else "ab", order)
+        err = out if err_pat == out_pat else identity.open_as(path(err_pat), "wb" if "%t" in err_pat else "ab", order)
         return out, err
 
     async def _connect(self, io: str | None, header: dict):  # noqa: ANN202 - a StreamWriter or None

@@ -4,7 +4,10 @@ REST tokens, and who may change what."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -147,21 +150,42 @@ def test_an_agent_running_as_root_starts_each_job_as_its_user(sec: Cluster, tmp_
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("no user 'nobody' on this host")
-    out = tmp_path / "out"
+    t0 = time.time() - 1
+    base = Path(tempfile.mkdtemp(prefix="slurmlet-auth-"))  # (pytest's tmp_path is 0700: nobody can't pass)
+    base.chmod(0o755)
+    out = base / "out"
     out.mkdir()
     out.chmod(0o777)
-    body = dict(JOB, script="#!/bin/sh\nid -u; id -g\n", user="nobody", uid=nobody.pw_uid,
-                gid=nobody.pw_gid, group="nogroup", workdir=str(out), stdout=str(out / "job.out"))
-    r = call(sec, "POST", "/api/v1/jobs", body, as_user(sec, 0, "root"))  # root may submit for a user
-    assert r.status_code == 201
-    jid = r.json()["job_id"]
-    job = wait_until(lambda: (j := sec.job(jid))["state"] not in ("PENDING", "RUNNING") and j,
-                     what="nobody's job to end")
-    text = (out / "job.out").read_text()
-    assert job["state"] == "COMPLETED", text
-    # the batch script ran as nobody, and the output file is nobody's
-    assert text.split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
-    assert (out / "job.out").stat().st_uid == nobody.pw_uid
+    secret = base / "secret"  # root's alone
+    secret.write_text("TOPSECRET\n")
+    secret.chmod(0o600)
+    precious = base / "precious"  # root's, others may read it
+    precious.write_text("keep\n")
+    as_nobody = dict(JOB, user="nobody", uid=nobody.pw_uid, gid=nobody.pw_gid, group="nogroup", workdir=str(out))
+
+    def run(**kw) -> dict:
+        r = call(sec, "POST", "/api/v1/jobs", dict(as_nobody, **kw), as_user(sec, 0, "root"))  # root may submit for a user
+        assert r.status_code == 201, r.text
+        jid = r.json()["job_id"]
+        return wait_until(lambda: (j := sec.job(jid))["state"] not in ("PENDING", "RUNNING") and j,
+                          what=f"nobody's job {jid} to end")
+
+    try:
+        job = run(script="#!/bin/sh\nid -u; id -g; cat\n", stdout=str(out / "job.out"), stdin=str(secret))
+        text = (out / "job.out").read_text()
+        assert job["state"] == "COMPLETED", text
+        # the batch script ran as nobody, the output file is nobody's, and root's file was not its stdin
+        assert text.split() == [str(nobody.pw_uid), str(nobody.pw_gid)]
+        assert (out / "job.out").stat().st_uid == nobody.pw_uid
+        # an output path its user may not write is not written with the agent's rights: the job fails
+        job = run(script="#!/bin/sh\necho overwritten\n", stdout=str(precious))
+        assert job["state"] == "FAILED"
+        assert (precious.read_text(), precious.stat().st_uid) == ("keep\n", 0)
+        # nothing of the job's is left in /tmp (its script went with it)
+        assert not [d for d in Path(tempfile.gettempdir()).glob(f"slurmlet-job{job['job_id']}-*")
+                    if d.stat().st_uid == nobody.pw_uid and d.stat().st_mtime >= t0]
+    finally:
+        shutil.rmtree(base)
 
 
 def test_every_mutating_endpoint_refuses_a_caller_without_credentials(sec: Cluster):
