@@ -89,9 +89,9 @@ def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
 
 
 def slurmlet() -> int:
-    """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets ...`"""
+    """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets|db ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,credd,up,down,simulate,translate,secrets} [options]\n"
+    usage = "usage: slurmlet {controller,agent,credd,up,down,simulate,translate,secrets,db} [options]\n"
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
@@ -117,6 +117,9 @@ def slurmlet() -> int:
     if cmd == "simulate":
         from cli import simulate
         return simulate.main(rest)
+    if cmd == "db":
+        from cli import db
+        return db.main(rest)
     if cmd in ("up", "down", "status"):
         from cli import cluster
         return getattr(cluster, cmd)(rest)

@@ -63,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     host, port = parse_listen(args.listen)
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key)
+    from controller.store.engine import make_engine
+    from controller.store.migrate import SchemaError
+    try:  # the database's schema first (made, or upgraded keeping its data): a refusal is one line
+        make_engine(settings.db_url).dispose()
+    except SchemaError as e:
+        print(f"slurmlet controller: error: {e}", file=sys.stderr)
+        return 1
     import uvicorn
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
     return 0

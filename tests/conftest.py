@@ -73,8 +73,10 @@ def reset_pg(url: str = PG_URL) -> None:
     from sqlalchemy import create_engine
     from controller.store.engine import normalize_url
     from controller.store.tables import metadata
+    from controller.store.migrate import version_table
     eng = create_engine(normalize_url(url))
     metadata.drop_all(eng)
+    version_table.drop(eng, checkfirst=True)  # the schema's revision (Alembic) goes with its tables
     eng.dispose()
 
 

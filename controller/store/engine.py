@@ -6,8 +6,6 @@ import os
 
 from sqlalchemy import Engine, create_engine, event
 
-from .tables import metadata
-
 
 def normalize_url(url: str) -> str:
     """Accept `postgresql://` and `postgres://` and use the psycopg 3 driver for them."""
@@ -22,7 +20,26 @@ def sqlite_url(state_dir: str) -> str:
     return f"sqlite:///{os.path.join(os.path.abspath(state_dir), 'slurmlet.db')}"
 
 
-def make_engine(url: str) -> Engine:
+def _wal(cur) -> None:  # noqa: ANN001 - a sqlite3 cursor
+    """PRAGMA journal_mode=WAL. Switching a database to WAL (once: it stays) needs it to itself, and
+    SQLite answers 'database is locked' at once, without its busy timeout, while another connection
+    is in a transaction (two controllers making one database): try again for up to 30 s."""
+    import sqlite3
+    import time
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def make_engine(url: str, migrate: bool = True) -> Engine:
+    """An engine on `url`; with `migrate`, the database is first brought to tables.py's schema
+    (made when empty, upgraded when older: controller/store/migrate.py)."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -30,15 +47,14 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _pragmas(conn, _record):  # noqa: ANN001
             cur = conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            _wal(cur)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
     else:
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
-    metadata.create_all(engine)
-    for table in metadata.sorted_tables:  # indexes added since a database was created
-        for index in table.indexes:
-            index.create(engine, checkfirst=True)
+    if migrate:
+        from .migrate import prepare
+        prepare(engine)
     return engine

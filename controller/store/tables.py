@@ -176,6 +176,19 @@ job_runs = Table(
     Column("batch_exit_signal", Integer),
 )
 
+#: submissions by idempotency key (the `Idempotency-Key` header of POST /api/v1/jobs, sent by sbatch
+#: and REST clients): a retried request whose first answer was lost (a controller killed after its
+#: commit, a cut connection) gets the job its first attempt made instead of a second one. Keys are
+#: per user; the row is written in the transaction that inserts the job.
+submit_keys = Table(
+    "submit_keys",
+    metadata,
+    Column("user", String(64), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("job_id", Integer, nullable=False),
+    Column("created", Float, nullable=False),
+)
+
 # ---------------------------------------------------------------- accounting (sacctmgr)
 #: clusters known to the accounting database (sacctmgr add cluster); the controller adds its own
 clusters = Table(
