@@ -1,6 +1,9 @@
 """slurmlet benchmarks: prints medians and throughput against the targets of the issues.
 
-    .venv/bin/python bench/bench.py [--quick]
+    .venv/bin/python bench/bench.py [--quick] [--only NAME]
+
+`submit` and `agents` are the submission-throughput figures (REST single and batch, sbatch, and
+latency while 100 simulated agents long-poll); bench/loadgen.py generates their load.
 
 Starts its own local clusters (`slurmlet up --port 0`) in temporary state directories and
 stops them afterwards. Figures are wall-clock on this machine; nothing here is asserted.
@@ -320,10 +323,248 @@ def bench_sacct_history(n_jobs: int, reps: int) -> None:
         c.down()
 
 
+
+# ---------------------------------------------------------------- submission throughput and load
+def _key(c) -> bytes:  # noqa: ANN001
+    return Path(c.env["SLURMLET_KEY_FILE"]).read_bytes().strip()
+
+
+def _controller_proc(c):  # noqa: ANN001, ANN202 - the psutil.Process of a cluster's controller
+    import json
+
+    import psutil
+    return psutil.Process(json.loads((Path(c.state) / "pids.json").read_text())["controller"])
+
+
+def _cpu(p) -> float:  # noqa: ANN001
+    t = p.cpu_times()
+    return t.user + t.system
+
+
+class SimCluster:
+    """A controller with `real` agents (`slurmlet agent`, as `slurmlet up` starts them) and `sim`
+    more nodes in its slurm.conf (node `sim1`.., partition `sim`) for loadgen.SimAgents to play."""
+
+    def __init__(self, real: int = 2, sim: int = 100, cpus: int = 8, memory: int = 16000):
+        sys.path.insert(0, str(ROOT))
+        from cli.cluster import ensure_key, generated_conf
+        self.state = tempfile.mkdtemp(prefix="slurmlet-bench-")
+        conf = generated_conf(real, cpus, memory, 0, None).replace("Nodes=ALL", f"Nodes=node[1-{real}]")
+        conf += (f"NodeName=sim[1-{sim}] CPUs={cpus} RealMemory={memory} State=UNKNOWN\n"
+                 f"PartitionName=sim Nodes=sim[1-{sim}] MaxTime=INFINITE State=UP\n")
+        (Path(self.state) / "slurm.conf").write_text(conf)
+        key = ensure_key(self.state)
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = dict(os.environ, SLURMLET_CONTROLLER=self.url, SLURMLET_KEY_FILE=key,
+                        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+        self.work = Path(self.state) / "work"
+        self.work.mkdir()
+        self.procs = [self._spawn("controller", [str(BIN / "slurmlet"), "controller", "--config",
+                                                 str(Path(self.state) / "slurm.conf"), "--listen",
+                                                 f"127.0.0.1:{port}", "--state-dir", self.state, "--key-file", key])]
+        self._wait(lambda: self.api("/api/v1/ping"))
+        self.sim_names = [f"sim{i}" for i in range(1, sim + 1)]
+        real_names = [f"node{i}" for i in range(1, real + 1)]
+        for n in real_names:
+            self.procs.append(self._spawn(f"agent-{n}", [str(BIN / "slurmlet"), "agent", "--controller", self.url,
+                                                         "--name", n, "--spool", f"{self.state}/spool/{n}",
+                                                         "--key-file", key]))
+        self._wait(lambda: {x["name"] for x in self.api("/api/v1/nodes")["nodes"] if x["state"] == "IDLE"}
+                   >= set(real_names))
+
+    def _spawn(self, what: str, argv: list[str]) -> subprocess.Popen:
+        with open(Path(self.state) / f"{what}.log", "ab") as log:
+            return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, env=self.env)
+
+    @staticmethod
+    def _wait(pred, timeout: float = 60) -> None:  # noqa: ANN001
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if pred():
+                    return
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            time.sleep(0.05)
+        raise SystemExit("the cluster did not come up")
+
+    def api(self, path: str) -> dict:
+        from cli import http
+        return http.request("GET", path, url=self.url)
+
+    def controller(self):  # noqa: ANN201
+        import psutil
+        return psutil.Process(self.procs[0].pid)
+
+    def down(self) -> None:
+        import signal
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_submit(n: int, n_sbatch: int) -> None:
+    """(a) POST /api/v1/jobs, one job a request, 8 keep-alive clients; (b) POST /api/v1/jobs/batch;
+    (c) sbatch, 8 at a time. A 2-node `slurmlet up` cluster; jobs held (-H), except the rows that
+    say runnable (`--wrap true`: 16 run at a time, the rest queue). The 8 clients are asyncio httpx
+    clients in one process, or split over two (4 each) so the client is not what is measured."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import loadgen
+    print(f"\nsubmission throughput, 2-node local cluster (8 CPUs each), {os.cpu_count()} cores shared by the "
+          f"controller, its agents and the clients")
+    row("benchmark", "slurmlet", "target", "real Slurm")
+
+    def api_run(c, body, count, batch=0, procs=1):  # noqa: ANN001, ANN202
+        ctl = _controller_proc(c)
+        cpu0, me0 = _cpu(ctl), time.process_time()
+        url = c.env["SLURMLET_CONTROLLER"]
+        if procs == 1:
+            r = asyncio.run(loadgen.submit(url, _key(c), body, count, batch=batch))
+            client = time.process_time() - me0
+        else:
+            r, client = loadgen.submit_procs(url, _key(c), body, count, batch=batch, procs=procs)
+        if r.errors or len(r.ids) != count or len(set(r.ids)) != count:
+            raise SystemExit(f"submissions failed: {len(r.ids)} acknowledged, {len(set(r.ids))} distinct, "
+                             f"errors {r.errors[:3]}")
+        return r, (_cpu(ctl) - cpu0) / r.elapsed, client / r.elapsed
+
+    def report(name, r, count, busy, client, target="", slurm="", per="") -> None:  # noqa: ANN001
+        row(name, f"{count / r.elapsed:.0f} jobs/s", target, slurm)
+        per_job = busy * r.elapsed / count  # controller CPU seconds per job: steadier than jobs/s here
+        print(f"    p50/p99{per} {loadgen.percentile(r.latencies, 50) * 1000:.1f}/"
+              f"{loadgen.percentile(r.latencies, 99) * 1000:.1f} ms; controller CPU {busy:.0%} of a core "
+              f"({per_job * 1000:.2f} ms a job: {1 / per_job:,.0f} jobs/s on a core of its own), "
+              f"clients {client:.0%}")
+
+    c = LocalCluster(2)
+    try:
+        body = loadgen.job_body(str(c.work))
+        api_run(c, body, 200)  # warm-up
+        for procs in (1, 2):
+            for rep in (1, 2):
+                r, busy, client = api_run(c, body, n, procs=procs)
+                report(f"(a) API submit, 8 clients/{procs} proc, {n} held, #{rep}", r, n, busy, client,
+                       ">= 1000/s", "1000/s")
+        for rep in (1, 2):
+            try:
+                r, busy, client = api_run(c, body, n * 5, batch=100)
+            except SystemExit as e:
+                print(f"(b) batch submission: {str(e)[:200]}")
+                break
+            report(f"(b) API batch of 100, 8 clients, {n * 5} held, #{rep}", r, n * 5, busy, client,
+                   ">= 1000/s", per=" per batch")
+
+        def one(_: int) -> None:
+            c.run("sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "true")
+        with ThreadPoolExecutor(8) as ex:
+            list(ex.map(one, range(16)))  # warm-up
+            for rep in (1, 2):
+                t = time.perf_counter()
+                list(ex.map(one, range(n_sbatch)))
+                row(f"(c) sbatch -H --wrap true, 8 at a time, #{rep}",
+                    f"{n_sbatch / (time.perf_counter() - t):.0f} jobs/s", "", "")
+        queued = len(c.api("/api/v1/jobs?states=PENDING")["jobs"])
+        print(f"    ({queued} held jobs in the queue at the end)")
+    finally:
+        c.down()
+    c = LocalCluster(2)
+    try:
+        body = loadgen.job_body(str(c.work), hold=False)
+        api_run(c, dict(body, hold=True), 200)
+        for rep in (1, 2):
+            r, busy, client = api_run(c, body, n, procs=2)
+            report(f"(a') API submit, 8 clients/2 proc, {n} runnable, #{rep}", r, n, busy, client)
+    finally:
+        c.down()
+
+
+def bench_agents(n: int) -> None:
+    """(d) p50/p99 of ping, GET /api/v1/jobs?ids= (5 ids) and a submit (held), one request at a
+    time, on an idle controller and then while 100 simulated agents long-poll it."""
+    import asyncio
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import loadgen
+    c = SimCluster(real=2, sim=100)
+
+    async def probes(cl, ids: str, body: dict, at_least: float = 0.0) -> dict[str, list[float]]:  # noqa: ANN001
+        """`n` rounds of the three calls, and more until `at_least` seconds have passed."""
+        out: dict[str, list[float]] = {"ping": [], "jobs?ids=": [], "submit": []}
+        t0 = time.perf_counter()
+        k = 0
+        while k < n or time.perf_counter() - t0 < at_least:
+            k += 1
+            for what, call in (("ping", lambda: cl.get("/api/v1/ping")),
+                               ("jobs?ids=", lambda: cl.get(f"/api/v1/jobs?ids={ids}")),
+                               ("submit", lambda: cl.post("/api/v1/jobs", json=body))):
+                t = time.perf_counter()
+                r = await call()
+                out[what].append(time.perf_counter() - t)
+                if r.status_code >= 400:
+                    raise SystemExit(f"{what}: {r.status_code} {r.text}")
+        return out
+
+    async def main() -> None:
+        key = _key(c)
+        body = loadgen.job_body(str(c.work))
+        warm = await loadgen.submit(c.url, key, body, 500)  # a queue to look at
+        ids = ",".join(map(str, warm.ids[:5]))
+        async with loadgen.client(c.url, key) as cl:
+            await probes(cl, ids, body)  # warm-up
+            idle = await probes(cl, ids, body)
+            sim = loadgen.SimAgents(c.url, key, c.sim_names)
+            await sim.start()
+            await asyncio.wait_for(sim.all_registered.wait(), 60)
+            await asyncio.sleep(loadgen.LONG_POLL + 0.5)  # past the registration burst: steady long-polls
+            syncs0, t0 = sim.syncs, time.perf_counter()
+            ctl = c.controller()
+            cpu0 = _cpu(ctl)
+            # each column spans at least three long-poll rounds of every agent
+            loaded = [await probes(cl, ids, body, 3 * loadgen.LONG_POLL) for _ in (1, 2)]
+            rate = (sim.syncs - syncs0) / (time.perf_counter() - t0)
+            busy = (_cpu(ctl) - cpu0) / (time.perf_counter() - t0)
+            await sim.stop()
+        queued = len(c.api("/api/v1/jobs?states=PENDING")["jobs"])
+        if sim.errors:
+            print(f"    simulated agents: {len(sim.errors)} errors, e.g. {sim.errors[:3]}")
+        print(f"\nlatency, one request at a time (n={n} each), 2 real + 100 simulated nodes, "
+              f"{queued} jobs held in the queue at the end")
+        row("p50 / p99", "idle", "100 agents #1", "100 agents #2")
+        for what in idle:
+            cells = [f"{loadgen.percentile(x[what], 50) * 1000:.1f}/{loadgen.percentile(x[what], 99) * 1000:.1f} ms"
+                     for x in (idle, *loaded)]
+            row(f"{what}", *cells)
+        print(f"    agents' syncs: {rate:.0f}/s (wait={loadgen.LONG_POLL:g} s long-polls); "
+              f"controller CPU {busy:.0%} of a core")
+    try:
+        asyncio.run(main())
+    finally:
+        c.down()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--only", help="run one benchmark: core, sim, latency, air, example, throughput, sacct")
+    ap.add_argument("--only", help="run one benchmark: core, sim, latency, air, example, throughput, sacct, "
+                                   "submit, agents")
     args = ap.parse_args()
     # byte-compile first: with PYTHONDONTWRITEBYTECODE set, every CLI run would compile its modules
     subprocess.run([sys.executable, "-m", "compileall", "-q", "cli", "controller", "nodeagent"], cwd=ROOT,
@@ -337,6 +578,8 @@ def main() -> None:
         "example": bench_example,
         "throughput": lambda: bench_throughput(100 if quick else 500),
         "sacct": lambda: bench_sacct_history(20000 if quick else 100000, 5 if quick else 15),
+        "submit": lambda: bench_submit(1000 if quick else 3000, 80 if quick else 200),
+        "agents": lambda: bench_agents(100 if quick else 300),
     }
     if args.only and args.only not in runs:
         raise SystemExit(f"--only: expected one of {', '.join(runs)}")

@@ -54,8 +54,9 @@ def _split(url: str) -> tuple[str, int]:
 
 
 def request(method: str, path: str, body: object = None, *, url: str | None = None,
-            timeout: float = 30.0) -> object:
-    """One JSON request; returns the decoded answer or raises ControllerError / Unreachable."""
+            timeout: float = 30.0, headers: dict[str, str] | None = None) -> object:
+    """One JSON request; returns the decoded answer or raises ControllerError / Unreachable
+    (no connection, or the connection lost before a whole answer came)."""
     host, port = _split(url or controller_url())
     payload = b"" if body is None else jsonlite.dumps(body).encode()
     auth = ""
@@ -64,6 +65,8 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
         c = cred.header_for_me()
         if c is not None:
             auth = f"{cred.HEADER}: {c}\r\n"
+    for k, v in (headers or {}).items():
+        auth += f"{k}: {v}\r\n"
     head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{auth}"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
     try:

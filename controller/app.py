@@ -15,12 +15,13 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
 from pydantic import ValidationError
 
 from controller import auth
 from controller.api import accounting, limits
-from controller.api.schemas import (MAX_ID, CancelRequest, IdsRequest, JobSubmit, JobUpdate, NodeSync, NodeUpdate,
-                                    StepCreate)
+from controller.api.schemas import (MAX_ID, CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate, NodeSync,
+                                    NodeUpdate, StepCreate)
 from controller.config import ClusterConfig
 from controller.core.model import PendingJob
 from controller.core.plan import plan, priorities
@@ -48,6 +49,10 @@ class Settings:
     sched_interval: float = 1.0
     #: how long a pass waits after its first wake-up for more events to coalesce
     debounce: float = 0.005
+    #: after a pass of T seconds the next event-driven one waits at least T * pass_spacing: under a
+    #: stream of events (a submission burst) passes take at most 1/(1 + pass_spacing) of the event
+    #: loop, and the requests between them are answered instead of waiting behind queue scans
+    pass_spacing: float = 2.0
     clock: Callable[[], float] = time.time
     #: re-reads the configuration file (slurm.conf or the JSON spec) for `scontrol reconfigure`
     reload: Callable[[], ClusterConfig] | None = None
@@ -118,6 +123,8 @@ class Controller:
         self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass
         self.next_bf = 0.0
         self.script_tasks: set[asyncio.Task] = set()  #: PrologSlurmctld/EpilogSlurmctld runs
+        #: when (time.monotonic) the next event-driven pass may start: see Settings.pass_spacing
+        self.next_pass = 0.0
         if self.config.home_storage:  # a spec's home_directory_storage: users' homes live there
             import os
             os.makedirs(self.config.home_storage, exist_ok=True)
@@ -231,14 +238,18 @@ class Controller:
             if not self.wake.is_set() and not begin_due and not bf_due:
                 self.stats.skipped += 1  # nothing changed: an unchanged queue costs no pass
                 continue
-            # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay)
-            await asyncio.sleep(self.settings.debounce)
+            # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay);
+            # right after a long pass, wait in proportion to it (Settings.pass_spacing)
+            await asyncio.sleep(max(self.settings.debounce, self.next_pass - time.monotonic()))
             self.wake.clear()
+            t0 = time.monotonic()
             try:
                 self.schedule_pass(backfill=bf_due)
             except Exception:  # a failing pass must not kill the daemon; log loudly and go on
                 log.exception("scheduling pass failed", extra={"action": "schedule"})
                 await asyncio.sleep(interval)
+            t1 = time.monotonic()
+            self.next_pass = t1 + (t1 - t0) * self.settings.pass_spacing
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -282,18 +293,30 @@ def create_app(settings: Settings) -> FastAPI:
         (JSON cannot carry it back: FastAPI's own handler failed with a 500)."""
         return JSONResponse(status_code=422, content={"detail": _finite(jsonable_encoder(exc.errors()))})
 
-    @app.middleware("http")
-    async def _authenticate(request: Request, call_next):  # noqa: ANN001, ANN202
+    class _Authenticate:
         """Who sends the request (auth.Caller in request.state.caller): changes need a valid
-        credential or token once the cluster has a key; reads do not."""
-        c = ctl()
-        who = auth.authenticate(settings.key, request.headers, c.clock(), c.store.admin_level)
-        if who is None:
-            if request.method not in ("GET", "HEAD", "OPTIONS"):
-                return JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})
-            who = auth.Caller(None, None, 0)
-        request.state.caller = who
-        return await call_next(request)
+        credential or token once the cluster has a key; reads do not. A pure ASGI middleware:
+        Starlette's BaseHTTPMiddleware costs a task and a stream per request."""
+
+        def __init__(self, app) -> None:  # noqa: ANN001
+            self.app = app
+
+        async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+            if scope["type"] != "http":
+                await self.app(scope, receive, send)
+                return
+            c = ctl()
+            who = auth.authenticate(settings.key, Headers(scope=scope), c.clock(), c.store.admin_level)
+            if who is None:
+                if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+                    await JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})(
+                        scope, receive, send)
+                    return
+                who = auth.Caller(None, None, 0)
+            scope.setdefault("state", {})["caller"] = who
+            await self.app(scope, receive, send)
+
+    app.add_middleware(_Authenticate)
 
     def caller(request: Request) -> auth.Caller:
         return request.state.caller
@@ -322,12 +345,55 @@ def create_app(settings: Settings) -> FastAPI:
         limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
         data = body.model_dump()
         as_caller(request, data)
-        data = validate_submit(data, c.config, c.store.node_rows())
+        key = _idempotency_key(request)
+        if key is not None and not data.get("test_only"):
+            # a retry of a submission that was made (its answer lost): the same job, not a second one
+            known = c.store.job_for_key(data["user"], key)
+            if known is not None:
+                return JSONResponse(status_code=201, content={"job_id": known},
+                                    headers={"Idempotent-Replayed": "true"})
+        data = validate_submit(data, c.config, c.store.capacity_rows())
         if data.get("test_only"):
             return JSONResponse(status_code=200, content=_test_only(c, data))
-        job_id = c.store.submit(data, c.clock())
-        c.wake.set()
-        return {"job_id": job_id}
+        job_id = c.store.submit(data, c.clock(), key=key)
+        if wakes_scheduler(data):
+            c.wake.set()
+        return _json_status({"job_id": job_id}, 201)  # plain JSON: no response-model encoding
+
+    @app.post("/api/v1/jobs/batch", status_code=201)
+    async def submit_batch(body: JobBatch, request: Request):  # noqa: ANN202
+        """Submit up to MAX_BATCH batch jobs at once: each checked as POST /api/v1/jobs checks it,
+        then all stored in one transaction, or none (the error names the first refused job,
+        `jobs[i]: ...`). Answers their ids in the order of the request."""
+        c = ctl()
+        if request.headers.get("idempotency-key") is not None:
+            raise InvalidRequest("Idempotency-Key: not accepted by /api/v1/jobs/batch (send the jobs one by one)")
+        nodes = c.store.capacity_rows()
+        datas = []
+        for i, job in enumerate(body.jobs):
+            try:
+                limits.check_script(job.script, c.config)
+                data = job.model_dump()
+                as_caller(request, data)
+                if data.get("test_only"):
+                    raise InvalidRequest("test_only: not accepted in a batch")
+                datas.append(validate_submit(data, c.config, nodes))
+            except DomainError as e:
+                e.error = f"jobs[{i}]: {e.error}"
+                raise
+        ids = c.store.submit_many(datas, c.clock())
+        if any(wakes_scheduler(d) for d in datas):
+            c.wake.set()
+        return _json_status({"job_ids": ids}, 201)
+
+    def _idempotency_key(request: Request) -> str | None:
+        """The `Idempotency-Key` header of a submission (1 to 255 visible ASCII characters), if any."""
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return None
+        if not 0 < len(key) <= 255 or not all(33 <= ord(ch) < 127 for ch in key):
+            raise InvalidRequest("Invalid Idempotency-Key: 1 to 255 visible ASCII characters")
+        return key
 
     @app.post("/api/v1/runs")
     async def submit_run(request: Request):  # noqa: ANN202
@@ -356,7 +422,7 @@ def create_app(settings: Settings) -> FastAPI:
             job = JobSubmit.model_validate(body)
         except ValidationError as e:  # the request's own fields (uid, cwd, ...): a 400, not a 500
             raise InvalidRequest("invalid run: " + "; ".join(wl.field_errors(e, "run"))) from None
-        data = validate_submit(job.model_dump(), c.config, c.store.node_rows())
+        data = validate_submit(job.model_dump(), c.config, c.store.capacity_rows())
         if doc.get("dry_run"):
             return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
         job_id = c.store.submit(data, c.clock())
@@ -627,7 +693,7 @@ def create_app(settings: Settings) -> FastAPI:
         c.run_controller_scripts()
         last = c.last_sync.get(name)
         c.last_sync[name] = now
-        if body.finished:
+        if body.finished or body.resources or body.lost:  # a registering node ends the jobs it lost
             c.jobs_changed()
         if body.finished or body.scripts_done or body.resources or last is None or \
                 now - last > c.config.slurmd_timeout:
@@ -716,6 +782,12 @@ def create_app(settings: Settings) -> FastAPI:
     return app
 
 
+def wakes_scheduler(job: dict) -> bool:
+    """Whether a new job needs a scheduling pass: a held one cannot start (the store gives it its
+    JobHeldUser reason at submission), unless its dependency text is to be evaluated."""
+    return not job.get("hold") or bool(job.get("dependency"))
+
+
 def _add_steps(store: JobStore, jobs: list[dict]) -> None:
     """The srun steps of started jobs, after their batch step (sacct's ID.batch, ID.0, ...)."""
     started = [j["job_id"] for j in jobs if j.get("batch_host")]
@@ -759,6 +831,10 @@ def _finite(doc: object) -> object:
 def _json(doc: object) -> JSONResponse:
     """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query."""
     return JSONResponse(doc)
+
+
+def _json_status(doc: object, status: int) -> JSONResponse:
+    return JSONResponse(doc, status_code=status)
 
 
 def _nodes(c: Controller) -> list[dict]:

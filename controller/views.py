@@ -45,10 +45,8 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
         if part is None:
             raise InvalidRequest("No partition specified or system default partition")
     body = dict(body, partition=part.name)
-    known = {r.name: r for r in node_rows}
-    for nc in config.nodes:
-        if nc.name not in known:
-            known[nc.name] = None
+    view = _view(config, node_rows)
+    known = view.known
     if body.get("nodelist"):
         try:
             want = hostlist.expand_hostlist(body["nodelist"])
@@ -59,11 +57,9 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     if not known:
         return body  # no node has registered yet: nothing to check against
     req = request_of(body)
-    members = config.partition_nodes(part, sorted(known, key=natural_key), config.node_features(node_rows))
+    members, capacity = view.partition(part)
     if body.get("nodelist") and not set(hostlist.expand_hostlist(body["nodelist"])) <= set(members):
         raise InvalidRequest(NOT_AVAILABLE)  # e.g. a login node: in no partition, it runs no jobs
-    capacity = [_capacity(n, known.get(n), config) for n in members]
-    capacity = [c for c in capacity if c is not None]
     if not capacity:
         return body
     single = _single_node_view(req)
@@ -75,6 +71,43 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
             pre.append("CPU count per node can not be satisfied")
         raise InvalidRequest(NOT_AVAILABLE, pre=pre)
     return body
+
+
+class _NodesView:
+    """What submit-time checks read of the nodes, worked out once per node list: each submission
+    would otherwise sort every node and build each partition's capacities (O(nodes) a submit)."""
+
+    def __init__(self, config: ClusterConfig, node_rows: list[Any]):
+        self.config, self.rows = config, node_rows
+        self.known: dict[str, Any] = {r.name: r for r in node_rows}
+        for nc in config.nodes:
+            if nc.name not in self.known:
+                self.known[nc.name] = None
+        self.names = sorted(self.known, key=natural_key)
+        self.features = config.node_features(node_rows)
+        self.parts: dict[str, tuple[list[str], list[Node]]] = {}
+
+    def partition(self, part: Any) -> tuple[list[str], list[Node]]:  # noqa: ANN401
+        """A partition's member names, and the capacities of those known."""
+        got = self.parts.get(part.name)
+        if got is None:
+            members = self.config.partition_nodes(part, self.names, self.features)
+            capacity = [c for c in (_capacity(n, self.known.get(n), self.config) for n in members) if c is not None]
+            got = self.parts[part.name] = (members, capacity)
+        return got
+
+
+_last_view: list[_NodesView] = []
+
+
+def _view(config: ClusterConfig, node_rows: list[Any]) -> _NodesView:
+    """The view of these very rows under this very configuration: the store hands out the same
+    list until a node registers (JobStore.capacity_rows); any other list or config is a new view."""
+    if _last_view and _last_view[0].rows is node_rows and _last_view[0].config is config:
+        return _last_view[0]
+    v = _NodesView(config, node_rows)
+    _last_view[:] = [v]
+    return v
 
 
 def _single_node_view(req):  # noqa: ANN001, ANN202

@@ -73,6 +73,15 @@ class JobSubmit(Strict):
         return self
 
 
+MAX_BATCH = 1000  #: jobs in one POST /api/v1/jobs/batch (more: 422 naming the limit)
+
+
+class JobBatch(Strict):
+    """Many submissions in one request: validated all, then stored in one transaction, or none."""
+
+    jobs: list[JobSubmit] = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class JobUpdate(Strict):
     time_limit: int | None = Field(None, ge=0, le=MAX_ID)
     partition: str | None = None
@@ -136,6 +145,15 @@ class Finished(Strict):
     system_cpu: float | None = Field(None, ge=0)
 
 
+class Lost(Strict):
+    """A job's batch script (its run `restarts`) or a step's tasks (`step_id`) that an agent found
+    left running by its predecessor after a crash, and killed: the job lost the node."""
+
+    job_id: Id
+    restarts: int | None = Field(None, ge=0)
+    step_id: Id | None = None
+
+
 class StepFinished(Strict):
     job_id: Id
     step_id: Id
@@ -171,6 +189,7 @@ class NodeSync(Strict):
     steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     scripts_done: list[ScriptDone] = Field(default_factory=list)
+    lost: list[Lost] = Field(default_factory=list)
     wait: float = Field(0.0, ge=0, le=30)
     cpu_load: float | None = None
     free_mem: int | None = None

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 import hostlist
 from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from cli.opts import default_output, expand_pattern, parse_array
 from controller.config import ClusterConfig
@@ -19,7 +20,7 @@ from controller.core.plan import requested_cpus
 from controller.core import fairshare
 from controller.core.limits import Counter, alloc_tres, billing, request_tres
 from controller.core.priority import decayed_span
-from controller.errors import Conflict, InvalidRequest, NotFound
+from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
 from nodeagent.launcher import exit_code_env
 
 from . import deps, scripts, steps
@@ -29,6 +30,8 @@ from .tables import code_blobs as CODE
 from .tables import job_runs as RUNS
 from .tables import secrets as SEC
 from .tables import nodes as N
+from .tables import steps as S
+from .tables import submit_keys as KEYS
 
 ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
@@ -41,6 +44,8 @@ _SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_t
 
 
 _INSERT_JOB = insert(J)
+_INSERT_JOB_IDS = insert(J).returning(J.c.id, sort_by_parameter_order=True)
+_INSERT_KEY = insert(KEYS)
 _ID = attrgetter("id")
 
 
@@ -108,6 +113,8 @@ class JobStore:
         self.notify_hosts: set[str] = set()
         #: PrologSlurmctld/EpilogSlurmctld rows may be waiting for the controller
         self.controller_scripts = True
+        #: node rows for submit-time checks (capacity_rows); None: read them again
+        self._capacity_rows: list[Any] | None = None
 
     def set_config(self, config: ClusterConfig) -> None:
         """scontrol reconfigure: the new configuration, for the next request and pass on."""
@@ -117,7 +124,56 @@ class JobStore:
         self._usage_at = None
 
     # ---------------------------------------------------------------- jobs: intake
-    def submit(self, body: dict, now: float) -> int:
+    def job_for_key(self, user: str, key: str) -> int | None:
+        """The job a submission with this idempotency key made (None: none did)."""
+        with self.engine.connect() as c:
+            return c.execute(select(KEYS.c.job_id).where(KEYS.c.user == user, KEYS.c.key == key)).scalar()
+
+    def submit(self, body: dict, now: float, *, key: str | None = None) -> int:
+        """A new job (the first task's id for an array). With an idempotency `key` (per user), the
+        key is stored in the job's own transaction, so a job exists with its key or not at all; if a
+        job already has the key (the caller looks first, `job_for_key`: this is the race of two
+        requests with the same key), that job's id is returned and nothing is added."""
+        if key is None:
+            return self._submit(body, now, None)
+        try:
+            return self._submit(body, now, key)
+        except IntegrityError:  # the same key at the same moment: the other one made the job
+            known = self.job_for_key(body["user"], key)
+            if known is None:
+                raise
+            return known
+
+    def _submit(self, body: dict, now: float, key: str | None) -> int:
+        row, spec, _ = self._prepare(body, now)
+        with self.engine.begin() as c:
+            return self._insert(c, body.get("array"), row, spec, key)
+
+    def submit_many(self, bodies: list[dict], now: float) -> list[int]:
+        """Many jobs at once (POST /api/v1/jobs/batch): all admitted, then all written in one
+        transaction, or none; their ids in the order of `bodies`. Submit-count limits
+        (MaxSubmitJobs, GrpSubmitJobs) count every job of the batch before each one, whichever
+        user, account or QOS it names: a batch is never admitted past a limit."""
+        prepared = []
+        before = 0
+        for i, body in enumerate(bodies):
+            try:
+                row, spec, n = self._prepare(body, now, before)
+            except DomainError as e:  # refused: the whole batch is, naming the job
+                e.error = f"jobs[{i}]: {e.error}"
+                raise
+            prepared.append((body.get("array"), row, spec))
+            before += n
+        with self.engine.begin() as c:
+            if not any(array for array, _, _ in prepared):
+                # one multi-row INSERT ... RETURNING, its ids in the order of the rows
+                got = c.execute(_INSERT_JOB_IDS, [row for _, row, _ in prepared])
+                return [int(r.id) for r in got]
+            return [self._insert(c, array, row, spec, None) for array, row, spec in prepared]
+
+    def _prepare(self, body: dict, now: float, before: int = 0) -> tuple[dict, dict, int]:
+        """A validated body's row, spec and number of jobs (an array's tasks), once admitted
+        (accounting: account, QOS, limits) with `before` jobs of the same request ahead of it."""
         spec = {k: body.get(k) for k in _SPEC_KEYS}
         part = body["partition"]
         time_limit = body.get("time_limit")
@@ -134,7 +190,7 @@ class JobStore:
         account, qos, time_limit = self.accounts.admit(
             user=body["user"], account=body.get("account"), partition=part, qos=body.get("qos"),
             enforce=enforce_flags(self.config), time_limit=time_limit, tres=tres,
-            bill=billing(tres, self.billing_weights(part)), n_jobs=n_jobs)
+            bill=billing(tres, self.billing_weights(part)), n_jobs=n_jobs + before)
         requeue = body.get("requeue")
         dep_text = None
         if body.get("dependency"):
@@ -150,15 +206,22 @@ class JobStore:
             nodes="", active=False, exit_code=0, exit_signal=0, restarts=0,
             requeue=self.config.job_requeue if requeue is None else bool(requeue),
             comment=body.get("comment") or None, dependency=dep_text,
-            reason="Dependency" if dep_text else "None",
+            # a held job's reason from the start: no scheduling pass is owed to it (app.wakes_scheduler)
+            reason="JobHeldUser" if body.get("hold") else "Dependency" if dep_text else "None",
         )
-        if body.get("array"):
-            return self._submit_array(body["array"], row, spec)
-        with self.engine.begin() as c:
-            # parameters, not .values(): the compiled statement is cached across submissions
-            return int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
+        return row, spec, n_jobs
 
-    def _submit_array(self, array: str, row: dict, spec: dict) -> int:
+    def _insert(self, c: Any, array: str | None, row: dict, spec: dict, key: str | None) -> int:
+        """Write one prepared job (an array's tasks) in the transaction `c`; its id."""
+        if array:
+            return self._submit_array(c, array, row, spec, key)
+        # parameters, not .values(): the compiled statement is cached across submissions
+        job_id = int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
+        if key is not None:
+            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": job_id, "created": row["submit_time"]})
+        return job_id
+
+    def _submit_array(self, c: Any, array: str, row: dict, spec: dict, key: str | None = None) -> int:
         """One row per task, in index order; the first one's id is the array's job id.
 
         (Slurm gives a task its own id only when it starts, the last one keeping the array's id;
@@ -169,11 +232,12 @@ class JobStore:
             step = 1
         spec = dict(spec, array_count=len(tasks), array_min=tasks[0], array_max=tasks[-1], array_step=step)
         row = dict(row, spec=json.dumps(spec), array_max_tasks=throttle or None)
-        with self.engine.begin() as c:
-            first = int(c.execute(_INSERT_JOB, dict(row, array_task_id=tasks[0])).inserted_primary_key[0])
-            c.execute(update(J).where(J.c.id == first).values(array_job_id=first))
-            if len(tasks) > 1:
-                c.execute(_INSERT_JOB, [dict(row, array_job_id=first, array_task_id=t) for t in tasks[1:]])
+        first = int(c.execute(_INSERT_JOB, dict(row, array_task_id=tasks[0])).inserted_primary_key[0])
+        c.execute(update(J).where(J.c.id == first).values(array_job_id=first))
+        if len(tasks) > 1:
+            c.execute(_INSERT_JOB, [dict(row, array_job_id=first, array_task_id=t) for t in tasks[1:]])
+        if key is not None:
+            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": first, "created": row["submit_time"]})
         return first
 
     def _check_dependency(self, spec: str) -> str:
@@ -899,13 +963,16 @@ class JobStore:
         """One agent round trip: register/heartbeat, apply its reports, return its orders."""
         with self.engine.begin() as c:
             self._upsert_node(c, name, body, now)
+            # steps first: a job's end cancels its steps still running, not those that just ended
+            steps.record(c, name, body.get("steps_finished") or [], now)
             for fin in body.get("finished") or []:
                 self._finish(c, name, fin, now)
             self._scripts_done(c, name, body.get("scripts_done") or [], now)
+            for lost in body.get("lost") or []:
+                self._lost(c, name, lost, now)
             running = set(body.get("running") or [])
             stopped = set(body.get("suspended") or [])
             done = {f["job_id"] for f in body.get("finished") or []}
-            steps.record(c, name, body.get("steps_finished") or [], now)
             step_orders = steps.orders_for(c, name, set(body.get("steps_running") or []),
                                            {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
             rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
@@ -977,6 +1044,7 @@ class JobStore:
             version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
             pool=res.get("pool"),
         )
+        self._capacity_rows = None  # a node (re)registers: its capacity may change
         if exists:
             c.execute(update(N).where(N.c.name == name).values(registered_at=now, **vals))
         else:
@@ -1167,6 +1235,26 @@ class JobStore:
                 state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
                 batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
 
+    def _lost(self, c: Any, node: str, rep: dict, now: float) -> None:
+        """The restarted agent of `node` found the job's batch script (or its tasks of a step) left
+        running by its crashed predecessor, and killed them: the job lost the node, as in `reap`
+        (NODE_FAIL, or requeued when allowed). Reports about an earlier run or an ended step are
+        stale and change nothing."""
+        r = c.execute(select(J).where(J.c.id == rep["job_id"], J.c.active.is_(True)).with_for_update()).first()
+        if r is None:
+            return
+        nodes = {a["node"] for a in json.loads(r.alloc or "[]")}
+        if node not in nodes:
+            return
+        if rep.get("step_id") is not None:
+            st = c.execute(select(S.c.state).where(S.c.job_id == r.id, S.c.step_id == rep["step_id"])).first()
+            if st is None or st.state != "RUNNING":
+                return
+        elif r.batch_host != node or (rep.get("restarts") is not None and rep["restarts"] != r.restarts):
+            return
+        self._node_failed(c, r, now)
+        self.notify_hosts.update(nodes - {node})  # their agents stop what is left of it
+
     def reap(self, now: float) -> set[str] | None:
         """Jobs on a node whose agent has been silent for SlurmdTimeout lose it: requeued when allowed,
         else NODE_FAIL (see `_node_failed`). Returns None when no job changed, else the job's other nodes
@@ -1189,6 +1277,15 @@ class JobStore:
     def node_rows(self) -> list[Any]:
         with self.engine.connect() as c:
             return list(c.execute(select(N)))
+
+    def capacity_rows(self) -> list[Any]:
+        """Node rows for submit-time checks, which read a node's name, capacity, GPUs and pool only:
+        kept between submissions (not one query each) and read again after a node registers, the
+        one change to those columns. Their heartbeat columns (last_seen, ...) may be stale."""
+        rows = self._capacity_rows
+        if rows is None:
+            rows = self._capacity_rows = self.node_rows()
+        return rows
 
     def active_allocs(self) -> list[Any]:
         with self.engine.connect() as c:

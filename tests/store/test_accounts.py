@@ -12,7 +12,7 @@ from controller.errors import InvalidRequest
 from controller.store.accounts import AcctError
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
-from tests.conftest import store_url
+from tests.store.conftest import store_fixture
 
 BASE = ("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
         "PartitionName=debug Nodes=ALL Default=YES\nSlurmletRequeueDelay=0\n")
@@ -20,25 +20,8 @@ ENFORCE = BASE + "AccountingStorageEnforce=associations,limits,qos\n"
 RES = {"cpus": 4, "memory": 1000, "gpus": 2}
 
 
-def make(request, tmp_path, conf: str) -> JobStore:
-    s = JobStore(make_engine(store_url(request.param, tmp_path)), parse_slurm_conf(conf))
-    s.accounts.ensure_defaults(0.0)
-    return s
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
-def store(request, tmp_path):
-    s = make(request, tmp_path, ENFORCE)
-    yield s
-    s.engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
-def open_store(request, tmp_path):
-    """No AccountingStorageEnforce: anyone may submit."""
-    s = make(request, tmp_path, BASE)
-    yield s
-    s.engine.dispose()
+store = store_fixture(parse_slurm_conf(ENFORCE), defaults=True)
+open_store = store_fixture(parse_slurm_conf(BASE), defaults=True)  #: no AccountingStorageEnforce: anyone may submit
 
 
 def body(user: str = "alice", **kw) -> dict:

@@ -9,18 +9,14 @@ from controller.core.plan import plan, priorities
 from controller.errors import Conflict, InvalidRequest, NotFound
 from controller.store.engine import make_engine, sqlite_url
 from controller.store.jobs import JobStore
-from tests.conftest import store_url
+from tests.store.conftest import store_fixture
 
 CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
                         "PartitionName=debug Nodes=ALL Default=YES\nSlurmletRequeueDelay=0\n")
 RES = {"cpus": 4, "memory": 1000, "gpus": 2}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)])
-def store(request, tmp_path):
-    s = JobStore(make_engine(store_url(request.param, tmp_path)), CONF)
-    yield s
-    s.engine.dispose()
+store = store_fixture(CONF)
 
 
 def body(**kw) -> dict:

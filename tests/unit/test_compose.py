@@ -12,7 +12,6 @@ import shlex
 import subprocess
 import tomllib
 from functools import cache
-from pathlib import Path
 
 import pytest
 import yaml
