@@ -34,8 +34,11 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """No one listens there (connections of a killed controller left in TIME_WAIT do not count:
+    the controller binds with SO_REUSEADDR too)."""
     import socket
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
             return True
@@ -44,13 +47,22 @@ def _port_free(port: int) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the daemon with this pid still runs: a zombie (killed, not yet reaped by whoever
+    adopted it) does not, nor does another program that has since got the pid."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                return False
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"slurmlet" in f.read()
+    except (OSError, IndexError):
+        return True  # no /proc here: kill(0) is all we know
 
 
 def _read_pids(state: str) -> dict[str, int]:
@@ -208,6 +220,9 @@ def up(argv: list[str]) -> int:
     env["SLURMLET_KEY_FILE"] = key_file
     if url is None:
         port = args.port or _free_port()
+        if meta.get("url") and any(_alive(p) for k, p in pids.items() if k != "controller"):
+            # agents still running speak to the controller's address: it comes back there
+            port = int(meta["url"].rsplit(":", 1)[1])
         if not _port_free(port):
             print(f"slurmlet up: error: port {port} is in use (another controller?); use --port", file=sys.stderr)
             return 1

@@ -21,6 +21,7 @@ import psutil
 from . import envs
 from .env import batch_environment
 from . import launcher as launcher_mod
+from . import records as records_mod
 from .launcher import Launcher
 from .steps import StepRunner
 
@@ -42,6 +43,17 @@ def detect_gpus() -> tuple[int, str | None]:
         return 0, None
     model = names[0].replace("NVIDIA", "").split()[0] if names[0].replace("NVIDIA", "").split() else None
     return len(names), model
+
+
+#: the longest pause between attempts to reach a controller that does not answer (seconds)
+MAX_BACKOFF = 5.0
+
+
+def jittered(backoff: float) -> float:
+    """A pause of about `backoff` seconds, spread over [0.5, 1.5) of it: the agents of a cluster
+    whose controller comes back do not all call it in the same instant."""
+    import random
+    return backoff * (0.5 + random.random())
 
 
 class Agent:
@@ -67,7 +79,10 @@ class Agent:
         self.launcher = Launcher(name, spool, kill_wait)
         self.spool = spool
         self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir,
-                                self.python_env)
+                                self.python_env, self.launcher.records)
+        #: jobs and steps whose processes a predecessor of this agent left running, killed by
+        #: `recover`; reported to the controller (record name -> report) until it has them
+        self.lost: dict[str, dict] = {}
         self.cluster = cluster
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
@@ -84,6 +99,7 @@ class Agent:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        await self.recover()  # before registering: nothing of a crashed agent runs on
         main = asyncio.create_task(self._serve())
         stopper = asyncio.create_task(stop.wait())
         done, _ = await asyncio.wait({main, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -93,6 +109,41 @@ class Agent:
             await main
         await self.launcher.shutdown()
         await self.steps.shutdown()
+
+    async def recover(self) -> None:
+        """What an agent before this one (killed, crashed) left in the spool: reports it could not
+        deliver are sent again; the processes of jobs and steps it left running are killed with
+        their whole trees (SIGTERM, SIGKILL after KillWait) and the jobs reported lost, so that the
+        controller ends them NODE_FAIL (requeued when allowed) rather than runs them twice."""
+        recs = self.launcher.records.load()
+        stale: dict[str, dict] = {}
+        for name, rec in recs.items():
+            jid = rec["job_id"]
+            if rec.get("finished"):
+                if rec.get("kind") == "step":
+                    key = f"{jid}.{rec['step_id']}"
+                    self.steps.finished[key] = rec["finished"]
+                    self.steps.done[key] = time.time()
+                else:
+                    self.launcher.finished[jid] = rec["finished"]
+                    self.launcher.done_ids[(jid, int(rec.get("restarts") or 0))] = time.time()
+                continue
+            if not rec.get("lost"):
+                stale[name] = rec
+            lost = {"job_id": jid}
+            if rec.get("kind") == "step":
+                lost["step_id"] = rec["step_id"]
+                self.steps.done[f"{jid}.{rec['step_id']}"] = time.time()
+            else:
+                lost["restarts"] = int(rec.get("restarts") or 0)
+                self.launcher.done_ids[(jid, lost["restarts"])] = time.time()  # that run never again here
+            self.lost[name] = lost
+        if stale:
+            killed = await records_mod.stop(list(stale.values()), self.launcher.kill_wait)
+            for name, rec in stale.items():
+                self.launcher.records.save(name, dict(rec, lost=True))
+            log.warning("left behind by the previous agent: %s (%d processes killed)",
+                        ", ".join(sorted(stale)), killed)
 
     async def _serve(self) -> None:
         timeout = httpx.Timeout(LONG_POLL + 30.0, connect=5.0)
@@ -114,9 +165,17 @@ class Agent:
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
                 if not self.registered:
                     body["resources"] = self.resources
+                lost = dict(self.lost)
+                if lost:
+                    body["lost"] = list(lost.values())
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
                 exited = asyncio.create_task(self.launcher.exited.wait())
-                done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
+                try:
+                    done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
+                except asyncio.CancelledError:  # the agent stops: no request left behind to fail unheard
+                    sync.cancel()
+                    exited.cancel()
+                    raise
                 if sync not in done:
                     # a job ended while we waited for orders: report it now, resend the sync
                     sync.cancel()
@@ -127,21 +186,25 @@ class Agent:
                 try:
                     resp = sync.result()
                 except httpx.HTTPError as e:
-                    log.warning("controller unreachable (%s); retrying in %.1fs", e.__class__.__name__, backoff)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+                    pause = jittered(backoff)
+                    log.warning("controller unreachable (%s); retrying in %.1fs", e.__class__.__name__, pause)
+                    await asyncio.sleep(pause)
+                    backoff = min(backoff * 2, MAX_BACKOFF)
                     continue
                 if resp.status_code == 404:
                     self.registered = False  # the controller forgot us (new database): register again
                     continue
                 if resp.status_code >= 400:
                     log.error("sync refused: %s %s", resp.status_code, resp.text)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+                    await asyncio.sleep(jittered(backoff))
+                    backoff = min(backoff * 2, MAX_BACKOFF)
                     continue
                 backoff = 0.1
                 self.registered = True
                 self.launcher.ack([f["job_id"] for f in finished])
+                for name in lost:
+                    self.lost.pop(name, None)
+                    self.launcher.records.remove(name)
                 self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
                 for key in scripts_done:
                     self.scripts_done.pop(key, None)
@@ -294,11 +357,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     controller = args.controller if "://" in args.controller else f"http://{args.controller}"
+    spool = args.spool or f"/tmp/slurmlet-agent-{args.name}"
+    try:
+        spool_lock = records_mod.lock_spool(spool)
+    except (RuntimeError, OSError) as e:
+        log.error("%s", e)
+        return 1
     cfg = _fetch_config(controller)
     agent = Agent(controller=controller, name=args.name, cpus=args.cpus, memory=args.memory, gpus=args.gpus,
-                  gpu_type=args.gpu_type, addr=args.addr, spool=args.spool or f"/tmp/slurmlet-agent-{args.name}",
+                  gpu_type=args.gpu_type, addr=args.addr, spool=spool,
                   kill_wait=args.kill_wait if args.kill_wait is not None else float(cfg.get("kill_wait", 30)),
                   cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool)
+    agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     try:
         asyncio.run(agent.run())
     except KeyboardInterrupt:

@@ -2,6 +2,8 @@
 
 Each job runs in its own session (setsid), so the whole tree can be found and signalled even
 after the batch shell has exited: every process whose session id is the job's belongs to it.
+Each job started is also recorded in the spool (nodeagent/records.py) until the controller has its
+end, so that an agent started again after a crash finds and stops what this one left behind.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from nodeagent import identity
+from nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -92,6 +95,8 @@ class Launcher:
         self.done_ids: dict[tuple[int, int], float] = {}
         self.exited = asyncio.Event()
         os.makedirs(spool, exist_ok=True)
+        #: what this agent started and whose end the controller does not have yet, on disk
+        self.records = Records(spool)
 
     def running_ids(self) -> list[int]:
         return sorted(self.jobs)
@@ -102,6 +107,7 @@ class Launcher:
     def ack(self, ids: list[int]) -> None:
         for i in ids:
             self.finished.pop(i, None)
+            self.records.remove(f"job{i}")
 
     async def launch(self, order: dict, env: dict[str, str]) -> None:
         jid = order["job_id"]
@@ -135,6 +141,10 @@ class Launcher:
             stdin = identity.open_as(stdin_path, "rb", order)
         except OSError:
             stdin = open(os.devnull, "rb")
+        # on disk before the job can run: a crash at any moment leaves nothing unrecorded
+        rec = {"kind": "batch", "job_id": jid, "restarts": gen, "token": new_token(), "procs": []}
+        self.records.save(f"job{jid}", rec)
+        env = dict(env, **{TOKEN: rec["token"]})
         try:
             # $$ of the shell is the pid that then execs the script: that is SLURM_TASK_PID
             proc = await asyncio.create_subprocess_exec(
@@ -154,6 +164,7 @@ class Launcher:
                   restarts=gen, epilog=order.get("epilog"), env=env,
                   owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
         self.jobs[jid] = job
+        self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
         from .usage import Usage, watch
         job.usage, job.usage_done = Usage(), asyncio.Event()
         asyncio.create_task(watch(job.pid, job.usage, job.usage_done))
@@ -231,6 +242,9 @@ class Launcher:
         self._record(job.job_id, job.restarts, rep)
 
     def _record(self, jid: int, gen: int, rep: dict) -> None:
+        # kept until acknowledged: an agent started after a crash sends it again
+        self.records.save(f"job{jid}", {"kind": "batch", "job_id": jid, "restarts": gen, "procs": [],
+                                        "finished": rep})
         self.finished[jid] = rep
         self.done_ids[(jid, gen)] = time.time()
         if len(self.done_ids) > 10000:

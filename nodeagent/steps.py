@@ -22,6 +22,7 @@ from . import identity
 from .env import compress_counts
 from .envs import EnvError, activate
 from .launcher import session_pids, signal_session
+from .records import TOKEN, Records, new_token, proc_entry
 from .usage import Usage, watch
 
 log = logging.getLogger("slurmlet.agent")
@@ -35,6 +36,7 @@ class StepRun:
     killing: bool = False
     usage: list = field(default_factory=list)  #: nodeagent.usage.Usage of each task here
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
+    entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
 
 
 def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> dict[str, str]:
@@ -87,8 +89,10 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
 
 class StepRunner:
     def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event, code_dir=None,  # noqa: ANN001
-                 python_env=None):  # noqa: ANN001
+                 python_env=None, records: Records | None = None):  # noqa: ANN001
         self.node = node
+        #: each step's tasks here, on disk until the controller has their end (see nodeagent/records.py)
+        self.records = records
         self.python_env = python_env  #: async (deps, code dir) -> a virtual environment here
         self.code_dir = code_dir  #: async (job id, sha) -> where the run's code is unpacked here
         self.node_addr = node_addr
@@ -107,6 +111,8 @@ class StepRunner:
     def ack(self, keys: list[str]) -> None:
         for k in keys:
             self.finished.pop(k, None)
+            if self.records is not None:
+                self.records.remove(f"step{k}")
 
     async def start(self, order: dict) -> None:
         key = f"{order['job_id']}.{order['step_id']}"
@@ -123,8 +129,13 @@ class StepRunner:
                 env_error = str(e)
         io = req.get("io")
         pumps = []
+        rec = {"kind": "step", "job_id": order["job_id"], "step_id": order["step_id"], "token": new_token(),
+               "procs": run.entries}
+        if self.records is not None:  # on disk before a task can run (see nodeagent/records.py)
+            self.records.save(f"step{key}", rec)
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
+            env[TOKEN] = rec["token"]
             if code:
                 env["CODE_SOURCE_PATH"] = code
             if venv:
@@ -152,6 +163,9 @@ class StepRunner:
                 for f in set(files):
                     f.close()
             run.procs[rank] = proc
+            if self.records is not None:
+                run.entries.append(proc_entry(proc.pid))
+                self.records.save(f"step{key}", rec)
             run.usage.append(Usage())
             asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
             if not files:
@@ -232,10 +246,6 @@ class StepRunner:
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
         await asyncio.gather(*pumps, return_exceptions=True)
-        io = order["request"].get("io")
-        for rank in order["ranks"]:
-            code, sig = run.results.get(rank, [0, 0])
-            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
         self.running.pop(run.key, None)
         self.done[run.key] = time.time()
         if len(self.done) > 10000:
@@ -246,7 +256,17 @@ class StepRunner:
                  "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,
                                   "results": {str(k): v for k, v in run.results.items()}, "end_time": time.time()}
+        if self.records is not None:  # kept until acknowledged: an agent started after a crash sends it again
+            self.records.save(f"step{run.key}", {"kind": "step", "job_id": order["job_id"],
+                                                 "step_id": order["step_id"], "procs": [],
+                                                 "finished": self.finished[run.key]})
+        # the report leaves before srun hears the exits: srun's end ends the batch script, whose
+        # end must not reach the controller first (it would cancel the step still running there)
         self.wake.set()
+        io = order["request"].get("io")
+        for rank in order["ranks"]:
+            code, sig = run.results.get(rank, [0, 0])
+            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
 
     def kill(self, key: str) -> None:
         """SIGTERM every task of the step here, SIGKILL after KillWait."""

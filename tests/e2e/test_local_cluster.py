@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -47,3 +48,64 @@ def test_up_exports_then_down_stops_exactly_its_processes(tmp_path: Path):
     assert down.returncode == 0
     wait_until(lambda: not any(Path(f"/proc/{p}").exists() for p in pids.values()), 15, what="daemons to stop")
     assert not (tmp_path / ".slurmlet" / "controller").exists()
+
+
+def test_up_again_restarts_only_the_daemons_that_died(tmp_path: Path):
+    """kill -9 of an agent, then `slurmlet up` on the same state directory: that agent alone is
+    started again (the controller keeps its pid, the other agent too) and a job submitted before is
+    still known; then kill -9 of the controller: it comes back at the same address, from its
+    database, and the agents that kept running reconnect by themselves."""
+    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("SLURMLET_CONTROLLER", None)
+    state = tmp_path / "state"
+    slurmlet = str(BIN / "slurmlet")
+
+    def up() -> dict[str, str]:
+        r = subprocess.run([slurmlet, "up", "--nodes", "2", "--state-dir", str(state), "--port", "0"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=30)
+
+    def gone(pid: int) -> bool:  # dead, or a zombie its adopter has not reaped yet
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    exports = up()
+    pids = json.loads((state / "pids.json").read_text())
+    try:
+        r = cli("sbatch", "--parsable", "-H", "--wrap", "true")
+        assert r.returncode == 0, r.stderr
+        held = r.stdout.strip()
+
+        os.kill(pids["agent:node2"], signal.SIGKILL)
+        wait_until(lambda: gone(pids["agent:node2"]), 10, what="agent node2 to die")
+        assert up() == exports
+        again = json.loads((state / "pids.json").read_text())
+        assert again["controller"] == pids["controller"] and again["agent:node1"] == pids["agent:node1"]
+        assert again["agent:node2"] != pids["agent:node2"] and not gone(again["agent:node2"])
+        assert cli("sinfo", "-h", "-N", "-o", "%N %t").stdout.splitlines() == ["node1 idle", "node2 idle"]
+        assert cli("squeue", "-h", "-j", held, "-o", "%i %T %r").stdout.split() == [held, "PENDING", "JobHeldUser"]
+
+        os.kill(again["controller"], signal.SIGKILL)
+        wait_until(lambda: gone(again["controller"]), 10, what="the controller to die")
+        assert up() == exports  # the same address: the running agents find it there
+        third = json.loads((state / "pids.json").read_text())
+        assert third["controller"] != again["controller"] and not gone(third["controller"])
+        assert {k: v for k, v in third.items() if k != "controller"} == \
+            {k: v for k, v in again.items() if k != "controller"}
+        assert cli("squeue", "-h", "-j", held, "-o", "%i %T").stdout.split() == [held, "PENDING"]
+        assert cli("scontrol", "release", held).returncode == 0
+        wait_until(lambda: cli("sacct", "-n", "-X", "-P", "-o", "State", "-j", held).stdout.strip() == "COMPLETED",
+                   15, 0.1, what=f"job {held} to run")
+        pids = third
+    finally:
+        down = subprocess.run([slurmlet, "down", "--state-dir", str(state)], capture_output=True, text=True,
+                              env=env, timeout=60)
+    assert down.returncode == 0
+    wait_until(lambda: all(gone(p) for p in pids.values()), 15, what="daemons to stop")

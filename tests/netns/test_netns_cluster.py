@@ -107,9 +107,10 @@ def test_killed_node(netns_cluster) -> None:  # noqa: ANN001
         os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.xfail(strict=True, reason="a restarted agent neither adopts nor kills the processes its "
-                   "predecessor started: a killed agent's jobs run on unaccounted (issue 7)")
 def test_restarted_agent_stops_what_it_left_behind(netns_cluster) -> None:  # noqa: ANN001
+    """kill -9 of c2's agent and a new one at once (before SlurmdTimeout): the new agent finds the
+    job's processes its predecessor left running (recorded in its spool), kills them before it
+    registers, and the --no-requeue job ends NODE_FAIL."""
     c = netns_cluster
     jid = c.sbatch("-w", "c2", "--no-requeue", "--wrap", "sleep 300")
     wait_until(lambda: c.show("job", jid).get("JobState") == "RUNNING", 20, 0.1, f"job {jid} running")

@@ -1,0 +1,104 @@
+"""An agent killed with SIGKILL and started again on the same spool: it finds what its predecessor
+left running (nodeagent/records.py), kills it before it registers, and the controller ends those
+jobs NODE_FAIL, requeued when allowed: nothing runs twice at once, nothing runs unaccounted."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+#: each run appends `start RESTARTS PID` (SLURM_RESTART_COUNT, set from the first requeue on; and
+#: `overlap` first if the previous run's shell still runs),
+#: the first run then sleeps until it is killed, a later one appends `end RESTARTS`
+SCRIPT = """#!/bin/sh
+out={out}
+if [ -f {pidfile} ]; then
+  state=$(cut -d' ' -f3 /proc/$(cat {pidfile})/stat 2>/dev/null)
+  if [ -n "$state" ] && [ "$state" != Z ]; then echo overlap >> $out; fi
+fi
+n=${{SLURM_RESTART_COUNT:-0}}
+echo "start $n $$" >> $out
+if [ $n = 0 ]; then echo $$ > {pidfile}; exec sleep 300; fi
+echo "end $n" >> $out
+"""
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a killed agent's orphans are reaped by whoever adopts them)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def runs(c: Cluster, job_id: int) -> list[str]:
+    """sacct -D: JobID|State of every run of the job (allocation lines only)."""
+    r = c.run(["sacct", "-j", str(job_id), "-D", "-X", "-n", "-P", "-o", "JobID,State"])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def start_job(c: Cluster, tmp_path: Path, name: str, *args: str) -> tuple[int, int, Path]:
+    out, pidfile = tmp_path / f"{name}.out", tmp_path / f"{name}.pid"
+    jid = c.sbatch(*args, "-o", str(tmp_path / f"{name}.slurm"), script=SCRIPT.format(out=out, pidfile=pidfile))
+    c.wait_state(jid, "RUNNING")
+    pid = int(wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), 10, what=f"{name}'s pid"))
+    return jid, pid, out
+
+
+def test_restarted_agent_kills_what_it_left_behind_and_the_job_runs_again_once(fresh_cluster, tmp_path: Path):
+    c = fresh_cluster(nodes=1).start()
+    keep, keep_pid, keep_out = start_job(c, tmp_path, "keep", "--requeue")
+    lose, lose_pid, lose_out = start_job(c, tmp_path, "lose", "--no-requeue")
+    spool = c.root / "spool" / "node1" / "state"
+    assert sorted(p.name for p in spool.iterdir()) == [f"job{keep}.json", f"job{lose}.json"]
+
+    agent_pid = c.procs["agent-node1"].pid
+    c.stop_proc("agent-node1", signal.SIGKILL)  # a crash: the jobs' sessions run on
+    assert running(keep_pid) and running(lose_pid)
+    c.start_agent("node1")
+    assert c.procs["agent-node1"].pid != agent_pid
+
+    wait_until(lambda: not running(keep_pid) and not running(lose_pid), 10, what="the old runs to be killed")
+    c.wait_state(lose, "NODE_FAIL", timeout=10)
+    done = c.wait_state(keep, "COMPLETED", timeout=15)
+    assert done["restarts"] == 1, done
+    assert runs(c, keep) == [f"{keep}|NODE_FAIL", f"{keep}|COMPLETED"]
+    assert runs(c, lose) == [f"{lose}|NODE_FAIL"]
+    # two starts of the requeued job, the second after the first was gone; the other ran once
+    lines = keep_out.read_text().splitlines()
+    assert [line.split()[:2] for line in lines] == [["start", "0"], ["start", "1"], ["end", "1"]], lines
+    assert int(lines[0].split()[2]) == keep_pid
+    assert lose_out.read_text().splitlines() == [f"start 0 {lose_pid}"]
+    wait_until(lambda: c.idle_nodes() == {"node1"}, 10, what="node1 idle")
+    wait_until(lambda: not list(spool.iterdir()), 10, what="the agent's records to be removed")
+    log = (c.root / "agent-node1.log").read_text()
+    assert "left behind by the previous agent" in log and "Traceback" not in log
+
+
+def test_restarted_agent_kills_its_tasks_of_a_step(fresh_cluster, tmp_path: Path):
+    """node2 runs only a step's task of a two-node job (the batch script is on node1): its new agent
+    kills the task, reports it lost, and the job ends NODE_FAIL on both nodes."""
+    c = fresh_cluster(nodes=2).start()
+    script = (f"#!/bin/sh\nsrun -N2 sh -c 'echo $$ > {tmp_path}/task-$SLURM_NODEID.pid; exec sleep 300'\n")
+    jid = c.sbatch("-N2", "--no-requeue", "-o", str(tmp_path / "step.out"), script=script)
+    c.wait_state(jid, "RUNNING")
+    pids = {i: int(wait_until(lambda i=i: (p := tmp_path / f"task-{i}.pid").exists() and p.read_text().strip(),
+                              15, what=f"task on node {i}")) for i in (0, 1)}
+    assert c.job(jid)["batch_host"] == "node1"
+    c.stop_proc("agent-node2", signal.SIGKILL)
+    assert running(pids[1])
+    c.start_agent("node2")
+    wait_until(lambda: not running(pids[1]), 10, what="node2's task to be killed")
+    c.wait_state(jid, "NODE_FAIL", timeout=10)
+    wait_until(lambda: not running(pids[0]), 10, what="node1's task to be killed")
+    wait_until(lambda: c.idle_nodes() == {"node1", "node2"}, 10, what="both nodes idle")
+    assert runs(c, jid) == [f"{jid}|NODE_FAIL"]
+    assert not list((c.root / "spool" / "node2" / "state").iterdir())

@@ -1,0 +1,126 @@
+"""The agent's records of what it started (nodeagent/records.py) and what a restarted agent does
+with them (Agent.recover): resend undelivered reports, kill what is left running, report it lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeagent import records
+from nodeagent.agent import Agent
+from tests.conftest import wait_until
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def session():
+    """A job-like process tree in a session of its own: a shell and its child; reaped at the end."""
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 300 & wait"], start_new_session=True,
+                         env=dict(os.environ, SLURM_JOB_ID="7", SLURMLET_LAUNCH_ID="tok7"))
+    kids = wait_until(lambda: [c.pid for c in records.psutil.Process(p.pid).children()], 5, what="the child")
+    yield p, kids[0]
+    for pid in (p.pid, kids[0]):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    p.wait(5)
+
+
+def test_save_load_remove(tmp_path: Path):
+    r = records.Records(str(tmp_path))
+    r.save("job3", {"kind": "batch", "job_id": 3, "restarts": 1, "procs": []})
+    (tmp_path / "state" / "job4.json.tmp").write_text("{")  # an interrupted write
+    (tmp_path / "state" / "job5.json").write_text("not json")
+    assert r.load() == {"job3": {"kind": "batch", "job_id": 3, "restarts": 1, "procs": []}}
+    assert sorted(os.listdir(tmp_path / "state")) == ["job3.json"]
+    r.remove("job3")
+    r.remove("job3")
+    assert r.load() == {}
+
+
+def test_leftovers_need_the_same_pid_and_creation_time(session):
+    p, child = session
+    entry = records.proc_entry(p.pid)
+    assert entry["pgid"] == p.pid and entry["create_time"] is not None
+    found = {q.pid for q in records.leftovers({"job_id": 7, "procs": [entry]})}
+    assert found == {p.pid, child}
+    # the same pid with another creation time is another process (the pid was reused): left alone,
+    # and so are its session's members unless they carry the job's id
+    other = dict(entry, create_time=entry["create_time"] - 100)
+    assert {q.pid for q in records.leftovers({"job_id": 8, "procs": [other]})} == set()
+    assert {q.pid for q in records.leftovers({"job_id": 7, "procs": [other]})} == {p.pid, child}
+    assert {q.pid for q in records.leftovers({"job_id": 7, "token": "tok8", "procs": [other]})} == set()
+
+
+def test_the_token_finds_processes_whose_pids_were_never_written(session):
+    """The agent died between saving the record and starting the job (or writing its pid)."""
+    p, child = session
+    assert {q.pid for q in records.leftovers({"job_id": 7, "token": "tok7", "procs": []})} == {p.pid, child}
+    assert records.leftovers({"job_id": 7, "token": "tok9", "procs": []}) == []
+
+
+def test_stop_kills_the_whole_tree(session):
+    p, child = session
+    rec = {"job_id": 7, "procs": [records.proc_entry(p.pid)]}
+    t0 = time.monotonic()
+    assert asyncio.run(records.stop([rec], kill_wait=5)) == 2
+    assert time.monotonic() - t0 < 4  # SIGTERM was enough: no wait for KillWait
+    p.wait(5)
+    wait_until(lambda: not alive(child), 5, what="the child to die")
+
+
+def test_stop_sigkills_after_kill_wait(tmp_path: Path):
+    p = subprocess.Popen(["/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"],
+                         start_new_session=True, stdout=subprocess.PIPE)
+    assert p.stdout.readline() == b"ready\n"
+    rec = {"job_id": 1, "procs": [records.proc_entry(p.pid)]}
+    t0 = time.monotonic()
+    asyncio.run(records.stop([rec], kill_wait=0.5))
+    assert p.wait(5) == -9 and time.monotonic() - t0 >= 0.5
+
+
+def test_the_spool_lock_keeps_a_second_agent_out(tmp_path: Path):
+    fd = records.lock_spool(str(tmp_path))
+    try:
+        with pytest.raises(RuntimeError, match="another agent"):
+            records.lock_spool(str(tmp_path), wait=0.2)
+    finally:
+        os.close(fd)
+    os.close(records.lock_spool(str(tmp_path), wait=0.2))
+
+
+def test_recover(tmp_path: Path, session):
+    """A report the controller never acknowledged is sent again; a job and a step left running are
+    killed and reported lost; a record already marked lost is reported again without killing."""
+    p, child = session
+    r = records.Records(str(tmp_path))
+    done = {"job_id": 1, "exit_code": 0, "signal": 0, "end_time": 1.0, "restarts": 0}
+    r.save("job1", {"kind": "batch", "job_id": 1, "restarts": 0, "procs": [], "finished": done})
+    r.save("job7", {"kind": "batch", "job_id": 7, "restarts": 2, "procs": [records.proc_entry(p.pid)]})
+    r.save("step9.0", {"kind": "step", "job_id": 9, "step_id": 0, "procs": []})
+    r.save("job4", {"kind": "batch", "job_id": 4, "restarts": 0, "procs": [], "lost": True})
+    agent = Agent(controller="http://127.0.0.1:9", name="n1", cpus=1, memory=100, gpus=0, gpu_type=None,
+                  addr=None, spool=str(tmp_path), kill_wait=2)
+    asyncio.run(agent.recover())
+    assert agent.launcher.unacked() == [done] and (1, 0) in agent.launcher.done_ids
+    assert agent.lost == {"job7": {"job_id": 7, "restarts": 2}, "step9.0": {"job_id": 9, "step_id": 0},
+                          "job4": {"job_id": 4, "restarts": 0}}
+    p.wait(5)
+    wait_until(lambda: not alive(child), 5, what="the child to die")
+    assert json.loads((tmp_path / "state" / "job7.json").read_text())["lost"] is True
+    agent.launcher.ack([1])
+    assert sorted(os.listdir(tmp_path / "state")) == ["job4.json", "job7.json", "step9.0.json"]
