@@ -15,7 +15,8 @@ pytestmark = pytest.mark.e2e
 
 #: each run appends `start RESTARTS PID` (SLURM_RESTART_COUNT, set from the first requeue on; and
 #: `overlap` first if the previous run's shell still runs),
-#: the first run then sleeps until it is killed, a later one appends `end RESTARTS`
+#: the first run saves a checkpoint (step 3) and sleeps until it is killed, a later one resumes from
+#: the checkpoint (`resumed at step 3`) and appends `end RESTARTS`
 SCRIPT = """#!/bin/sh
 out={out}
 if [ -f {pidfile} ]; then
@@ -24,7 +25,8 @@ if [ -f {pidfile} ]; then
 fi
 n=${{SLURM_RESTART_COUNT:-0}}
 echo "start $n $$" >> $out
-if [ $n = 0 ]; then echo $$ > {pidfile}; exec sleep 300; fi
+if [ $n = 0 ]; then echo 3 > {pidfile}.ckpt; echo $$ > {pidfile}; exec sleep 300; fi
+echo "resumed at step $(cat {pidfile}.ckpt)" >> $out
 echo "end $n" >> $out
 """
 
@@ -74,7 +76,9 @@ def test_restarted_agent_kills_what_it_left_behind_and_the_job_runs_again_once(f
     assert runs(c, lose) == [f"{lose}|NODE_FAIL"]
     # two starts of the requeued job, the second after the first was gone; the other ran once
     lines = keep_out.read_text().splitlines()
-    assert [line.split()[:2] for line in lines] == [["start", "0"], ["start", "1"], ["end", "1"]], lines
+    assert [line.split()[:2] for line in lines] == [["start", "0"], ["start", "1"], ["resumed", "at"],
+                                                     ["end", "1"]], lines
+    assert lines[2] == "resumed at step 3"  # the second run resumed from the first one's checkpoint
     assert int(lines[0].split()[2]) == keep_pid
     assert lose_out.read_text().splitlines() == [f"start 0 {lose_pid}"]
     wait_until(lambda: c.idle_nodes() == {"node1"}, 10, what="node1 idle")
