@@ -711,7 +711,7 @@ def create_app(settings: Settings) -> FastAPI:
                 if c.node_waits.get(name) is superseded:
                     del c.node_waits[name]
             if superseded.is_set():
-                return _json({"orders": []})
+                return _json({"orders": [], "superseded": True})
             if ev.is_set():
                 orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
                                                   "steps_running": body.steps_running}, c.clock())

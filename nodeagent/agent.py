@@ -208,8 +208,14 @@ class Agent:
                 self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
                 for key in scripts_done:
                     self.scripts_done.pop(key, None)
-                for order in resp.json()["orders"]:
+                doc = resp.json()
+                for order in doc["orders"]:
                     await self.apply(order)
+                if doc.get("superseded"):
+                    # our poll was ended by another sync for this node that we did not send: a second
+                    # agent runs under this name. Say so, and do not race it for the controller's time.
+                    log.error("another agent syncs as node %s: give each agent its own --name", self.name)
+                    await asyncio.sleep(jittered(MAX_BACKOFF))
 
     async def code_dir(self, job_id: int, sha: str) -> str:
         """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`)."""

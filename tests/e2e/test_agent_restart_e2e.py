@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cluster, wait_until
+from tests.conftest import BIN, Cluster, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -106,3 +106,17 @@ def test_restarted_agent_kills_its_tasks_of_a_step(fresh_cluster, tmp_path: Path
     wait_until(lambda: c.idle_nodes() == {"node1", "node2"}, 10, what="both nodes idle")
     assert runs(c, jid) == [f"{jid}|NODE_FAIL"]
     assert not list((c.root / "spool" / "node2" / "state").iterdir())
+
+
+def test_a_second_agent_under_the_same_name_is_reported(fresh_cluster, tmp_path: Path):
+    """Two agents syncing as one node end each other's long-polls: each says so in its log and
+    backs off instead of racing the other for the controller, and jobs still run."""
+    c = fresh_cluster(nodes=1).start()
+    c._spawn("agent-twin", [str(BIN / "slurmlet"), "agent", "--controller", c.url, "--name", "node1",
+                            "--spool", str(tmp_path / "twin-spool")])
+    said = "another agent syncs as node node1: give each agent its own --name"
+    logs = (c.root / "agent-node1.log", c.root / "agent-twin.log")
+    wait_until(lambda: any(said in p.read_text() for p in logs if p.exists()), 20, 0.1, "the twin noticed")
+    c.stop_proc("agent-twin", signal.SIGKILL)
+    jid = c.sbatch("--wrap", "true")
+    c.wait_state(jid, "COMPLETED", timeout=30)

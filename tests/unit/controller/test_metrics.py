@@ -360,7 +360,7 @@ def _one_poll_per_node(client: TestClient) -> None:
     for t in threads:
         t.join(10)
         assert not t.is_alive()
-    assert answers == [{"orders": []}] * 5
+    assert answers == [{"orders": [], "superseded": True}] * 5
     assert polls() == 0
 
 
