@@ -112,8 +112,16 @@ def script_directory():  # noqa: ANN201 - alembic.script.ScriptDirectory
     return ScriptDirectory.from_config(alembic_config())
 
 
+def _quiet(record: logging.LogRecord) -> bool:
+    """Alembic's migration log without its notes on the database driver: only the upgrades run."""
+    return record.getMessage().startswith("Running ")
+
+
 def _upgrade(conn: Connection, start: str | None, target: str = HEAD) -> None:
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # not the operator's concern
+    migration_log = logging.getLogger("alembic.runtime.migration")
+    if _quiet not in migration_log.filters:  # its "Context impl ..." lines: not the operator's concern either
+        migration_log.addFilter(_quiet)
     from alembic import command
     from alembic.util import CommandError
     script = script_directory()
