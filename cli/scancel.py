@@ -41,6 +41,7 @@ def main(argv: list[str]) -> int:
         return res
     o, pos = res
     verbose = "verbose" in o
+    quiet = "quiet" in o
     ids: list[int] = []
     tasks: list[str] = []
     for tok in common.split_list(pos):
@@ -83,9 +84,23 @@ def main(argv: list[str]) -> int:
         for jid in ids:
             print(f"scancel: Terminating job {jid}", file=sys.stderr)
     res = http.request("POST", "/api/v1/jobs/cancel", body)
+    rc = 0
     for r in res["results"]:
-        if not r["ok"] and verbose:
+        if r["ok"]:
+            if verbose and r["job_id"] not in ids:
+                print(f"scancel: Terminating job {r['job_id']}", file=sys.stderr)
+            continue
+        gone = r["error"] in _GONE
+        if (verbose or not gone or sig is not None) and not (gone and quiet):  # a plain cancel of a job
+            # that is gone is no error (nor any gone job with -Q)
             print(f"scancel: error: Kill job error on job id {r['job_id']}: {r['error']}", file=sys.stderr)
-        elif r["ok"] and verbose and r["job_id"] not in ids:
-            print(f"scancel: Terminating job {r['job_id']}", file=sys.stderr)
-    return 0
+        if not (gone and sig is None):
+            # scancel exits with the largest Slurm error number (mod 256): 2002 (access denied) is 210
+            rc = max(rc, _EXIT.get(r["error"], 1))
+    return rc
+
+
+#: the errors of a job that no longer runs (Slurm's ESLURM_INVALID_JOB_ID and ESLURM_ALREADY_DONE)
+_GONE = ("Invalid job id specified", "Job/step already completing or completed")
+#: scancel's exit status for an error: Slurm's error number, as exit() truncates it
+_EXIT = {"Access/permission denied": 2002 % 256}

@@ -107,8 +107,11 @@ def job_action(cmd: str, args: list[str]) -> int:
         print("Invalid job id specified", file=sys.stderr)
         return 1
     if cmd == "release" and len(ids) > 1:
-        http.request("POST", "/api/v1/jobs/release", {"ids": ids})
-        return 0
+        try:
+            http.request("POST", "/api/v1/jobs/release", {"ids": ids})
+            return 0
+        except http.ControllerError:
+            pass  # one of them cannot be released: job by job, to say which and why
     rc = 0
     for jid in ids:
         try:
@@ -120,8 +123,14 @@ def job_action(cmd: str, args: list[str]) -> int:
                 http.request("POST", f"/api/v1/jobs/{jid}/requeue?hold={'true' if cmd == 'requeuehold' else 'false'}")
         except http.ControllerError as e:
             print(f"{e.error} for job {jid}", file=sys.stderr)
+            if cmd in ("hold", "uhold", "release"):  # scontrol's hold and release go through slurm_suspend
+                print(f"slurm_suspend error: {e.error}", file=sys.stderr)
             rc = 1
     return rc
+
+
+#: node states `scontrol update nodename=... state=` takes here
+_NODE_STATES = ("RESUME", "IDLE", "UP", "DRAIN", "DOWN")
 
 
 def update(args: list[str]) -> int:
@@ -133,6 +142,11 @@ def update(args: list[str]) -> int:
         k, v = a.split("=", 1)
         kv[k.lower()] = v
     if "nodename" in kv:
+        if kv.get("state", "").upper() not in _NODE_STATES:
+            print(f"Invalid input: state={kv.get('state', '')}\nRequest aborted\nValid states are: NoResp DRAIN "
+                  "FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN\nNot all states are valid given a node's prior "
+                  "state", file=sys.stderr)
+            return 1
         body = {"state": kv.get("state", ""), "reason": kv.get("reason")}
         rc = 0
         from cli.fmt import expand_hostlist
@@ -140,7 +154,9 @@ def update(args: list[str]) -> int:
             try:
                 http.request("POST", f"/api/v1/nodes/{name}/update", body)
             except http.ControllerError as e:
-                print(e.error, file=sys.stderr)
+                # what scontrol checks itself it says plainly; the controller's refusals with slurm_update's prefix
+                print(e.error if e.error.startswith("You must specify a reason") else f"slurm_update error: {e.error}",
+                      file=sys.stderr)
                 rc = 1
         return rc
     jid_s = kv.pop("jobid", None) or kv.pop("job", None)

@@ -321,14 +321,15 @@ def create_app(settings: Settings) -> FastAPI:
     def caller(request: Request) -> auth.Caller:
         return request.state.caller
 
-    def own_job(request: Request, job_id: int) -> None:
-        """403 unless the caller may act on this job (its owner, an operator or an administrator)."""
+    def own_job(request: Request, job_id: int, denied: type[DomainError] = auth.Forbidden) -> None:
+        """403 unless the caller may act on this job (its owner, an operator or an administrator);
+        `denied` is the error Slurm gives for the action (InvalidUser for updates, holds, releases)."""
         who = caller(request)
         if who.level >= 1:
             return
         row = ctl().store.get_row(job_id)
         if not who.owns(row.uid, row.user):
-            raise auth.Forbidden()
+            raise denied()
 
     def as_caller(request: Request, data: dict) -> None:
         """A submission runs as its caller: only administrators (root) may name another user."""
@@ -570,7 +571,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.post("/api/v1/jobs/{job_id}/hold")
     async def hold(job_id: JobId, request: Request, who: str = "user"):  # noqa: ANN202
-        own_job(request, job_id)
+        own_job(request, job_id, auth.InvalidUser)
         if who == "admin" and caller(request).level < 1:
             who = "user"  # scontrol hold by a user is a user hold, as in Slurm
         ctl().store.hold(job_id, "admin" if who == "admin" else "user")
@@ -579,7 +580,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/api/v1/jobs/{job_id}/release")
     async def release(job_id: JobId, request: Request):  # noqa: ANN202
         c = ctl()
-        own_job(request, job_id)
+        own_job(request, job_id, auth.InvalidUser)
         if c.store.get_row(job_id).held == "admin":  # an administrator's hold is theirs to lift
             auth.require(caller(request), 1)
         c.store.release(job_id, c.clock())
@@ -591,7 +592,7 @@ def create_app(settings: Settings) -> FastAPI:
         c = ctl()
         if caller(request).level < 1:  # a user releases their own jobs only, and only their own holds
             for jid in body.ids or []:
-                own_job(request, jid)
+                own_job(request, jid, auth.InvalidUser)
                 if c.store.get_row(jid).held == "admin":
                     raise auth.Forbidden()
             if not body.ids:
@@ -611,7 +612,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.patch("/api/v1/jobs/{job_id}")
     async def update_job(job_id: JobId, body: JobUpdate, request: Request):  # noqa: ANN202
         c = ctl()
-        own_job(request, job_id)
+        own_job(request, job_id, auth.InvalidUser)
         changes = body.model_dump(exclude_unset=True)
         if set(changes) & {"site_factor", "priority"}:  # what only operators may set
             auth.require(caller(request), 1)
@@ -662,7 +663,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.post("/api/v1/nodes/{name}/update")
     async def node_update(name: str, body: NodeUpdate, request: Request):  # noqa: ANN202
-        auth.require(caller(request), 1)
+        auth.require(caller(request), 1, auth.InvalidUser)  # slurmctld: "Security violation" -> Invalid user id
         c = ctl()
         state = body.state.upper()
         mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
@@ -740,7 +741,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/api/v1/reconfigure")
     async def reconfigure(request: Request):  # noqa: ANN202
         """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
-        auth.require(caller(request), 2)
+        auth.require(caller(request), 2, auth.InvalidUser)
         warnings = ctl().reconfigure()
         for w in warnings:
             log.warning("reconfigure: %s (ignored)", w)

@@ -38,6 +38,14 @@ class Forbidden(DomainError):
     status = 403
 
 
+class InvalidUser(DomainError):
+    """Invalid user id"""
+
+    #: Slurm's ESLURM_USER_ID_MISSING: what slurmctld answers a user who updates (holds, releases)
+    #: someone else's job, or who is not an operator and updates a node or reconfigures
+    status = 403
+
+
 @dataclass(frozen=True)
 class Caller:
     uid: int | None  #: None: unknown (no key configured, or no credential on a read)
@@ -122,9 +130,10 @@ def authenticate(key: bytes | None, headers, now: float, level_of) -> Caller | N
     return None
 
 
-def require(caller: Caller, level: int, what: str = "") -> None:
+def require(caller: Caller, level: int, denied: type[DomainError] = Forbidden) -> None:
+    """Refuse (`denied`, 403) a caller below `level` (1 operator, 2 administrator)."""
     if caller.level < level:
-        raise Forbidden()
+        raise denied()
 
 
 def may_act_on(caller: Caller, uid: int | None, user: str | None) -> bool:

@@ -209,3 +209,54 @@ def test_every_mutating_endpoint_refuses_a_caller_without_credentials(sec: Clust
         r = httpx.request(method, c.url + url, json={}, timeout=10)
         assert r.status_code == 401, (method, path, r.status_code, r.text)
     assert snapshot() == before
+
+
+# what a real 22.05 prints when a user acts on root's job (tests/data/slurm-2205-permissions.md)
+CAPTURED = (Path(__file__).resolve().parents[1] / "data" / "slurm-2205-permissions.md").read_text()
+
+
+def captured(cmd: str) -> tuple[str, int]:
+    """The stderr and exit code recorded for `nobody$ CMD` (job 2 there)."""
+    block = CAPTURED.split(f"nobody$ {cmd}\n", 1)[1]
+    err, rest = block.split("```\nexit code: ", 1)
+    return err, int(rest.split("\n", 1)[0])
+
+
+@pytest.fixture
+def alice_signer(sec: Cluster):
+    """A credential service that signs for alice (uid 1000): what `slurmlet credd` gives alice's
+    processes, so the CLI can run as her here without a second Unix account."""
+    import socketserver
+    import threading
+    k = key(sec)
+    d = Path(tempfile.mkdtemp(prefix="slurmlet-alice-"))
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(cred.sign(k, 1000, "alice").encode() + b"\n")
+
+    srv = socketserver.ThreadingUnixStreamServer(str(d / "cred.sock"), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield {"SLURMLET_KEY_FILE": "/nonexistent", "SLURMLET_CRED_SOCKET": str(d / "cred.sock")}
+    srv.shutdown()
+    srv.server_close()
+    shutil.rmtree(d)
+
+
+@pytest.mark.parametrize("cmd", ["scancel 2", "scancel -v 2", "scontrol hold 2", "scontrol release 2",
+                                 "scontrol requeue 2", "scontrol update jobid=2 timelimit=5",
+                                 "scontrol update nodename=node1 state=drain reason=x", "scontrol reconfigure"])
+def test_commands_on_another_users_job_say_what_slurm_says(sec: Cluster, alice_signer: dict, cmd: str):
+    c = sec
+    jid = c.sbatch("--wrap", "sleep 60")  # root's
+    try:
+        argv = cmd.replace(" 2", f" {jid}").replace("=2 ", f"={jid} ").split()
+        r = c.run(argv, env=alice_signer)
+        err, code = captured(cmd)
+        assert (r.stderr, r.returncode, r.stdout) == (err.replace(" 2", f" {jid}").replace(" 2:", f" {jid}:"), code, "")
+        job = c.job(jid)  # untouched
+        assert job["state"] in ("PENDING", "RUNNING") and (job["held"], job["time_limit"]) == (None, None)
+        node = {n["name"]: n for n in c.api("GET", "/api/v1/nodes")["nodes"]}["node1"]
+        assert "DRAIN" not in node["state"].upper()
+    finally:
+        c.run(["scancel", str(jid)])
