@@ -246,12 +246,34 @@ _NOTHING = {"add": " Nothing new added.", "modify": " Nothing modified", "delete
 _STDOUT_ERRORS = (" Unknown option", " Can't modify")
 
 
+#: how sacctmgr names what it could not add
+_ADDED = {"account": "accounts", "user": "users", "qos": "QOS", "cluster": "clusters", "association": "associations"}
+
+
+def _refused(entity: str, action: str, path: str, body: dict, flags: set[str], error: str) -> int:
+    """A user who is no administrator: an add still shows what it would have added (sacctmgr
+    prints that before it asks the database), then the refusal; a modify or delete only the refusal."""
+    if action == "add":
+        try:
+            report = http.request("POST", path, dict(body, commit=False))["done"]
+        except http.ControllerError:
+            report = []
+        if "Q" not in flags:
+            sys.stdout.write("".join(line + "\n" for line in report))
+        print(f" Problem adding {_ADDED.get(entity, entity)}: {error}", file=sys.stderr)
+    else:
+        print(f" Error with request: {error}", file=sys.stderr)
+    return 1
+
+
 def _change(entity: str, action: str, body: dict, flags: set[str]) -> int:
     path = f"/api/v1/accounting/{entity}/{action}"
     immediate = "i" in flags
     try:
         report = http.request("POST", path, dict(body, commit=immediate))["done"]
     except http.ControllerError as e:
+        if e.status == 403:
+            return _refused(entity, action, path, body, flags, e.error)
         text = e.error
         lines_ = text.splitlines()
         # "You gave a bad qos" comes on stderr before an "Unknown option" on stdout

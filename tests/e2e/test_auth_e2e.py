@@ -260,3 +260,15 @@ def test_commands_on_another_users_job_say_what_slurm_says(sec: Cluster, alice_s
         assert "DRAIN" not in node["state"].upper()
     finally:
         c.run(["scancel", str(jid)])
+
+
+def test_sacctmgr_add_by_a_user_shows_the_change_and_the_refusal(sec: Cluster, alice_signer: dict):
+    block = CAPTURED.split("nobody$ sacctmgr -i add account xx\n", 1)[1].split("```", 1)[0]
+    refusal, listing = block.split("\n", 1)
+    r = sec.run(["sacctmgr", "-i", "add", "account", "xx"], env=alice_signer)
+    cluster = sec.api("GET", "/api/v1/config")["cluster_name"]
+    assert (r.returncode, r.stderr) == (1, refusal + "\n")
+    assert r.stdout == listing.replace("C = anchor    ", f"C = {cluster:<10}")
+    assert "xx" not in [a["account"] for a in sec.api("GET", "/api/v1/accounting/accounts")["accounts"]]
+    r = sec.run(["sacctmgr", "-i", "delete", "account", "root"], env=alice_signer)
+    assert (r.returncode, r.stderr, r.stdout) == (1, " Error with request: Access/permission denied\n", "")
