@@ -62,7 +62,7 @@ class ClusterConfig:
     def_mem_per_cpu: int | None = None
     job_requeue: bool = True
     max_array_size: int = 1001
-    requeue_delay: int = 120  # seconds a requeued job waits (Slurm's fixed BeginTime delay)
+    requeue_delay: int = 121  # seconds a requeued job waits: a real slurmctld sets BeginTime to now + cred_expire (120) + 1
     preempt_mode: str = "OFF"
     scheduler_type: str = "sched/backfill"
     raw: dict[str, str] = field(default_factory=dict)

@@ -92,3 +92,9 @@ def test_scheduler_and_preemption_settings():
 def test_bad_scheduler_settings_name_the_key(line, key):
     with pytest.raises(ConfigError, match=key):
         parse_slurm_conf(line + "\n")
+
+
+def test_a_requeued_job_waits_what_slurmctld_makes_it_wait():
+    """A real 22.05 sets a requeued job's BeginTime to now + cred_expire (120 s) + 1: the captures
+    in tests/data show EligibleTime 121 s after the requeue."""
+    assert parse_slurm_conf("NodeName=n1 CPUs=1\nPartitionName=p Nodes=ALL\n").requeue_delay == 121
