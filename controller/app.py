@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import json
 import logging
 import math
 import time
@@ -347,16 +349,18 @@ def create_app(settings: Settings) -> FastAPI:
         data = body.model_dump()
         as_caller(request, data)
         key = _idempotency_key(request)
+        digest = None
         if key is not None and not data.get("test_only"):
             # a retry of a submission that was made (its answer lost): the same job, not a second one
-            known = c.store.job_for_key(data["user"], key)
+            digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+            known = c.store.job_for_key(data["user"], key, digest)
             if known is not None:
                 return JSONResponse(status_code=201, content={"job_id": known},
                                     headers={"Idempotent-Replayed": "true"})
         data = validate_submit(data, c.config, c.store.capacity_rows())
         if data.get("test_only"):
             return JSONResponse(status_code=200, content=_test_only(c, data))
-        job_id = c.store.submit(data, c.clock(), key=key)
+        job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
         if wakes_scheduler(data):
             c.wake.set()
         return _json_status({"job_id": job_id}, 201)  # plain JSON: no response-model encoding

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any, Iterable
 
 import hostlist
-from sqlalchemy import Engine, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from cli.opts import default_output, expand_pattern, parse_array
@@ -124,12 +124,25 @@ class JobStore:
         self._usage_at = None
 
     # ---------------------------------------------------------------- jobs: intake
-    def job_for_key(self, user: str, key: str) -> int | None:
-        """The job a submission with this idempotency key made (None: none did)."""
+    def job_for_key(self, user: str, key: str, digest: str | None = None) -> int | None:
+        """The job a submission with this idempotency key made (None: none did). With the
+        `digest` of the request, a key that came with another request is refused: a client that
+        reuses a key for a different job must not be told that job was made."""
         with self.engine.connect() as c:
-            return c.execute(select(KEYS.c.job_id).where(KEYS.c.user == user, KEYS.c.key == key)).scalar()
+            r = c.execute(select(KEYS.c.job_id, KEYS.c.digest).where(KEYS.c.user == user, KEYS.c.key == key)).first()
+        if r is None:
+            return None
+        if digest is not None and r.digest is not None and r.digest != digest:
+            raise InvalidRequest("Idempotency-Key: already used for a different request")
+        return r.job_id
 
-    def submit(self, body: dict, now: float, *, key: str | None = None) -> int:
+    def purge_keys(self, before: float) -> int:
+        """Forget idempotency keys stored before `before` (a retry comes within seconds; a day is
+        plenty): how many went."""
+        with self.engine.begin() as c:
+            return c.execute(delete(KEYS).where(KEYS.c.created < before)).rowcount
+
+    def submit(self, body: dict, now: float, *, key: str | None = None, digest: str | None = None) -> int:
         """A new job (the first task's id for an array). With an idempotency `key` (per user), the
         key is stored in the job's own transaction, so a job exists with its key or not at all; if a
         job already has the key (the caller looks first, `job_for_key`: this is the race of two
@@ -137,17 +150,17 @@ class JobStore:
         if key is None:
             return self._submit(body, now, None)
         try:
-            return self._submit(body, now, key)
+            return self._submit(body, now, key, digest)
         except IntegrityError:  # the same key at the same moment: the other one made the job
-            known = self.job_for_key(body["user"], key)
+            known = self.job_for_key(body["user"], key, digest)
             if known is None:
                 raise
             return known
 
-    def _submit(self, body: dict, now: float, key: str | None) -> int:
+    def _submit(self, body: dict, now: float, key: str | None, digest: str | None = None) -> int:
         row, spec, _ = self._prepare(body, now)
         with self.engine.begin() as c:
-            return self._insert(c, body.get("array"), row, spec, key)
+            return self._insert(c, body.get("array"), row, spec, key, digest)
 
     def submit_many(self, bodies: list[dict], now: float) -> list[int]:
         """Many jobs at once (POST /api/v1/jobs/batch): all admitted, then all written in one
@@ -211,17 +224,20 @@ class JobStore:
         )
         return row, spec, n_jobs
 
-    def _insert(self, c: Any, array: str | None, row: dict, spec: dict, key: str | None) -> int:
+    def _insert(self, c: Any, array: str | None, row: dict, spec: dict, key: str | None,
+                digest: str | None = None) -> int:
         """Write one prepared job (an array's tasks) in the transaction `c`; its id."""
         if array:
-            return self._submit_array(c, array, row, spec, key)
+            return self._submit_array(c, array, row, spec, key, digest)
         # parameters, not .values(): the compiled statement is cached across submissions
         job_id = int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
         if key is not None:
-            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": job_id, "created": row["submit_time"]})
+            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": job_id, "created": row["submit_time"],
+                                    "digest": digest})
         return job_id
 
-    def _submit_array(self, c: Any, array: str, row: dict, spec: dict, key: str | None = None) -> int:
+    def _submit_array(self, c: Any, array: str, row: dict, spec: dict, key: str | None = None,
+                      digest: str | None = None) -> int:
         """One row per task, in index order; the first one's id is the array's job id.
 
         (Slurm gives a task its own id only when it starts, the last one keeping the array's id;
@@ -237,7 +253,8 @@ class JobStore:
         if len(tasks) > 1:
             c.execute(_INSERT_JOB, [dict(row, array_job_id=first, array_task_id=t) for t in tasks[1:]])
         if key is not None:
-            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": first, "created": row["submit_time"]})
+            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": first, "created": row["submit_time"],
+                                    "digest": digest})
         return first
 
     def _check_dependency(self, spec: str) -> str:

@@ -187,6 +187,7 @@ submit_keys = Table(
     Column("key", String(255), primary_key=True),
     Column("job_id", Integer, nullable=False),
     Column("created", Float, nullable=False),
+    Column("digest", String(64)),  #: sha256 of the request: a key reused for another request is refused
 )
 
 # ---------------------------------------------------------------- accounting (sacctmgr)

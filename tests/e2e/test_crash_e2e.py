@@ -150,17 +150,21 @@ def test_controller_killed_during_submissions(fresh_cluster, tmp_path: Path, db_
 
 
 def test_idempotency_key(fresh_cluster):
-    """The same key again: the same job; another user's same key: a job of its own; a malformed key:
-    400; --test-only: nothing made, nothing kept."""
+    """The same key and request again: the same job; the key with another request: 400; another
+    user's same key: a job of its own; a malformed key: 400; --test-only: nothing made, nothing kept."""
     c = fresh_cluster(nodes=1).start()
     s = Submitter(c)
     body = dict(s.body, comment="k")
     with httpx.Client(base_url=c.url, timeout=10) as h:
         first = s.post(h, body, "key-1")
-        again = s.post(h, dict(body, comment="other"), "key-1")
+        again = s.post(h, body, "key-1")
         assert first.status_code == again.status_code == 201
         assert again.json() == first.json() and again.headers.get("idempotent-replayed") == "true"
         assert first.headers.get("idempotent-replayed") is None
+        # the key with another request: refused, not answered with the first request's job
+        other = s.post(h, dict(body, comment="other"), "key-1")
+        assert other.status_code == 400, other.text
+        assert other.json()["detail"]["error"] == "Idempotency-Key: already used for a different request"
         bob = s.post(h, dict(body, user="bob", uid=4242), "key-1", user="root")
         assert bob.status_code == 201 and bob.json() != first.json(), bob.text
         assert s.post(h, body, "x" * 256).status_code == 400

@@ -9,6 +9,7 @@ import pytest
 
 from controller.config import parse_slurm_conf
 from controller.core.plan import plan
+from controller.errors import InvalidRequest
 from controller.store.jobs import JobStore
 from nodeagent.env import batch_environment
 from tests.store.conftest import store_fixture
@@ -113,3 +114,14 @@ def test_submissions_by_idempotency_key(store: JobStore):
     assert len({first, other, array}) == 3 and store.job_for_key("alice", "k2") == array
     assert store.submit(body(array="0-3"), 3.0, key="k2") == array
     assert store.max_job_id() == array + 3  # no task made twice
+
+
+def test_a_key_is_for_one_request_and_for_a_day(store: JobStore):
+    first = store.submit(body(comment="a"), 1.0, key="k1", digest="d1")
+    assert store.job_for_key("alice", "k1", "d1") == first
+    with pytest.raises(InvalidRequest, match="already used for a different request"):
+        store.job_for_key("alice", "k1", "d2")
+    store.submit(body(comment="b"), 50_000.0, key="k2", digest="d3")
+    assert store.purge_keys(before=10_000.0) == 1  # k1 is older: forgotten, k2 kept
+    assert store.job_for_key("alice", "k1", "d2") is None and store.job_for_key("alice", "k2") is not None
+    assert store.submit(body(comment="again"), 60_000.0, key="k1", digest="d2") != first

@@ -1,4 +1,4 @@
-"""Submissions by idempotency key: table submit_keys
+"""Submissions by idempotency key: table submit_keys (with the digest of the request)
 
 Revision ID: 0012
 Revises: 0011
@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("key", sa.String(255), primary_key=True),
         sa.Column("job_id", sa.Integer(), nullable=False),
         sa.Column("created", sa.Float(), nullable=False),
+        sa.Column("digest", sa.String(64)),
     )
 
 
