@@ -69,7 +69,21 @@ def _step(req: dict) -> int:
         io.cancelled = True
     signal.signal(signal.SIGINT, interrupted)
     signal.signal(signal.SIGTERM, interrupted)
-    io.run(lambda: http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING")
+    def step_over() -> bool:
+        return http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING"
+    io.run(step_over)
+    if not io.cancelled:
+        # every task has exited; before the batch script goes on (and perhaps ends the job, which
+        # cancels the steps still running) the controller must have each node's report of the step
+        import time
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                if step_over():
+                    break
+            except (http.Unreachable, http.ControllerError):
+                break
+            time.sleep(0.02)
     worst = 0
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
