@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
             body["code"] = http.request("POST", "/api/v1/code", {"data": pack(root)}, timeout=300)["id"]
         except OSError as e:
             return _fail(f"code_source.root_path: cannot pack {root}: {e.strerror or e}")
-    run_id = http.request("POST", "/api/v1/runs", body)["job_id"]
+    run_id = http.submit_once("/api/v1/runs", body)["job_id"]  # a retry after a lost answer: the same run
     print(run_id)
     sys.stdout.flush()
     return _watch(run_id) if args.watch else 0

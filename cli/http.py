@@ -118,3 +118,16 @@ def _dechunk(data: bytes) -> bytes:
             return b"".join(out)
         out.append(data[j + 2:j + 2 + size])
         i = j + 2 + size + 2
+
+
+def submit_once(path: str, body: object) -> dict:
+    """POST a submission with an idempotency key of this invocation's own, and try once more if the
+    connection failed: if the first attempt did reach the controller (its answer was lost), the
+    controller answers the retry with that job rather than making a second one."""
+    headers = {"Idempotency-Key": os.urandom(16).hex()}
+    try:
+        return request("POST", path, body, headers=headers)
+    except Unreachable:
+        import time
+        time.sleep(1.0)
+    return request("POST", path, body, headers=headers)

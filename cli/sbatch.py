@@ -73,17 +73,7 @@ def main(argv: list[str]) -> int:
 
 
 def submit(body: dict) -> int:
-    """POST the job with an idempotency key of this invocation's own, and try once more if the
-    connection failed: if the first attempt did reach the controller (its answer was lost), the
-    controller answers the retry with that job rather than making a second one."""
-    key = os.urandom(16).hex()
-    headers = {"Idempotency-Key": key}
-    try:
-        return http.request("POST", "/api/v1/jobs", body, headers=headers)["job_id"]
-    except http.Unreachable:
-        import time
-        time.sleep(1.0)
-    return http.request("POST", "/api/v1/jobs", body, headers=headers)["job_id"]
+    return http.submit_once("/api/v1/jobs", body)["job_id"]
 
 
 def _read_stdin() -> str:

@@ -348,15 +348,9 @@ def create_app(settings: Settings) -> FastAPI:
         limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
         data = body.model_dump()
         as_caller(request, data)
-        key = _idempotency_key(request)
-        digest = None
-        if key is not None and not data.get("test_only"):
-            # a retry of a submission that was made (its answer lost): the same job, not a second one
-            digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
-            known = c.store.job_for_key(data["user"], key, digest)
-            if known is not None:
-                return JSONResponse(status_code=201, content={"job_id": known},
-                                    headers={"Idempotent-Replayed": "true"})
+        key, digest, replay = (None, None, None) if data.get("test_only") else _replayed(request, data, 201)
+        if replay is not None:
+            return replay
         data = validate_submit(data, c.config, c.store.capacity_rows())
         if data.get("test_only"):
             return JSONResponse(status_code=200, content=_test_only(c, data))
@@ -390,6 +384,19 @@ def create_app(settings: Settings) -> FastAPI:
         if any(wakes_scheduler(d) for d in datas):
             c.wake.set()
         return _json_status({"job_ids": ids}, 201)
+
+    def _replayed(request: Request, data: dict, status: int) -> tuple[str | None, str | None, JSONResponse | None]:
+        """The request's Idempotency-Key, the digest of its job, and, when the key already made
+        that job (a retry whose first answer was lost), the answer to give: the same job again."""
+        key = _idempotency_key(request)
+        if key is None:
+            return None, None, None
+        digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        known = ctl().store.job_for_key(data["user"], key, digest)
+        if known is None:
+            return key, digest, None
+        return key, digest, JSONResponse(status_code=status, content={"job_id": known},
+                                         headers={"Idempotent-Replayed": "true"})
 
     def _idempotency_key(request: Request) -> str | None:
         """The `Idempotency-Key` header of a submission (1 to 255 visible ASCII characters), if any."""
@@ -427,10 +434,13 @@ def create_app(settings: Settings) -> FastAPI:
             job = JobSubmit.model_validate(body)
         except ValidationError as e:  # the request's own fields (uid, cwd, ...): a 400, not a 500
             raise InvalidRequest("invalid run: " + "; ".join(wl.field_errors(e, "run"))) from None
+        key, digest, replay = (None, None, None) if doc.get("dry_run") else _replayed(request, job.model_dump(), 200)
+        if replay is not None:  # air run retried after a lost answer: the same run
+            return replay
         data = validate_submit(job.model_dump(), c.config, c.store.capacity_rows())
         if doc.get("dry_run"):
             return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
-        job_id = c.store.submit(data, c.clock())
+        job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
         c.wake.set()
         return {"job_id": job_id}
 

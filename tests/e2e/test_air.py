@@ -239,3 +239,26 @@ def test_mlflow_tracks_parameters_status_node_metrics_and_logs(air_cluster: Clus
     assert {"node0.cpu_percent", "node1.cpu_percent", "node0.memory_percent", "exit_code"} <= set(run.data.metrics)
     logs = sorted(a.path for a in client.list_artifacts(run.info.run_id, "logs"))
     assert logs == [f"logs/{run_id}-node-0-a1.log", f"logs/{run_id}-node-1-a1.log"]
+
+
+def test_a_retried_air_run_is_the_same_run(air_cluster: Cluster, monkeypatch: pytest.MonkeyPatch):
+    """air run sends an Idempotency-Key (and retries once on a lost connection): the same key and
+    workload again is the same run; the key with another workload is refused."""
+    import os
+
+    import yaml
+
+    from cli import http
+    c = air_cluster
+    monkeypatch.setenv("SLURMLET_KEY_FILE", str(c.key_file))  # signed as the CLI signs
+    body = {"workload": dict(yaml.safe_load(YAML), experiment_name="retried"), "cwd": str(c.workdir),
+            "user": "root", "uid": os.getuid(), "gid": os.getgid(), "group": "0", "host": "h"}
+    key = {"Idempotency-Key": "air-retry-1"}
+    first = http.request("POST", "/api/v1/runs", body, url=c.url, headers=key)["job_id"]
+    again = http.request("POST", "/api/v1/runs", body, url=c.url, headers=key)["job_id"]
+    assert again == first
+    assert [r[0] for r in c.api("GET", "/api/v1/runs")["runs"] if r[1] == "retried"] == [first]  # rows: id, name, ...
+    other = dict(body, workload=dict(body["workload"], experiment_name="other"))
+    with pytest.raises(http.ControllerError, match="Idempotency-Key: already used for a different request"):
+        http.request("POST", "/api/v1/runs", other, url=c.url, headers=key)
+    c.run(["scancel", str(first)])
