@@ -45,22 +45,29 @@ def detect_gpus() -> tuple[int, str | None]:
     return len(names), model
 
 
-#: the longest pause between attempts to reach a controller that does not answer (seconds)
+#: the longest pause between attempts to reach a controller that does not answer (seconds); an
+#: agent also waits at most a quarter of SlurmdTimeout (`max_backoff`): a controller started again
+#: gives its nodes one SlurmdTimeout to sync before it takes them for dead
 MAX_BACKOFF = 5.0
 
 
+def max_backoff(slurmd_timeout: float | None) -> float:
+    return min(MAX_BACKOFF, max(slurmd_timeout / 4, 0.1)) if slurmd_timeout else MAX_BACKOFF
+
+
 def jittered(backoff: float) -> float:
-    """A pause of about `backoff` seconds, spread over [0.5, 1.5) of it: the agents of a cluster
-    whose controller comes back do not all call it in the same instant."""
+    """A pause of about `backoff` seconds, spread over [0.5, 1) of it (never longer): the agents of
+    a cluster whose controller comes back do not all call it in the same instant."""
     import random
-    return backoff * (0.5 + random.random())
+    return backoff * (0.5 + random.random() / 2)
 
 
 class Agent:
     def __init__(self, *, controller: str, name: str, cpus: int | None, memory: int | None, gpus: int | None,
                  gpu_type: str | None, addr: str | None, spool: str, kill_wait: float = 30.0,
-                 cluster: str = "slurmlet", pool: str | None = None):
+                 cluster: str = "slurmlet", pool: str | None = None, slurmd_timeout: float | None = None):
         self.controller = controller.rstrip("/")
+        self.max_backoff = max_backoff(slurmd_timeout)
         self.name = name
         real_gpus, real_type = detect_gpus()
         self.resources = {
@@ -189,7 +196,7 @@ class Agent:
                     pause = jittered(backoff)
                     log.warning("controller unreachable (%s); retrying in %.1fs", e.__class__.__name__, pause)
                     await asyncio.sleep(pause)
-                    backoff = min(backoff * 2, MAX_BACKOFF)
+                    backoff = min(backoff * 2, self.max_backoff)
                     continue
                 if resp.status_code == 404:
                     self.registered = False  # the controller forgot us (new database): register again
@@ -197,7 +204,7 @@ class Agent:
                 if resp.status_code >= 400:
                     log.error("sync refused: %s %s", resp.status_code, resp.text)
                     await asyncio.sleep(jittered(backoff))
-                    backoff = min(backoff * 2, MAX_BACKOFF)
+                    backoff = min(backoff * 2, self.max_backoff)
                     continue
                 backoff = 0.1
                 self.registered = True
@@ -215,7 +222,7 @@ class Agent:
                     # our poll was ended by another sync for this node that we did not send: a second
                     # agent runs under this name. Say so, and do not race it for the controller's time.
                     log.error("another agent syncs as node %s: give each agent its own --name", self.name)
-                    await asyncio.sleep(jittered(MAX_BACKOFF))
+                    await asyncio.sleep(jittered(self.max_backoff))
 
     async def code_dir(self, job_id: int, sha: str) -> str:
         """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`)."""
@@ -373,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(controller=controller, name=args.name, cpus=args.cpus, memory=args.memory, gpus=args.gpus,
                   gpu_type=args.gpu_type, addr=args.addr, spool=spool,
                   kill_wait=args.kill_wait if args.kill_wait is not None else float(cfg.get("kill_wait", 30)),
-                  cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool)
+                  cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool,
+                  slurmd_timeout=cfg.get("slurmd_timeout"))
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     try:
         asyncio.run(agent.run())
