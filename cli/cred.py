@@ -10,8 +10,8 @@ The controller accepts one for CRED_TTL seconds. REST clients use JWTs instead (
 sent as X-SLURM-USER-TOKEN like slurmrestd's); both are checked in controller/auth.py.
 Users who may not read the key get credentials from `slurmlet credd` (cli/credd.py) over a Unix
 socket, which signs for the uid the kernel reports for the caller (munged's way).
-Imported by every CLI call: only `os` and `time` at import; `hmac` when signing, `socket` when
-asking credd.
+Imported by every CLI call: only `os` and `time` at import; CPython's built-in SHA-256 when
+signing (see `_mac`), `socket` when asking credd.
 """
 
 from __future__ import annotations

@@ -357,7 +357,7 @@ def create_app(settings: Settings) -> FastAPI:
         job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
         if wakes_scheduler(data):
             c.wake.set()
-        return _json_status({"job_id": job_id}, 201)  # plain JSON: no response-model encoding
+        return JSONResponse({"job_id": job_id}, status_code=201)  # plain JSON: no response-model encoding
 
     @app.post("/api/v1/jobs/batch", status_code=201)
     async def submit_batch(body: JobBatch, request: Request):  # noqa: ANN202
@@ -383,7 +383,7 @@ def create_app(settings: Settings) -> FastAPI:
         ids = c.store.submit_many(datas, c.clock())
         if any(wakes_scheduler(d) for d in datas):
             c.wake.set()
-        return _json_status({"job_ids": ids}, 201)
+        return JSONResponse({"job_ids": ids}, status_code=201)
 
     def _replayed(request: Request, data: dict, status: int) -> tuple[str | None, str | None, JSONResponse | None]:
         """The request's Idempotency-Key, the digest of its job, and, when the key already made
@@ -434,10 +434,11 @@ def create_app(settings: Settings) -> FastAPI:
             job = JobSubmit.model_validate(body)
         except ValidationError as e:  # the request's own fields (uid, cwd, ...): a 400, not a 500
             raise InvalidRequest("invalid run: " + "; ".join(wl.field_errors(e, "run"))) from None
-        key, digest, replay = (None, None, None) if doc.get("dry_run") else _replayed(request, job.model_dump(), 200)
+        data = job.model_dump()
+        key, digest, replay = (None, None, None) if doc.get("dry_run") else _replayed(request, data, 200)
         if replay is not None:  # air run retried after a lost answer: the same run
             return replay
-        data = validate_submit(job.model_dump(), c.config, c.store.capacity_rows())
+        data = validate_submit(data, c.config, c.store.capacity_rows())
         if doc.get("dry_run"):
             return _json({"job": data, "sbatch": wl.sbatch_preview(body)})
         job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
@@ -846,10 +847,6 @@ def _finite(doc: object) -> object:
 def _json(doc: object) -> JSONResponse:
     """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query."""
     return JSONResponse(doc)
-
-
-def _json_status(doc: object, status: int) -> JSONResponse:
-    return JSONResponse(doc, status_code=status)
 
 
 def _nodes(c: Controller) -> list[dict]:

@@ -86,7 +86,7 @@ class Agent:
         self.launcher = Launcher(name, spool, kill_wait)
         self.spool = spool
         self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir,
-                                self.python_env, self.launcher.records)
+                                self.python_env, records=self.launcher.records)
         #: jobs and steps whose processes a predecessor of this agent left running, killed by
         #: `recover`; reported to the controller (record name -> report) until it has them
         self.lost: dict[str, dict] = {}

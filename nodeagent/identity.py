@@ -73,9 +73,9 @@ def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
     finally:
         parent.close()
         os.waitpid(pid, 0)
-    if not fds:
-        errno = int(msg or b"0") if (msg or b"0").isdigit() else 0
-        raise OSError(errno or 5, os.strerror(errno or 5), path)
+    if not fds:  # the child sent the errno of its failure instead (EIO when it could not say)
+        errno = int(msg) if msg.isdigit() and int(msg) else 5
+        raise OSError(errno, os.strerror(errno), path)
     return os.fdopen(fds[0], mode)
 
 

@@ -89,7 +89,7 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
 
 class StepRunner:
     def __init__(self, node: str, node_addr: str, kill_wait: float, wake: asyncio.Event, code_dir=None,  # noqa: ANN001
-                 python_env=None, records: Records | None = None):  # noqa: ANN001
+                 python_env=None, *, records: Records):  # noqa: ANN001
         self.node = node
         #: each step's tasks here, on disk until the controller has their end (see nodeagent/records.py)
         self.records = records
@@ -111,8 +111,7 @@ class StepRunner:
     def ack(self, keys: list[str]) -> None:
         for k in keys:
             self.finished.pop(k, None)
-            if self.records is not None:
-                self.records.remove(f"step{k}")
+            self.records.remove(f"step{k}")
 
     async def start(self, order: dict) -> None:
         key = f"{order['job_id']}.{order['step_id']}"
@@ -131,8 +130,7 @@ class StepRunner:
         pumps = []
         rec = {"kind": "step", "job_id": order["job_id"], "step_id": order["step_id"], "token": new_token(),
                "procs": run.entries}
-        if self.records is not None:  # on disk before a task can run (see nodeagent/records.py)
-            self.records.save(f"step{key}", rec)
+        self.records.save(f"step{key}", rec)  # on disk before a task can run (see nodeagent/records.py)
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
             env[TOKEN] = rec["token"]
@@ -163,9 +161,8 @@ class StepRunner:
                 for f in set(files):
                     f.close()
             run.procs[rank] = proc
-            if self.records is not None:
-                run.entries.append(proc_entry(proc.pid))
-                self.records.save(f"step{key}", rec)
+            run.entries.append(proc_entry(proc.pid))
+            self.records.save(f"step{key}", rec)
             run.usage.append(Usage())
             asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
             if not files:
@@ -256,12 +253,12 @@ class StepRunner:
                  "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,
                                   "results": {str(k): v for k, v in run.results.items()}, "end_time": time.time()}
-        if self.records is not None:  # kept until acknowledged: an agent started after a crash sends it again
-            self.records.save(f"step{run.key}", {"kind": "step", "job_id": order["job_id"],
-                                                 "step_id": order["step_id"], "procs": [],
-                                                 "finished": self.finished[run.key]})
-        # the report leaves before srun hears the exits: srun's end ends the batch script, whose
-        # end must not reach the controller first (it would cancel the step still running there)
+        # kept until acknowledged: an agent started after a crash sends it again
+        self.records.save(f"step{run.key}", {"kind": "step", "job_id": order["job_id"], "step_id": order["step_id"],
+                                             "procs": [], "finished": self.finished[run.key]})
+        # the report is on its way (the sync wakes) before srun hears the exits; srun then waits until
+        # the controller has every node's report (cli/srun.py), so the batch script's end, which
+        # cancels steps still running, cannot overtake it
         self.wake.set()
         io = order["request"].get("io")
         for rank in order["ranks"]:

@@ -147,12 +147,10 @@ class JobStore:
         key is stored in the job's own transaction, so a job exists with its key or not at all; if a
         job already has the key (the caller looks first, `job_for_key`: this is the race of two
         requests with the same key), that job's id is returned and nothing is added."""
-        if key is None:
-            return self._submit(body, now, None)
         try:
             return self._submit(body, now, key, digest)
         except IntegrityError:  # the same key at the same moment: the other one made the job
-            known = self.job_for_key(body["user"], key, digest)
+            known = None if key is None else self.job_for_key(body["user"], key, digest)
             if known is None:
                 raise
             return known
@@ -228,16 +226,15 @@ class JobStore:
                 digest: str | None = None) -> int:
         """Write one prepared job (an array's tasks) in the transaction `c`; its id."""
         if array:
-            return self._submit_array(c, array, row, spec, key, digest)
-        # parameters, not .values(): the compiled statement is cached across submissions
-        job_id = int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
+            job_id = self._submit_array(c, array, row, spec)
+        else:  # parameters, not .values(): the compiled statement is cached across submissions
+            job_id = int(c.execute(_INSERT_JOB, row).inserted_primary_key[0])
         if key is not None:
             c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": job_id, "created": row["submit_time"],
                                     "digest": digest})
         return job_id
 
-    def _submit_array(self, c: Any, array: str, row: dict, spec: dict, key: str | None = None,
-                      digest: str | None = None) -> int:
+    def _submit_array(self, c: Any, array: str, row: dict, spec: dict) -> int:
         """One row per task, in index order; the first one's id is the array's job id.
 
         (Slurm gives a task its own id only when it starts, the last one keeping the array's id;
@@ -252,9 +249,6 @@ class JobStore:
         c.execute(update(J).where(J.c.id == first).values(array_job_id=first))
         if len(tasks) > 1:
             c.execute(_INSERT_JOB, [dict(row, array_job_id=first, array_task_id=t) for t in tasks[1:]])
-        if key is not None:
-            c.execute(_INSERT_KEY, {"user": row["user"], "key": key, "job_id": first, "created": row["submit_time"],
-                                    "digest": digest})
         return first
 
     def _check_dependency(self, spec: str) -> str:
