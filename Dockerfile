@@ -6,6 +6,7 @@ FROM python:3.11-slim
 WORKDIR /opt/slurmlet
 COPY pyproject.toml README.md ./
 COPY cli ./cli
+COPY common ./common
 COPY controller ./controller
 COPY nodeagent ./nodeagent
 RUN pip install --no-cache-dir . \

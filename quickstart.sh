@@ -4,10 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat \
-  >.venv/pip.log 2>&1 || { cat .venv/pip.log; exit 1; }
-# byte-compile now: the CLI starts in every loop of the tools that drive it
-.venv/bin/python -m compileall -q cli controller nodeagent >/dev/null
+.venv/bin/pip install -q --disable-pip-version-check . >.venv/pip.log 2>&1 || { cat .venv/pip.log; exit 1; }
 export PATH="$PWD/.venv/bin:$PATH"
 state=$(mktemp -d /tmp/slurmlet-quickstart.XXXXXX)
 trap 'slurmlet down --state-dir "$state" >/dev/null 2>&1 || true' EXIT

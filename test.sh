@@ -4,10 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat \
+.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=strict \
   >.venv/pip.log 2>&1 || { cat .venv/pip.log; exit 1; }
-# byte-compile now: the CLI starts in every loop of the tools that drive it
-.venv/bin/python -m compileall -q cli controller nodeagent >/dev/null
+# byte-compile now: the CLI starts in every loop of the tools that drive it. A strict editable
+# install is a tree of links to the source under build/ (a new module needs this script run again)
+.venv/bin/python -c 'import compileall, slurmlet; all(compileall.compile_dir(p, quiet=1) for p in slurmlet.__path__)'
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && command -v pg_ctlcluster >/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
 fi

@@ -58,13 +58,13 @@ class LocalCluster:
 
     def api_post(self, path: str, body: dict) -> dict:
         sys.path.insert(0, str(ROOT))
-        from cli import http
+        from slurmlet.cli import http
         os.environ["SLURMLET_KEY_FILE"] = self.env["SLURMLET_KEY_FILE"]  # signed like the CLI's
         return http.request("POST", path, body, url=self.env["SLURMLET_CONTROLLER"])
 
     def api(self, path: str) -> dict:
         sys.path.insert(0, str(ROOT))
-        from cli import http
+        from slurmlet.cli import http
         return http.request("GET", path, url=self.env["SLURMLET_CONTROLLER"])
 
 
@@ -237,8 +237,8 @@ def bench_throughput(n: int) -> None:
 def core_snapshot(njobs: int, nnodes: int):  # noqa: ANN201 - a controller.core Snapshot
     """A busy synthetic cluster: each 32-CPU node runs two 16-CPU jobs (half of the nodes one),
     ending over the next four hours; a queue of mixed multi-node GPU jobs with time limits."""
-    from controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, Snapshot
-    from controller.core.priority import Weights
+    from slurmlet.controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, Snapshot
+    from slurmlet.controller.core.priority import Weights
     now = 1_000_000.0
     w = Weights(age=1000, fairshare=10000, jobsize=1000, partition=10000, qos=1000)
     nodes, running = [], []
@@ -260,7 +260,7 @@ def core_snapshot(njobs: int, nnodes: int):  # noqa: ANN201 - a controller.core 
 def bench_core() -> None:
     """The pure scheduling cycle on synthetic queues (pending jobs x nodes)."""
     sys.path.insert(0, str(ROOT))
-    from controller.core.plan import clear_caches, plan
+    from slurmlet.controller.core.plan import clear_caches, plan
     print("\nscheduling core: one cycle on a busy synthetic cluster (multifactor weights on, bf_max_job_test=100);"
           "\n'cold' = the first cycle, 'warm' = the next ones (node order and partition checks kept)")
     row("pending jobs x nodes", "main, cold", "full, cold", "full, warm <= 1 s")
@@ -288,7 +288,7 @@ def bench_sacct_history(n_jobs: int, reps: int) -> None:
 
         from sqlalchemy import create_engine, insert
 
-        from controller.store.tables import jobs as J
+        from slurmlet.controller.store.tables import jobs as J
         eng = create_engine(f"sqlite:///{c.state}/slurmlet.db")
         now = time.time()
         alloc = _json.dumps([{"node": "node1", "cpus": 1, "memory": 100, "gpu_ids": [], "tasks": 1}])
@@ -347,7 +347,7 @@ class SimCluster:
 
     def __init__(self, real: int = 2, sim: int = 100, cpus: int = 8, memory: int = 16000):
         sys.path.insert(0, str(ROOT))
-        from cli.cluster import ensure_key, generated_conf
+        from slurmlet.cli.cluster import ensure_key, generated_conf
         self.state = tempfile.mkdtemp(prefix="slurmlet-bench-")
         conf = generated_conf(real, cpus, memory, 0, None).replace("Nodes=ALL", f"Nodes=node[1-{real}]")
         conf += (f"NodeName=sim[1-{sim}] CPUs={cpus} RealMemory={memory} State=UNKNOWN\n"
@@ -391,7 +391,7 @@ class SimCluster:
         raise SystemExit("the cluster did not come up")
 
     def api(self, path: str) -> dict:
-        from cli import http
+        from slurmlet.cli import http
         return http.request("GET", path, url=self.url)
 
     def controller(self):  # noqa: ANN201

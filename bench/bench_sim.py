@@ -21,7 +21,7 @@ TARGET_S = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    from controller.sim import engine, swf
+    from slurmlet.controller.sim import engine, swf
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=10000, help="first N jobs of each trace (default 10000)")
     ap.add_argument("--traces", default="/work/shared/traces", help="directory of *.swf[.gz] traces")

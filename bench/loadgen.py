@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from cli import cred
-from nodeagent.agent import LONG_POLL
+from slurmlet.common import cred
+from slurmlet.nodeagent.agent import LONG_POLL
 
 
 def me() -> dict:

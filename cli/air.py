@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from cli import http
-from cli.oneline import Parser
+from slurmlet.cli import http
+from slurmlet.cli.oneline import Parser
 
 PROG = "air"
 STATUS = {"PENDING": "QUEUED", "RUNNING": "RUNNING", "SUSPENDED": "SUSPENDED", "COMPLETING": "RUNNING",
@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         doc = load_workload(args.file, args.override or [])
     except ValueError as e:
         return _fail(str(e))
-    from cli.common import current_user
+    from slurmlet.cli.common import current_user
     uri = os.environ.get("MLFLOW_TRACKING_URI")
     if uri and isinstance(doc.get("env_variables", {}), dict):  # the run is tracked where the user tracks
         doc.setdefault("env_variables", {}).setdefault("MLFLOW_TRACKING_URI", uri)

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import time
 
-from cli import cred, http
+from slurmlet.common import cred
+from slurmlet.cli import http
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
 POINTER = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
@@ -191,8 +192,8 @@ def up(argv: list[str]) -> int:
         with open(conf_path, "w") as f:
             f.write(generated_conf(args.nodes, args.cpus_per_node, args.memory_per_node, args.gpus_per_node,
                                    gpu_type) + "".join(line.strip() + "\n" for line in args.set))
-    from controller.clusterspec import load
-    from controller.config import ConfigError
+    from slurmlet.controller.clusterspec import load
+    from slurmlet.controller.config import ConfigError
     try:
         conf = load(None if args.spec else conf_path, conf_path if args.spec else None, state)
     except ConfigError as e:

@@ -56,7 +56,7 @@ def command_options(prog: str, argv: list[str], table: list, usage: str,
     """
     import sys
 
-    from cli.argv import UsageError, parse
+    from slurmlet.cli.argv import UsageError, parse
     try:
         pairs, pos = parse(prog, argv, table, help_hint=help_hint)
     except UsageError as e:

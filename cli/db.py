@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from cli.oneline import Parser
+from slurmlet.cli.oneline import Parser
 
 PROG = "slurmlet db"
 
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
                        help="directory of the SQLite database (default $SLURMLET_STATE_DIR or ./state)")
     args = ap.parse_args(argv)
 
-    from controller.store.engine import make_engine, normalize_url
+    from slurmlet.controller.store.engine import make_engine, normalize_url
     if args.db:
         url = normalize_url(args.db)
     else:
@@ -46,8 +46,8 @@ def main(argv: list[str]) -> int:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         url = path and f"sqlite:///{path}"
 
-    from controller.store import migrate
-    from controller.store.migrations import HEAD
+    from slurmlet.controller.store import migrate
+    from slurmlet.controller.store.migrations import HEAD
     try:
         if args.cmd == "upgrade":
             logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)

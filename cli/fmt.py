@@ -18,6 +18,13 @@ from __future__ import annotations
 
 import time
 
+from ..common.grammar import fmt_ranges as fmt_ranges  # re-exported: the renderers' time and range forms
+from ..common.slurmtime import dhms
+from ..common.slurmtime import fmt_limit_short as fmt_limit_short
+from ..common.slurmtime import fmt_mins_long as fmt_mins_long
+from ..common.slurmtime import fmt_secs_long as fmt_secs_long
+from ..common.slurmtime import fmt_secs_short as fmt_secs_short
+
 TYPE_CHECKING = False  # typing costs ~7 ms to import: only for type checkers
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
@@ -184,47 +191,6 @@ def fmt_date_header(now: float) -> str:
     return time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now))
 
 
-def _dhms(secs: int) -> tuple[int, int, int, int]:
-    """Split seconds into days, hours, minutes, seconds."""
-    return secs // 86400, secs // 3600 % 24, secs // 60 % 60, secs % 60
-
-
-def fmt_secs_short(secs: float | int) -> str:
-    """squeue/sinfo ``_print_secs``: ``0:04``, ``1:02:03``, ``1-00:00:00``; ``INVALID`` when absurd."""
-    secs = int(secs)
-    if secs < 0 or secs > 365 * 24 * 3600:
-        return "INVALID"
-    d, h, m, s = _dhms(secs)
-    if d:
-        return f"{d}-{h:02d}:{m:02d}:{s:02d}"
-    if h:
-        return f"{h}:{m:02d}:{s:02d}"
-    return f"{m}:{s:02d}"
-
-
-def fmt_secs_long(secs: float | int) -> str:
-    """``secs2time_str``: ``00:00:05``, ``1-00:00:00`` (sacct Elapsed, scontrol RunTime)."""
-    secs = max(int(secs), 0)
-    d, h, m, s = _dhms(secs)
-    if d:
-        return f"{d}-{h:02d}:{m:02d}:{s:02d}"
-    return f"{h:02d}:{m:02d}:{s:02d}"
-
-
-def fmt_mins_long(mins: int | None) -> str:
-    """``mins2time_str``: ``UNLIMITED`` for no limit, else ``00:10:00`` / ``1-00:00:00``."""
-    if mins is None:
-        return "UNLIMITED"
-    return fmt_secs_long(int(mins) * 60)
-
-
-def fmt_limit_short(mins: int | None) -> str:
-    """squeue ``%l``: ``UNLIMITED``, ``10:00``, ``1:00:00``, ``1-00:00:00``."""
-    if mins is None:
-        return "UNLIMITED"
-    return fmt_secs_short(int(mins) * 60)
-
-
 def fmt_cpu_time(secs: float | None) -> str | None:
     """sacct's ``_elapsed_time`` (TotalCPU, UserCPU, SystemCPU): ``00:00:00``, ``01:02.345``."""
     if secs is None:
@@ -233,7 +199,7 @@ def fmt_cpu_time(secs: float | None) -> str | None:
     msec = int(round((secs - whole) * 1000))
     if msec >= 1000:
         whole, msec = whole + 1, msec - 1000
-    d, h, m, s = _dhms(whole)
+    d, h, m, s = dhms(whole)
     if d:
         return f"{d}-{h:02d}:{m:02d}:{s:02d}"
     if h:
@@ -320,20 +286,6 @@ def expand_hostlist(expr: str) -> list[str]:
     import hostlist
 
     return hostlist.expand_hostlist(expr)
-
-
-def fmt_ranges(ids: Iterable[int]) -> str:
-    """Slurm ``bit_fmt``: ``[0, 2, 3]`` -> ``0,2-3``; ``[1, 3, 5]`` -> ``1,3,5``."""
-    out: list[str] = []
-    vals = sorted(set(ids))
-    i = 0
-    while i < len(vals):
-        j = i
-        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
-            j += 1
-        out.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 # ---------------------------------------------------------------------------

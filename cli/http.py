@@ -12,7 +12,7 @@ import os
 
 import _socket
 
-from cli import jsonlite
+from slurmlet.cli import jsonlite
 
 DEFAULT = "http://127.0.0.1:6817"
 
@@ -60,8 +60,8 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     host, port = _split(url or controller_url())
     payload = b"" if body is None else jsonlite.dumps(body).encode()
     auth = ""
-    if method != "GET":  # changes carry a credential signed with the cluster key (cli/cred.py)
-        from cli import cred
+    if method != "GET":  # changes carry a credential signed with the cluster key (common/cred.py)
+        from slurmlet.common import cred
         c = cred.header_for_me()
         if c is not None:
             auth = f"{cred.HEADER}: {c}\r\n"

@@ -7,7 +7,7 @@ import sys
 
 def _run(module: str, prog: str) -> int:
     import importlib
-    mod = importlib.import_module(f"cli.{module}")
+    mod = importlib.import_module(f"slurmlet.cli.{module}")
     try:
         return mod.main(sys.argv[1:]) or 0
     except KeyboardInterrupt:
@@ -17,7 +17,7 @@ def _run(module: str, prog: str) -> int:
 
 
 def _cli(module: str, prog: str) -> int:
-    from cli.http import ControllerError, Unreachable
+    from slurmlet.cli.http import ControllerError, Unreachable
     try:
         return _run(module, prog)
     except Unreachable as e:
@@ -80,7 +80,7 @@ def sshare() -> int:
 
 def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
     """A slurmlet subcommand that talks to the controller: its errors as one line, exit 1."""
-    from cli.http import ControllerError, Unreachable
+    from slurmlet.cli.http import ControllerError, Unreachable
     try:
         return fn(argv) or 0
     except (Unreachable, ControllerError) as e:
@@ -97,31 +97,31 @@ def slurmlet() -> int:
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "controller":
-        from controller.daemon import main
+        from slurmlet.controller.daemon import main
         return main(rest)
     if cmd == "agent":
-        from nodeagent.agent import main
+        from slurmlet.nodeagent.agent import main
         return main(rest)
     if cmd == "mlflow":
-        from cli import mlflow_track
+        from slurmlet.nodeagent import mlflow_track
         return mlflow_track.main(rest)
     if cmd == "credd":
-        from cli import credd
+        from slurmlet.nodeagent import credd
         return credd.main(rest)
     if cmd == "secrets":
-        from cli import secrets
+        from slurmlet.cli import secrets
         return _cli_main(secrets.main, rest)
     if cmd == "translate":
-        from cli import translate
+        from slurmlet.cli import translate
         return translate.main(rest)
     if cmd == "simulate":
-        from cli import simulate
+        from slurmlet.cli import simulate
         return simulate.main(rest)
     if cmd == "db":
-        from cli import db
+        from slurmlet.cli import db
         return db.main(rest)
     if cmd in ("up", "down", "status"):
-        from cli import cluster
+        from slurmlet.cli import cluster
         return getattr(cluster, cmd)(rest)
     sys.stderr.write(f"slurmlet: unknown command '{cmd}'\n{usage}")
     return 2

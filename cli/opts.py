@@ -29,6 +29,44 @@ from __future__ import annotations
 
 import os
 
+from ..common.grammar import (
+    BATCH_STEP_ID,
+    CSPACE,
+    MAX_ARRAY_SIZE,
+    NICE_MAX,
+    NO_VAL,
+    NO_VAL32,
+    SIGNALS,
+    OptError,
+    atoi,
+    compress_indexes,
+    dependency_job_ids,
+    digits,
+    format_array,
+    is_ws,
+    opt_error,
+    parse_array,
+    parse_dependency,
+    parse_gpus,
+    parse_gres,
+    parse_int,
+    parse_mem,
+    parse_nodes,
+    parse_signal,
+    refused,
+    strtol,
+)
+from ..common.patterns import default_output, expand_pattern
+from ..common.slurmtime import (
+    format_elapsed,
+    format_secs_hms,
+    format_time,
+    format_time_hms,
+    parse_begin,
+    parse_time,
+    time_str2secs,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
     from collections.abc import Callable, Iterator
@@ -43,88 +81,6 @@ __all__ = [
     "format_time", "format_elapsed", "format_time_hms", "format_secs_hms", "format_array", "compress_indexes",
     "default_output", "expand_pattern", "help_text", "usage_text", "SIGNALS",
 ]
-
-NO_VAL = 4294967294          #: `%a` of a job that is not an array task (Slurm's NO_VAL)
-BATCH_STEP_ID = 4294967291   #: Slurm 22.05's SLURM_BATCH_SCRIPT step id (`%s` of the batch step)
-MAX_ARRAY_SIZE = 1001        #: MaxArraySize default: indexes 0..1000
-_MAX_JOB_ID = 0x03FFFFFF
-_NICE_MAX = 2147483645
-_INFINITE32 = -1             # INFINITE (0xffffffff) seen as a C int
-_NO_VAL32 = -2               # NO_VAL (0xfffffffe) seen as a C int
-_LONG_MAX = (1 << 63) - 1
-_LONG_MIN = -(1 << 63)
-_CSPACE = " \t\n\v\f\r"      # C isspace()
-
-
-class OptError(Exception):
-    """A refused command line: `lines` go to stderr verbatim, `code` is the exit status.
-
-    `fixed` marks the exit-1 refusals that ignore SLURM_EXIT_ERROR (Slurm's fatal() and
-    parse_int() call exit(1) themselves); other exit-1 refusals use SLURM_EXIT_ERROR when set."""
-
-    def __init__(self, lines: list[str] | str, code: int = 255, fixed: bool = False):
-        if isinstance(lines, str):
-            lines = [lines]
-        super().__init__("\n".join(lines))
-        self.lines = list(lines)
-        self.code = code
-        self.fixed = fixed
-
-
-def _err(prog: str, msg: str, code: int) -> OptError:
-    return OptError([f"{prog}: error: {msg}"], code)
-
-
-def _refused(prog: str, msg: str) -> OptError:
-    """A refusal that Slurm makes in slurmctld, worded as the client reports it (exit 1)."""
-    lead = "Batch job submission failed" if prog == "sbatch" else "Unable to allocate resources"
-    return _err(prog, f"{lead}: {msg}", 1)
-
-
-# ====================================================================== C helpers
-def _strtol(s: str, i: int = 0) -> tuple[int, int]:
-    """C `strtol(s + i, &end, 10)` on a 64-bit long: (value, end index); end == i without digits."""
-    n = len(s)
-    j = i
-    while j < n and s[j] in _CSPACE:
-        j += 1
-    neg = False
-    if j < n and s[j] in "+-":
-        neg = s[j] == "-"
-        j += 1
-    k = j
-    while k < n and "0" <= s[k] <= "9":
-        k += 1
-    if k == j:
-        return 0, i
-    v = int(s[j:k])
-    v = -v if neg else v
-    return max(_LONG_MIN, min(_LONG_MAX, v)), k
-
-
-def _atoi(s: str) -> int:
-    return _strtol(s)[0]
-
-
-def _int32(v: int) -> int:
-    """A C cast to (int): keep the low 32 bits, signed."""
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v >= (1 << 31) else v
-
-
-def _cdiv(a: int, b: int) -> int:
-    """C integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _is_ws(s: str) -> bool:
-    return all(c in _CSPACE for c in s)
-
-
-def _digits(s: str) -> bool:
-    return bool(s) and all("0" <= c <= "9" for c in s)
-
 
 # ====================================================================== option tables
 _NO, _REQ, _OPTARG = 0, 1, 2
@@ -290,828 +246,24 @@ class _Getopt:
         return i + 1, (key, self.argv[i + 1], "--" + full)
 
 
-# ====================================================================== time limits
-def _is_valid_timespec(s: str) -> bool:
-    digit = dash = colon = 0
-    in_digit = False
-    for c in s:
-        if "0" <= c <= "9":
-            if not in_digit:
-                digit += 1
-                in_digit = True
-        elif c == "-":
-            in_digit = False
-            dash += 1
-            if colon:
-                return False
-        elif c == ":":
-            in_digit = False
-            colon += 1
-        else:
-            return False
-    if not digit or dash > 1 or colon > 2:
-        return False
-    if dash:
-        return not ((colon == 1 and digit < 3) or (colon == 2 and digit < 4))
-    return not ((colon == 1 and digit < 2) or (colon == 2 and digit < 3))
-
-
-def _sscanf_ints(s: str, seps: str) -> list[int]:
-    """C `sscanf(s, "%d<sep0>%d<sep1>%d...")` on a string of digits, '-' and ':' only:
-    the integers converted before the first mismatch (each cast to int)."""
-    out: list[int] = []
-    i = 0
-    for k in range(len(seps) + 1):
-        v, end = _strtol(s, i)
-        if end == i:
-            break
-        out.append(_int32(v))
-        i = end
-        if k == len(seps) or i >= len(s) or s[i] != seps[k]:
-            break
-        i += 1
-    return out
-
-
-def _time_str2secs(s: str) -> int:
-    """Slurm's time_str2secs in C int arithmetic: seconds, _INFINITE32 or _NO_VAL32."""
-    if not s:
-        return _NO_VAL32
-    if s.lower() in ("-1", "infinite", "unlimited"):
-        return _INFINITE32
-    if not _is_valid_timespec(s):
-        return _NO_VAL32
-    d = h = m = sec = 0
-    if "-" in s:
-        vals = _sscanf_ints(s, "-::") + [0, 0, 0, 0]
-        d, h, m, sec = vals[:4]
-        d, h, m = _int32(d * 86400), _int32(h * 3600), _int32(m * 60)
-    else:
-        vals = _sscanf_ints(s, "::")
-        if len(vals) == 3:
-            h, m, sec = _int32(vals[0] * 3600), _int32(vals[1] * 60), vals[2]
-        else:
-            vals += [0, 0]
-            m, sec = _int32(vals[0] * 60), vals[1]
-    return _int32(d + h + m + sec)
-
-
-def _time_str2mins(s: str) -> int:
-    i = _time_str2secs(s)
-    if i not in (_INFINITE32, _NO_VAL32):
-        i = _cdiv(_int32(i + 59), 60)
-    return i
-
-
-def parse_time(value: str, prog: str = "sbatch", *, option: str = "--time") -> int | None:
-    """`-t/--time` as sbatch reads it (time_str2mins): whole minutes, or None for no limit.
-
-    Forms: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`; seconds round up to a minute;
-    `UNLIMITED`, `INFINITE`, `-1` and `0` mean no limit.  Anything else raises
-    `"<prog>: error: Invalid --time specification"` (exit 255).
-
-    Slurm also accepts a negative day count (`--time=-5`) and C int overflows; the job then
-    shows an INVALID limit and is never killed for time.  slurmlet has no INVALID limit, so
-    those results (negative minutes) come back as None (no limit) too.
-    """
-    mins = _time_str2mins(value)
-    if mins == _NO_VAL32:
-        raise _err(prog, f"Invalid {option} specification", 255)
-    if mins == 0 or mins < 0:
-        return None
-    return mins
-
-
-# The display formats live in cli.fmt (shared with the renderers); these names are kept for
-# callers of this module.
-def format_time(minutes: int | None) -> str:
-    """A time limit as squeue shows it: `UNLIMITED`, `10:00`, `1:00:00`, `1-00:00:00`
-    (`INVALID` when negative or longer than 365 days, as squeue prints)."""
-    from cli.fmt import fmt_limit_short
-    return fmt_limit_short(minutes)
-
-
-def format_elapsed(seconds: float) -> str:
-    """squeue's TIME column: `0:04`, `1:02:03`, `2-01:00:00` (`INVALID` past 365 days)."""
-    from cli.fmt import fmt_secs_short
-    return fmt_secs_short(seconds)
-
-
-def format_secs_hms(seconds: float | None) -> str:
-    """Slurm's secs2time_str (scontrol RunTime=): `00:00:05`, `1-02:03:04`, UNLIMITED for None."""
-    if seconds is None:
-        return "UNLIMITED"
-    if int(seconds) < 0:
-        return "INVALID"
-    from cli.fmt import fmt_secs_long
-    return fmt_secs_long(seconds)
-
-
-def format_time_hms(minutes: int | None) -> str:
-    """Slurm's mins2time_str (scontrol TimeLimit=, sbatch -v): `00:10:00`, `1-00:00:00`, UNLIMITED."""
-    return "UNLIMITED" if minutes is None else format_secs_hms(int(minutes) * 60)
-
-
-# ====================================================================== --begin / --deadline
-class _TimeProb(Exception):
-    def __init__(self, pos: int):
-        super().__init__(pos)
-        self.pos = pos
-
-
-_UNITS = (("seconds", 1), ("second", 1), ("minutes", 60), ("minute", 60), ("hours", 3600), ("hour", 3600),
-          ("days", 86400), ("day", 86400), ("weeks", 604800), ("week", 604800))
-
-
-def _ch(s: str, i: int) -> str:
-    return s[i] if 0 <= i < len(s) else "\0"
-
-
-def _isdig(c: str) -> bool:
-    return "0" <= c <= "9"
-
-
-def _get_delta(s: str, pos: int) -> tuple[int, int]:
-    """(new pos, delta seconds) for the text after '+'/'-' in `now+N[units]`."""
-    cnt = digit = 0
-    off = pos + 1
-    while _ch(s, off) not in ("\0", "\n"):
-        c = s[off]
-        if c in _CSPACE:
-            off += 1
-            continue
-        low = s[off:off + 7].lower()
-        unit = next(((n, m) for n, m in _UNITS if low.startswith(n)), None)
-        if unit:
-            off += len(unit[0])
-            cnt *= unit[1]
-            break
-        if _isdig(c):
-            cnt = cnt * 10 + ord(c) - 48
-            digit += 1
-            off += 1
-            continue
-        raise _TimeProb(off - 1)
-    if not digit:
-        raise _TimeProb(pos)
-    return off - 1, cnt
-
-
-def _two_digits(s: str, off: int, top: int) -> tuple[int, int]:
-    """Exactly two digits at `off`, at most `top` (minutes, seconds) -> (value, next offset)."""
-    for k in (off, off + 1):
-        if not _isdig(_ch(s, k)):
-            raise _TimeProb(k)
-    v = (ord(s[off]) - 48) * 10 + ord(s[off + 1]) - 48
-    if v > top:
-        raise _TimeProb(off)
-    return v, off + 2
-
-
-def _get_time(s: str, pos: int) -> tuple[int, int, int, int]:
-    """`HH:MM[:SS] [AM|PM]` at pos -> (last pos, hour, minute, second)."""
-    off = pos
-    if not _isdig(_ch(s, off)):
-        raise _TimeProb(off)
-    hr = ord(s[off]) - 48
-    off += 1
-    if _ch(s, off) != ":":
-        if not _isdig(_ch(s, off)):
-            raise _TimeProb(off)
-        hr = hr * 10 + ord(s[off]) - 48
-        off += 1
-    if hr > 23:
-        raise _TimeProb(off - 2)
-    if _ch(s, off) != ":":
-        raise _TimeProb(off)
-    mn, off = _two_digits(s, off + 1, 59)
-    sec = 0
-    if _ch(s, off) == ":":
-        sec, off = _two_digits(s, off + 1, 59)
-    while _ch(s, off) in _CSPACE and _ch(s, off) != "\0":
-        off += 1
-    ampm = s[off:off + 2].lower()
-    if ampm == "pm":
-        hr += 12
-        if hr > 23:
-            if hr != 24:
-                raise _TimeProb(off)
-            hr = 12
-        off += 2
-    elif ampm == "am":
-        if hr > 11:
-            if hr != 12:
-                raise _TimeProb(off)
-            hr = 0
-        off += 2
-    return off - 1, hr, mn, sec
-
-
-def _get_date(s: str, pos: int) -> tuple[int, int, int, int]:
-    """`YYYY-MM-DD`, `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]` -> (last pos, month0, mday, year-1900 or -1)."""
-    off = pos
-    if len(s) >= off + 7 and _ch(s, off + 4) == "-" and _ch(s, off + 7) == "-":
-        yr = 0
-        for _ in range(4):
-            if not _isdig(_ch(s, off)):
-                raise _TimeProb(off)
-            yr = yr * 10 + ord(s[off]) - 48
-            off += 1
-        off += 1
-        mon = ord(_ch(s, off)) - 48
-        off += 1
-        if _isdig(_ch(s, off)):
-            mon = mon * 10 + ord(s[off]) - 48
-            off += 1
-        if mon < 1 or mon > 12:
-            raise _TimeProb(off - 2)
-        off += 1
-        if not _isdig(_ch(s, off)):
-            raise _TimeProb(off)
-        day = ord(s[off]) - 48
-        off += 1
-        if _isdig(_ch(s, off)):
-            day = day * 10 + ord(s[off]) - 48
-            off += 1
-        if day < 1 or day > 31:
-            raise _TimeProb(off - 2)
-        return off - 1, mon - 1, day, yr - 1900
-    mon = ord(_ch(s, off)) - 48
-    off += 1
-    if _isdig(_ch(s, off)):
-        mon = mon * 10 + ord(s[off]) - 48
-        off += 1
-    if mon < 1 or mon > 12:
-        raise _TimeProb(off - 2)
-    if _ch(s, off) in "./" and _ch(s, off) != "\0":
-        off += 1
-    if not _isdig(_ch(s, off)):
-        raise _TimeProb(off)
-    day = ord(s[off]) - 48
-    off += 1
-    if _isdig(_ch(s, off)):
-        day = day * 10 + ord(s[off]) - 48
-        off += 1
-    if day < 1 or day > 31:
-        raise _TimeProb(off - 2)
-    if _ch(s, off) in "./" and _ch(s, off) != "\0":
-        off += 1
-    year = -1
-    if _isdig(_ch(s, off)):
-        yr = ord(s[off]) - 48
-        off += 1
-        if not _isdig(_ch(s, off)):
-            raise _TimeProb(off)
-        yr = yr * 10 + ord(s[off]) - 48
-        off += 1
-        if yr:
-            year = yr + 100
-    return off - 1, mon - 1, day, year
-
-
-def _slurm_parse_time(s: str, now: float, past: bool = False) -> int:
-    """Slurm's parse_time(): an epoch, 0 when nothing was specified; raises _TimeProb(pos)."""
-    import time
-    if s[:3].lower() == "uts":
-        v, end = _strtol(s, 3)
-        if v < 1000000 or v == _LONG_MAX or end != len(s):
-            raise _TimeProb(0)
-        return v
-    tnow = int(now)
-    lt = time.localtime(tnow)
-    hour = minute = month = mday = year = -1
-    second = 0
-    pos = 0
-    while _ch(s, pos) not in ("\0", "\n"):
-        c = s[pos]
-        low = s[pos:pos + 8].lower()
-        if c in " \t-T":
-            pass
-        elif low.startswith("today"):
-            month, mday, year = lt.tm_mon - 1, lt.tm_mday, lt.tm_year - 1900
-            pos += 4
-        elif low.startswith("tomorrow"):
-            tm = time.localtime(tnow + 86400)
-            month, mday, year = tm.tm_mon - 1, tm.tm_mday, tm.tm_year - 1900
-            pos += 7
-        elif low.startswith(("midnight", "noon", "fika", "teatime")):
-            word = next(w for w in ("midnight", "noon", "fika", "teatime") if low.startswith(w))
-            hour, minute, second = {"midnight": 0, "noon": 12, "fika": 15, "teatime": 16}[word], 0, 0
-            pos += len(word) - 1
-        elif low.startswith("now"):
-            delta = 0
-            i = pos + 3
-            while True:
-                c2 = _ch(s, i)
-                if c2 in "+-" and c2 != "\0":
-                    pos += i
-                    pos, delta = _get_delta(s, pos)
-                    if c2 == "-":
-                        delta = -delta
-                    break
-                if c2 in " \t" and c2 != "\0":
-                    i += 1
-                    continue
-                if c2 in ("\0", "\n"):
-                    pos += i - 1
-                    break
-                raise _TimeProb(pos + i)
-            tm = time.localtime(tnow + delta)
-            month, mday, year = tm.tm_mon - 1, tm.tm_mday, tm.tm_year - 1900
-            hour, minute, second = tm.tm_hour, tm.tm_min, tm.tm_sec
-        elif not _isdig(c):
-            raise _TimeProb(pos)
-        elif _ch(s, pos + 1) == ":" or _ch(s, pos + 2) == ":":
-            pos, hour, minute, second = _get_time(s, pos)
-        else:
-            pos, month, mday, y = _get_date(s, pos)
-            if y != -1:
-                year = y
-        pos += 1
-    if hour == -1 and month == -1:
-        return 0
-    if hour == -1:
-        hour, minute = 0, 0
-    elif month == -1:
-        if past or hour > lt.tm_hour or (hour == lt.tm_hour and minute > lt.tm_min):
-            month, mday, year = lt.tm_mon - 1, lt.tm_mday, lt.tm_year - 1900
-        else:
-            tm = time.localtime(tnow + 86400)
-            month, mday, year = tm.tm_mon - 1, tm.tm_mday, tm.tm_year - 1900
-    if year == -1:
-        cur = (lt.tm_mon - 1, lt.tm_mday, lt.tm_hour, lt.tm_min)
-        if past:
-            year = lt.tm_year - 1900 - (1 if month > cur[0] else 0)
-        elif (month, mday, hour, minute) > cur:
-            year = lt.tm_year - 1900
-        else:
-            year = lt.tm_year - 1900 + 1
-    try:
-        return int(time.mktime((year + 1900, month + 1, mday, hour, minute, second, 0, 0, -1)))
-    except (OverflowError, ValueError):
-        raise _TimeProb(pos) from None
-
-
-def parse_begin(value: str, now: float | None = None, *, prog: str = "sbatch", option: str = "--begin",
-                past: bool = False) -> float:
-    """`--begin`/`--deadline` as Slurm's parse_time(): an epoch (seconds) in local time.
-
-    Forms (case-insensitive, combinable): `now[+-]N[seconds|minutes|hours|days|weeks]`,
-    `HH:MM[:SS][AM|PM]` (today, or tomorrow once passed), `YYYY-MM-DD[THH:MM[:SS]]`,
-    `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`, `midnight`, `noon`, `fika` (15:00), `teatime`
-    (16:00), `today`, `tomorrow`, `utsEPOCH`.  `now` is injectable (default: the clock).
-    Refusals print Slurm's two lines, `Invalid time specification (pos=N): VALUE` and
-    `<prog>: error: Invalid --begin specification` (exit 255).
-    """
-    import time
-    if now is None:
-        now = time.time()
-    try:
-        t = _slurm_parse_time(value, now, past)
-    except _TimeProb as p:
-        raise OptError([f"Invalid time specification (pos={p.pos}): {value}",
-                        f"{prog}: error: Invalid {option} specification"], 255) from None
-    if not t:
-        raise _err(prog, f"Invalid {option} specification", 255)
-    return float(t)
-
-
-# ====================================================================== sizes and counts
-def _str_to_mbytes(value: str) -> int | None:
-    """Slurm's str_to_mbytes: MB, or None when invalid (K rounds up; M default; G, T; an optional B)."""
-    v, end = _strtol(value)
-    if end == 0 or v in (_LONG_MAX, _LONG_MIN):
-        return None
-    suffix = value[end:].lower()
-    if suffix in ("", "m", "mb"):
-        pass
-    elif suffix in ("k", "kb"):
-        v = _cdiv(v + 1023, 1024)
-    elif suffix in ("g", "gb"):
-        v *= 1024
-    elif suffix in ("t", "tb"):
-        v *= 1024 * 1024
-    else:
-        return None
-    return None if v < 0 else v
-
-
-def parse_mem(value: str, prog: str = "sbatch", *, option: str = "--mem") -> int:
-    """`--mem`, `--mem-per-cpu`, `--mem-per-gpu`, `--tmp` sizes -> MB (`500`, `500M`, `2G`, `2GB`,
-    `1T`, `1024K`; `0` allowed).  Invalid: `<prog>: error: Invalid --mem specification` (255)."""
-    mb = _str_to_mbytes(value)
-    if mb is None:
-        raise _err(prog, f"Invalid {option} specification", 255)
-    return mb
-
-
-def _parse_int(prog: str, option: str, value: str, positive: bool) -> int:
-    """Slurm's parse_int(): a whole decimal number (leading blanks and sign allowed, cast to int);
-    `<prog>: error: Invalid numeric value "V" for --opt.` (exit 1)."""
-    v, end = _strtol(value)
-    if end != len(value) or v < 0 or (positive and v <= 0):
-        raise OptError([f'{prog}: error: Invalid numeric value "{value}" for {option}.'], 1, fixed=True)
-    return _int32(v)
-
-
-def _str_to_nodes(s: str) -> tuple[int, str]:
-    v, end = _strtol(s)
-    if end == 0:
-        return -1, s
-    rest = s[end:]
-    if rest[:1] in ("k", "K"):
-        v *= 1024
-        rest = rest[1:]
-    if rest[:1] in ("m", "M"):
-        v *= 1024 * 1024
-        rest = rest[1:]
-    return _int32(v), rest
-
-
-def parse_nodes(value: str, prog: str = "sbatch") -> tuple[int, int]:
-    """`-N min[-max]` (k/m suffixes allowed) as Slurm's verify_node_count -> (min, max).
-
-    max is 0 when no maximum was given (`-N 5-0`); a missing min in a range counts as 1.
-    Errors (exit 255): `"X" is not a valid node count`, `Maximum node count M is less than
-    minimum node count N`.
-    """
-    dash = value.find("-")
-    if dash >= 0:
-        lo_s, hi_s = value[:dash], value[dash + 1:]
-        lo, left = _str_to_nodes(lo_s)
-        if not _is_ws(left):
-            raise _err(prog, f'"{lo_s}" is not a valid node count', 255)
-        if lo < 0:
-            lo = 1
-        hi, left = _str_to_nodes(hi_s)
-        if not _is_ws(left):
-            raise _err(prog, f'"{hi_s}" is not a valid node count', 255)
-    else:
-        lo, left = _str_to_nodes(value)
-        hi = lo
-        if not _is_ws(left) or lo < 0:
-            raise _err(prog, f'"{value}" is not a valid node count', 255)
-    if hi != 0 and hi < lo:
-        raise _err(prog, f"Maximum node count {hi} is less than minimum node count {lo}", 255)
-    return lo, hi
-
-
-def _gres_count(s: str) -> int | None:
-    v, end = _strtol(s)
-    if end == 0 or s[0] in _CSPACE or s[0] in "+-":
-        return None
-    rest = s[end:].lower()
-    mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}.get(rest)
-    return None if mult is None or v < 0 else v * mult
-
-
-def parse_gres(value: str, prog: str = "sbatch", *, gres_types: tuple[str, ...] = ("gpu",)
-               ) -> tuple[int | None, str | None]:
-    """`--gres=name[[:type]:count][,...]` (optionally `gres:`-prefixed; `none` clears it)
-    -> (GPUs per node or None, GPU type or None).
-
-    A name that is not a configured GRES (only `gpu` here) is Slurm's
-    `<prog>: error: Invalid generic resource (gres) specification` (exit 1); so is a bad count.
-    """
-    bad = _err(prog, "Invalid generic resource (gres) specification", 1)
-    if value.lower() == "none":
-        return None, None
-    count: int | None = None
-    gtype: str | None = None
-    for item in value.split(","):
-        if item.startswith("gres:") or item.startswith("gres/"):
-            item = item[5:]
-        parts = item.split(":")
-        name = parts[0]
-        if name not in gres_types:
-            raise bad
-        if len(parts) == 1:
-            n, t = 1, None
-        elif len(parts) == 2:
-            n = _gres_count(parts[1]) if _isdig(parts[1][:1]) else 1
-            t = None if _isdig(parts[1][:1]) else parts[1]
-        elif len(parts) == 3:
-            n, t = _gres_count(parts[2]), parts[1]
-        else:
-            raise bad
-        if n is None:
-            raise bad
-        if name == "gpu":
-            count, gtype = n, t
-    return count, gtype
-
-
-def parse_gpus(value: str, prog: str = "sbatch") -> tuple[int, str | None]:
-    """`-G/--gpus`, `--gpus-per-node`, `--gpus-per-task`: `[type:]N` -> (N, type).
-    Refused by slurmctld otherwise: `Batch job submission failed: Invalid generic resource
-    (gres) specification` (exit 1; srun: `Unable to allocate resources: ...`)."""
-    parts = value.split(":")
-    n = _gres_count(parts[-1]) if parts[-1] else None
-    if n is None or len(parts) > 2 or (len(parts) == 2 and not parts[0]):
-        raise _refused(prog, "Invalid generic resource (gres) specification")
-    return n, (parts[0] if len(parts) == 2 else None)
-
-
-# ====================================================================== --signal
-#: Signal names Slurm 22.05 accepts (sig_name2num), with their Linux numbers.
-SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "ALRM": 14, "TERM": 15, "USR1": 10,
-           "USR2": 12, "URG": 23, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22, "XCPU": 24}
-_SIGNAME = {v: k for k, v in SIGNALS.items()}
-
-
-def _sig_name2num(s: str) -> int:
-    v, end = _strtol(s)
-    if end != 0:
-        return v if _is_ws(s[end:]) else 0
-    p = s.lstrip(_CSPACE)
-    if p[:3].upper() == "SIG":
-        p = p[3:]
-    for name, num in SIGNALS.items():
-        if p[:len(name)].upper() == name and _is_ws(p[len(name):]):
-            return num
-    return 0
-
-
-def parse_signal(value: str, prog: str = "sbatch") -> tuple[int, int, str]:
-    """`--signal=[{R|B}:]<sig_num|name>[@sig_time]` -> (signal number, seconds before the end,
-    flags) where flags is `""`, `"B"` (batch shell only), `"R"` (reservation) or `"RB"`.
-    sig_time defaults to 60 and must be 0..65535.  Refusal: `Invalid --signal specification` (255)."""
-    bad = _err(prog, "Invalid --signal specification", 255)
-    s = value
-    flags = ""
-    colon = s.find(":")
-    if colon >= 0:
-        for c in s[:colon]:
-            if c in "Rr":
-                flags += "R" if "R" not in flags else ""
-            elif c in "Bb":
-                flags += "B" if "B" not in flags else ""
-            else:
-                raise bad
-        s = s[colon + 1:]
-    flags = ("R" if "R" in flags else "") + ("B" if "B" in flags else "")
-    sig, at, when = s.partition("@")
-    num = _sig_name2num(sig) & 0xFFFF
-    if num < 1:
-        raise bad
-    secs = 60
-    if at:
-        secs, end = _strtol(when)
-        if secs < 0 or secs > 0xFFFF or end != len(when):
-            raise bad
-    return num, secs, flags
-
-
-# ====================================================================== --array
-def parse_array(spec: str, max_size: int = MAX_ARRAY_SIZE, prog: str = "sbatch") -> tuple[list[int], int | None]:
-    """`--array` as slurmctld validates it -> (sorted indexes, throttle or None).
-
-    Forms: `0-15`, `1,3,5`, `1-7:2`, `0-15%4`, combinations (`1,3-5,9`), brackets (`[0-3]`).
-    Indexes must be < max_size (MaxArraySize, default 1001).  An empty spec (`--array=` or
-    `--array=%4`) is no array at all: ([], throttle).  Refusal: `Batch job submission failed:
-    Invalid job array specification` (exit 1).
-    """
-    bad = _refused(prog, "Invalid job array specification")
-    body, pct, thr = spec.partition("%")
-    throttle = _atoi(thr) if pct else 0
-    out: set[int] = set()
-    for tok in body.split(","):
-        if not tok:
-            continue
-        if tok[0] == "[":
-            tok = tok[1:]
-        first, end = _strtol(tok)
-        if _ch(tok, end) == "]":
-            end += 1
-        if first < 0:
-            raise bad
-        step = 1
-        if _ch(tok, end) == "-":
-            last, end = _strtol(tok, end + 1)
-            if _ch(tok, end) == "]":
-                end += 1
-            if _ch(tok, end) == ":":
-                step, end = _strtol(tok, end + 1)
-                if _ch(tok, end) == "]":
-                    end += 1
-                if end != len(tok) or step <= 0:
-                    raise bad
-            elif end != len(tok):
-                raise bad
-            if last < first:
-                raise bad
-        elif end != len(tok):
-            raise bad
-        else:
-            last = first
-        if last >= max_size:
-            raise bad
-        out.update(range(first, last + 1, step))
-    return sorted(out), (throttle if throttle > 0 else None)
-
-
-def compress_indexes(ids: list[int], throttle: int | None = None) -> str:
-    """Slurm's bit_fmt of array indexes: [1,3,5,7,9], 2 -> `1,3,5,7,9%2`; [0,1,2,3] -> `0-3`."""
-    from cli.fmt import fmt_ranges
-    return fmt_ranges(ids) + (f"%{throttle}" if throttle else "")
-
-
-def format_array(ids: list[int], throttle: int | None = None) -> str:
-    """What squeue shows after `JOBID_` for pending tasks: `[1,3,5,7,9%2]`, `[0-3]`, `[5-1024]`."""
-    return f"[{compress_indexes(ids, throttle)}]"
-
-
-# ====================================================================== --dependency
-_DEP_TYPES = (("afternotok", "afternotok"), ("aftercorr", "aftercorr"), ("afterany", "afterany"),
-              ("afterok", "afterok"), ("afterburstb", "afterburstbuffer"), ("after", "after"))
-
-
-def _dep_target(s: str) -> str | None:
-    """`JOBID[_TASK|_*][+MINUTES]` -> normalised text, or None if invalid."""
-    jid, end = _strtol(s)
-    if end == 0 or not _isdig(s[0]) or jid <= 0 or jid >= _MAX_JOB_ID:
-        return None
-    out = str(jid)
-    rest = s[end:]
-    if rest.startswith("_"):
-        if rest[1:2] == "*":
-            out += "_*"
-            rest = rest[2:]
-        else:
-            task, e2 = _strtol(rest, 1)
-            if e2 == 1 or not _isdig(rest[1]):
-                return None
-            out += f"_{task}"
-            rest = rest[e2:]
-    if rest.startswith("+"):
-        mins = rest[1:]
-        if not _digits(mins):
-            return None
-        out += f"+{int(mins)}"
-        rest = ""
-    return out if not rest else None
-
-
-def parse_dependency(spec: str, prog: str = "sbatch") -> tuple[list[tuple[str, list[str]]], bool]:
-    """`-d/--dependency` as slurmctld reads it -> ([(type, [target, ...]), ...], any_of).
-
-    Types: after, afterany, afterok, afternotok, aftercorr, afterburstbuffer (each followed
-    by `:jobid[_task][+minutes]...`), singleton, or a bare `jobid` (= afterany).  Items are
-    joined by `,` (all must hold) or `?` (any may hold), not both.  Like Slurm, a type is
-    recognised by its prefix (`afterokay:1` reads as afterok).  Targets come back normalised
-    (`"12"`, `"12_3"`, `"12+5"`).  Refusal: `Batch job submission failed: Job dependency
-    problem` (exit 1).  Whether the jobs exist is the controller's business.
-    """
-    bad = _refused(prog, "Job dependency problem")
-    any_of = "?" in spec
-    if any_of and "," in spec:
-        raise bad
-    items: list[tuple[str, list[str]]] = []
-    for tok in spec.split("?" if any_of else ","):
-        if not tok:
-            raise bad
-        low = tok.lower()
-        if low.startswith("singleton"):
-            if len(tok) != 9:
-                raise bad
-            items.append(("singleton", []))
-            continue
-        colon = tok.find(":")
-        if colon < 0:
-            t = _dep_target(tok) if _isdig(tok[0]) else None
-            if t is None:
-                raise bad
-            items.append(("afterany", [t]))
-            continue
-        kind = next((canon for prefix, canon in _DEP_TYPES if low.startswith(prefix)), None)
-        if kind is None or colon < len(kind if kind != "afterburstbuffer" else "afterburstb"):
-            raise bad
-        targets = []
-        for part in tok[colon + 1:].split(":"):
-            t = _dep_target(part)
-            if t is None:
-                raise bad
-            targets.append(t)
-        items.append((kind, targets))
-    return items, any_of
-
-
-def dependency_job_ids(items: list[tuple[str, list[str]]]) -> list[int]:
-    """The job ids named in parse_dependency()'s items, in order."""
-    out: list[int] = []
-    for _, targets in items:
-        for t in targets:
-            out.append(int(t.split("+")[0].split("_")[0]))
-    return out
-
-
-# ====================================================================== output files
-def default_output(is_array: bool) -> str:
-    """sbatch's default stdout pattern (stderr goes to the same file unless -e is given)."""
-    return "slurm-%A_%a.out" if is_array else "slurm-%j.out"
-
-
-def expand_pattern(pattern: str, *, job_id: int, array_job_id: int | None = None,
-                   array_task_id: int | None = None, name: str = "", node: str = "", user: str = "",
-                   step_id: int | None = None, task_id: int | None = None, node_index: int | None = None,
-                   workdir: str | None = None) -> str:
-    """slurmstepd's fname_create(): expand `%j %J %x %A %a %N %u %s %t %n %%`.
-
-    A width between `%` and the letter zero-pads numbers (`%4j` -> `0042`, at most 10).
-    `%A` is the array master id (the job id for a non-array job), `%a` the task index
-    (4294967294 for a non-array job), `%s` the step id (4294967291 for the batch step, the
-    default), `%J` `jobid.stepid`, `%t`/`%n` the task rank and node index (0 by default).
-    An unknown letter stays as written (`%q`; `%4q` -> `4q`, as Slurm does).  A pattern
-    with a backslash is not expanded; its backslashes are removed.  With `workdir`, a
-    relative result is joined to it.
-    """
-    if "\\" in pattern:
-        out = _remove_slashes(pattern)
-    else:
-        step = BATCH_STEP_ID if step_id is None else step_id
-        nums = {
-            "j": job_id, "a": NO_VAL if array_task_id is None else array_task_id,
-            "A": job_id if array_task_id is None or array_job_id is None else array_job_id,
-            "s": step, "t": task_id or 0, "n": node_index or 0,
-        }
-        strs = {"N": node, "u": user, "x": name}
-        res: list[str] = []
-        p, q, n = 0, 0, len(pattern)
-        while p < n:
-            if pattern[p] != "%":
-                p += 1
-                continue
-            if p + 1 < n and pattern[p + 1] == "%":
-                res.append(pattern[q:p + 1])
-                p += 2
-                q = p
-                continue
-            start = p
-            p += 1
-            wid = 0
-            if p < n and _isdig(pattern[p]):
-                res.append(pattern[q:start])
-                e = p
-                while e < n and _isdig(pattern[e]):
-                    e += 1
-                wid = min(int(pattern[p:e]), 10)
-                p = e
-                q = p - 1
-                start = q
-                if p >= n:
-                    break
-            c = pattern[p] if p < n else ""
-            if c in nums or c in strs or c == "J":
-                res.append(pattern[q:start])
-                if c in nums:
-                    res.append(str(nums[c]).zfill(wid))
-                elif c in strs:
-                    res.append(str(strs[c]))
-                else:
-                    res.append(str(job_id).zfill(wid) + f".{step}")
-                p += 1
-                q = p
-        res.append(pattern[q:])
-        out = "".join(res)
-    if workdir and not out.startswith("/"):
-        out = workdir.rstrip("/") + "/" + out
-    return out
-
-
-def _remove_slashes(p: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(p):
-        if p[i] == "\\":
-            if i + 1 < len(p) and p[i + 1] == "\\":
-                out.append("\\")
-                i += 2
-                continue
-            i += 1
-            continue
-        out.append(p[i])
-        i += 1
-    return "".join(out)
-
-
 # ====================================================================== #SBATCH directives
 def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[str] | None = None) -> list[str]:
     """sbatch's _get_argument() loop over the text after `#SBATCH` on one line; `raw` receives
     each argument as written (quotes and backslashes included)."""
     out: list[str] = []
     i, n = 0, len(rest)
-    while i < n and rest[i] in _CSPACE:   # the text shown for an unmatched quote in the first
+    while i < n and rest[i] in CSPACE:   # the text shown for an unmatched quote in the first
         i += 1                            # argument starts at the argument itself, later ones
     while True:                           # include the blanks before them (as sbatch prints)
         start = i
-        while i < n and rest[i] in _CSPACE:
+        while i < n and rest[i] in CSPACE:
             i += 1
         if i >= n:
             return out
         arg: list[str] = []
         quoted = esc = False
         q = ""
-        while i < n and (quoted or rest[i] not in _CSPACE) and rest[i] != "\n":
+        while i < n and (quoted or rest[i] not in CSPACE) and rest[i] != "\n":
             c = rest[i]
             if esc:
                 esc = False
@@ -1139,7 +291,7 @@ def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[s
             return out
         out.append("".join(arg))
         if raw is not None:
-            raw.append(rest[start:i].lstrip(_CSPACE))
+            raw.append(rest[start:i].lstrip(CSPACE))
 
 
 def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
@@ -1173,7 +325,7 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
                                 "the options are valid in sbatch")
             warned = True
         else:
-            stripped = line.lstrip(_CSPACE)
+            stripped = line.lstrip(CSPACE)
             if stripped and stripped[0] != "#":
                 break
             continue
@@ -1185,7 +337,7 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
 
 
 def _het_error(prog: str) -> OptError:
-    return _err(prog, "heterogeneous jobs (hetjob, ':') are not supported by slurmlet", 1)
+    return opt_error(prog, "heterogeneous jobs (hetjob, ':') are not supported by slurmlet", 1)
 
 
 # ====================================================================== option values
@@ -1214,7 +366,7 @@ def _v_mem(option: str) -> _Validator:
 
 
 def _v_int(option: str, positive: bool = True) -> _Validator:
-    return lambda c, v: _parse_int(c.prog, option, v or "", positive)
+    return lambda c, v: parse_int(c.prog, option, v or "", positive)
 
 
 def _v_begin(option: str) -> _Validator:
@@ -1226,7 +378,7 @@ def _v_exclusive(c: _Ctx, v: str | None) -> str:
         return "exclusive"
     mode = v.lower()
     if mode not in ("exclusive", "user", "mcs", "oversubscribe"):
-        raise _err(c.prog, "Invalid --exclusive specification", 255)
+        raise opt_error(c.prog, "Invalid --exclusive specification", 255)
     return mode
 
 
@@ -1236,15 +388,15 @@ def _v_open_mode(c: _Ctx, v: str | None) -> str:
         return "append"
     if first in "tT":
         return "truncate"
-    raise _err(c.prog, "Invalid --open-mode specification", 255)
+    raise opt_error(c.prog, "Invalid --open-mode specification", 255)
 
 
 def _v_nice(c: _Ctx, v: str | None) -> int:
     if not v:           # `--nice` and `--nice=` alike
         return 100
-    n = _strtol(v)[0]
-    if abs(n) > _NICE_MAX:
-        raise _err(c.prog, f"Invalid --nice value, out of range (+/- {_NICE_MAX})", 255)
+    n = strtol(v)[0]
+    if abs(n) > NICE_MAX:
+        raise opt_error(c.prog, f"Invalid --nice value, out of range (+/- {NICE_MAX})", 255)
     return n
 
 
@@ -1256,7 +408,7 @@ def _v_signal(c: _Ctx, v: str | None) -> str:
 def _v_kill_inv(c: _Ctx, v: str | None) -> bool:
     low = (v or "").lower()
     if low not in ("yes", "no"):
-        raise _err(c.prog, "Invalid --kill-on-invalid-dep specification", 255)
+        raise opt_error(c.prog, "Invalid --kill-on-invalid-dep specification", 255)
     return low == "yes"
 
 
@@ -1266,35 +418,35 @@ def _v_no_kill(c: _Ctx, v: str | None) -> bool:
         return True
     if low in ("off", "no"):
         return False
-    raise _err(c.prog, "Invalid --no-kill specification", 255)
+    raise opt_error(c.prog, "Invalid --no-kill specification", 255)
 
 
 def _v_mail_type(c: _Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
         if t.upper() not in _MAIL_TYPES:
-            raise _err(c.prog, "Invalid --mail-type specification", 255)
+            raise opt_error(c.prog, "Invalid --mail-type specification", 255)
     return v or ""
 
 
 def _v_hint(c: _Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
         if t.lower() not in _HINTS:
-            raise _err(c.prog, f'unrecognized --hint argument "{t}", see --hint=help', 1)
+            raise opt_error(c.prog, f'unrecognized --hint argument "{t}", see --hint=help', 1)
     return v or ""
 
 
 def _v_profile(c: _Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
         if t.lower() not in _PROFILES:
-            raise _err(c.prog, f"invalid --profile={v} option", 255)
+            raise opt_error(c.prog, f"invalid --profile={v} option", 255)
     return v or ""
 
 
 def _v_acctg(c: _Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
         kind, eq, num = t.partition("=")
-        if not (_digits(t) or (eq and kind.lower() in _ACCTG and _digits(num))):
-            raise _err(c.prog, f"Invalid --acctg-freq specification: {v}", 255)
+        if not (digits(t) or (eq and kind.lower() in _ACCTG and digits(num))):
+            raise opt_error(c.prog, f"Invalid --acctg-freq specification: {v}", 255)
     return v or ""
 
 
@@ -1302,31 +454,31 @@ def _v_distribution(c: _Ctx, v: str | None) -> str:
     spec, _, pack = (v or "").partition(",")
     levels = spec.split(":")
     first = levels[0].lower()
-    ok = (first in ("block", "cyclic", "arbitrary", "*") or (first.startswith("plane=") and _digits(first[6:]))
+    ok = (first in ("block", "cyclic", "arbitrary", "*") or (first.startswith("plane=") and digits(first[6:]))
           ) and len(levels) <= 3 and all(x.lower() in ("block", "cyclic", "fcyclic", "*") for x in levels[1:])
     if not ok or (pack and pack.lower() not in ("pack", "nopack")):
-        raise _err(c.prog, "Invalid --distribution specification", 255)
+        raise opt_error(c.prog, "Invalid --distribution specification", 255)
     return v or ""
 
 
 def _v_get_user_env(c: _Ctx, v: str | None) -> str | None:
     if v:
         body = v[:-1] if v[-1] in "SLsl" else v
-        if body and not _digits(body):
-            raise _err(c.prog, "Invalid --get-user-env specification", 255)
+        if body and not digits(body):
+            raise opt_error(c.prog, "Invalid --get-user-env specification", 255)
     return v
 
 
 def _v_delay_boot(c: _Ctx, v: str | None) -> int:
-    secs = _time_str2secs(v or "")
-    if secs == _NO_VAL32:
-        raise _err(c.prog, "Invalid --delay-boot specification", 255)
+    secs = time_str2secs(v or "")
+    if secs == NO_VAL32:
+        raise opt_error(c.prog, "Invalid --delay-boot specification", 255)
     return secs
 
 
 def _v_switches(c: _Ctx, v: str | None) -> str:
     count, _, _ = (v or "").partition("@")
-    _parse_int(c.prog, "--switches", count, False)
+    parse_int(c.prog, "--switches", count, False)
     return v or ""
 
 
@@ -1343,11 +495,11 @@ def _lookup_id(prog: str, which: str, v: str) -> int:
     try:
         if which == "uid":
             import pwd
-            return pwd.getpwuid(int(v)).pw_uid if _digits(v) else pwd.getpwnam(v).pw_uid
+            return pwd.getpwuid(int(v)).pw_uid if digits(v) else pwd.getpwnam(v).pw_uid
         import grp
-        return grp.getgrgid(int(v)).gr_gid if _digits(v) else grp.getgrnam(v).gr_gid
+        return grp.getgrgid(int(v)).gr_gid if digits(v) else grp.getgrnam(v).gr_gid
     except (KeyError, ImportError, OverflowError):
-        raise _err(prog, f"Invalid --{which} specification", 255) from None
+        raise opt_error(prog, f"Invalid --{which} specification", 255) from None
 
 
 def _v_gres(c: _Ctx, v: str | None) -> str:
@@ -1364,11 +516,11 @@ def _v_chdir(c: _Ctx, v: str | None) -> str:
 
 
 def _v_jobid(c: _Ctx, v: str | None) -> int:
-    return _parse_int(c.prog, "--jobid", (v or "").split(".")[0], True)
+    return parse_int(c.prog, "--jobid", (v or "").split(".")[0], True)
 
 
 def _v_kill_bad_exit(c: _Ctx, v: str | None) -> bool:
-    return True if v is None else _parse_int(c.prog, "--kill-on-bad-exit", v, False) != 0
+    return True if v is None else parse_int(c.prog, "--kill-on-bad-exit", v, False) != 0
 
 
 def _resource_range(prog: str, arg: str, what: str) -> tuple[int, int]:
@@ -1378,7 +530,7 @@ def _resource_range(prog: str, arg: str, what: str) -> tuple[int, int]:
         return 1, 0x7FFFFFFF
 
     def num(i: int) -> tuple[int, int]:
-        v, end = _strtol(arg, i)
+        v, end = strtol(arg, i)
         if arg[end:end + 1] in ("k", "K"):
             v, end = v * 1024, end + 1
         elif arg[end:end + 1] in ("m", "M"):
@@ -1405,21 +557,21 @@ def _v_extra_node_info(c: _Ctx, v: str | None) -> str:
 
 
 def _v_wait_all_nodes(c: _Ctx, v: str | None) -> int:
-    n = _parse_int(c.prog, "--wait-all-nodes", v or "", False)
+    n = parse_int(c.prog, "--wait-all-nodes", v or "", False)
     if n > 1:
-        raise _err(c.prog, "Invalid --wait-all-nodes specification", 255)
+        raise opt_error(c.prog, "Invalid --wait-all-nodes specification", 255)
     return n
 
 
 def _v_gres_flags(c: _Ctx, v: str | None) -> str:
     if (v or "").lower() not in ("enforce-binding", "disable-binding"):
-        raise _err(c.prog, "Invalid --gres-flags specification", 255)
+        raise opt_error(c.prog, "Invalid --gres-flags specification", 255)
     return v or ""
 
 
 def _v_wait(c: _Ctx, v: str | None) -> object:
     # sbatch's -W is a flag; srun's -W/--wait=<seconds> takes a number
-    return True if v is None else _parse_int(c.prog, "--wait", v, False)
+    return True if v is None else parse_int(c.prog, "--wait", v, False)
 
 
 _VALIDATORS = {
@@ -1512,7 +664,7 @@ _SRUN_ENV = (
 def _env_flag_true(v: str) -> bool:
     """How sbatch/srun read a flag variable (SBATCH_WAIT, SBATCH_REQUEUE...): empty, `yes` or a
     non-zero number sets it; anything else (`0`, `no`, `true`) leaves it unset."""
-    return v == "" or v.lower() == "yes" or _atoi(v) != 0
+    return v == "" or v.lower() == "yes" or atoi(v) != 0
 
 
 class _State:
@@ -1567,7 +719,7 @@ def _apply_env(state: _State, ctx: _Ctx, env: dict[str, str], table: tuple, tbl:
         val = env[var]
         if key is None:
             if var == debug_var:
-                state.verbose = max(0, _atoi(val))
+                state.verbose = max(0, atoi(val))
             continue
         if key not in arity:
             if key == "wait4switch":
@@ -1600,12 +752,12 @@ def _check_memory(prog: str, st: _State) -> None:
 def _check_counts(prog: str, st: _State, info: list[str]) -> None:
     v = st.values
     if st.quiet and st.verbose:
-        raise _err(prog, "don't specify both --verbose (-v) and --quiet (-Q)", 1)
+        raise opt_error(prog, "don't specify both --verbose (-v) and --quiet (-Q)", 1)
     _check_memory(prog, st)
     if isinstance(v.get("ntasks"), int) and v["ntasks"] < 0:
-        raise _err(prog, f"invalid number of tasks (-n {v['ntasks']})", 1)
+        raise opt_error(prog, f"invalid number of tasks (-n {v['ntasks']})", 1)
     if isinstance(v.get("cpus-per-task"), int) and v["cpus-per-task"] < 0:
-        raise _err(prog, f"invalid number of cpus per task (-c {v['cpus-per-task']})", 1)
+        raise opt_error(prog, f"invalid number of cpus per task (-c {v['cpus-per-task']})", 1)
     nodes, n = v.get("nodes"), v.get("ntasks")
     if isinstance(nodes, tuple) and isinstance(n, int) and n > 0:
         lo, hi = nodes
@@ -1703,9 +855,9 @@ def _find_script(name: str, cwd: str, chdir: str | None, env: dict[str, str],
 
 def _check_script(prog: str, text: str) -> None:
     if not text:
-        raise _err(prog, "Batch script is empty!", 1)
-    if _is_ws(text):
-        raise _err(prog, "Batch script contains only whitespace!", 1)
+        raise opt_error(prog, "Batch script is empty!", 1)
+    if is_ws(text):
+        raise opt_error(prog, "Batch script contains only whitespace!", 1)
     if not text.startswith("#!"):
         raise OptError([f"{prog}: error: This does not look like a batch script.  The first",
                         f"{prog}: error: line must start with #! followed by the path to an interpreter.",
@@ -1801,7 +953,7 @@ def parse_sbatch(argv: list[str], *, env: dict[str, str], cwd: str, stdin_text: 
     pre: list[str] = []
     error_exit = 1
     if "SLURM_EXIT_ERROR" in env:    # sbatch's _set_exit_code(), before anything else
-        error_exit = _atoi(env["SLURM_EXIT_ERROR"])
+        error_exit = atoi(env["SLURM_EXIT_ERROR"])
         if error_exit == 0:
             pre.append(f"{prog}: error: SLURM_EXIT_ERROR has zero value")
             error_exit = 1
@@ -1840,7 +992,7 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
         raise _het_error(prog)
     wrap = first.values.get("wrap")
     if wrap is not None and rest:
-        raise _err(prog, "Script arguments not permitted with --wrap option", 1)
+        raise opt_error(prog, "Script arguments not permitted with --wrap option", 1)
     # the script
     read_file = read_file or _default_read
     script_path = None
@@ -1850,7 +1002,7 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
         chdir = first.values.get("chdir")
         found = _find_script(rest[0], cwd, chdir if isinstance(chdir, str) else None, env, read_file)
         if found is None:
-            raise _err(prog, f"Unable to open file {rest[0]}", 1)
+            raise opt_error(prog, f"Unable to open file {rest[0]}", 1)
         script_path, script = found
         default_name, script_args, label = os.path.basename(rest[0]), rest[1:], os.path.basename(rest[0])
         _check_script(prog, script)
@@ -1901,7 +1053,7 @@ def _sbatch_pass2(ctx: _Ctx, tbl: _Table, state: _State, flags: dict[str, bool],
                 continue
             state.apply(ctx, key, val)
         if dg.optind < len(dargs):
-            raise _err(prog, f"Invalid directive found in batch script: {dargs[dg.optind]}", 255)
+            raise opt_error(prog, f"Invalid directive found in batch script: {dargs[dg.optind]}", 255)
     _apply_env(state, ctx, env, _SBATCH_ENV, tbl, "SBATCH_DEBUG")
     for key, val in cli_items:
         state.apply(ctx, key, val)
@@ -1909,10 +1061,10 @@ def _sbatch_pass2(ctx: _Ctx, tbl: _Table, state: _State, flags: dict[str, bool],
     gpus = _resolved_gpus(ctx, state)
     v = state.values
     if str(v.get("distribution") or "").lower().startswith("arbitrary") and not v.get("nodelist"):
-        raise _err(prog, "With Arbitrary distribution you need to specify a nodelist or hostfile with the -w "
+        raise opt_error(prog, "With Arbitrary distribution you need to specify a nodelist or hostfile with the -w "
                    "option", 1)
     if "nodes" in v and v["nodes"] == (0, 0):
-        raise _refused(prog, "Node count specification invalid")
+        raise refused(prog, "Node count specification invalid")
     array = str(v["array"]) if v.get("array") else None
     if array is not None:
         idx, _ = parse_array(array, max_array_size, prog)

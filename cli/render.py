@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 
-from cli import fmt as F
-from cli.fmt import Field, Spec
+from slurmlet.cli import fmt as F
+from slurmlet.cli.fmt import Field, Spec
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:

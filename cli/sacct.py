@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from cli import common, http
-from cli.argv import Opt
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("j", "jobs", 1, "jobs"), ("o", "format", 1, "format"), ("P", "parsable2", 0, "parsable2"),
@@ -156,10 +156,10 @@ def main(argv: list[str]) -> int:
     if "json" in o:
         import json
 
-        from cli import sacct_json
+        from slurmlet.cli import sacct_json
         print(json.dumps(sacct_json.document(jobs), indent=2))
         return 0
-    from cli import render
+    from slurmlet.cli import render
     parsable = "P" if "parsable2" in o else ("p" if "parsable" in o else None)
     fields = ",".join(common.split_list(o["format"])) if "format" in o else None
     if "brief" in o and not fields:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from cli import http
-from cli.printfields import lines, pick
+from slurmlet.cli import http
+from slurmlet.cli.printfields import lines, pick
 
 ACTIONS = {"add": "add", "create": "add", "modify": "modify", "update": "modify", "delete": "delete",
            "remove": "delete", "show": "show", "list": "show"}

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
-from cli import http
+from slurmlet.cli import http
 
 
 def main(argv: list[str]) -> int:
-    from cli.opts import OptError, parse_sbatch
+    from slurmlet.cli.opts import OptError, parse_sbatch
     import grp
 
-    from cli.common import current_user
+    from slurmlet.cli.common import current_user
     uid, gid = os.getuid(), os.getgid()
     user = current_user()
     try:
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         print("slurm-wlm 22.05.8")
         return 0
     if req["help"] or req["usage"]:
-        from cli.opts import help_text, usage_text
+        from slurmlet.cli.opts import help_text, usage_text
         sys.stdout.write(help_text() if req["help"] else usage_text())
         return 0
     for line in req.get("warnings") or []:

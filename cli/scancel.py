@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from cli import common, http
-from cli.argv import Opt
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("u", "user", 1, "user"), ("", "me", 0, "me"), ("n", "name", 1, "name"), ("", "jobname", 1, "name"),

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from cli import http
+from slurmlet.cli import http
 
 ENTITIES = ("job", "jobs", "node", "nodes", "partition", "partitions", "config", "hostnames", "hostlist",
             "hostlistsorted")
@@ -149,7 +149,7 @@ def update(args: list[str]) -> int:
             return 1
         body = {"state": kv.get("state", ""), "reason": kv.get("reason")}
         rc = 0
-        from cli.fmt import expand_hostlist
+        from slurmlet.cli.fmt import expand_hostlist
         for name in expand_hostlist(kv["nodename"]):
             try:
                 http.request("POST", f"/api/v1/nodes/{name}/update", body)
@@ -167,7 +167,7 @@ def update(args: list[str]) -> int:
     body: dict = {}
     for k, v in kv.items():
         if k == "timelimit":
-            from cli.opts import OptError, parse_time
+            from slurmlet.cli.opts import OptError, parse_time
             try:
                 body["time_limit"] = parse_time(v)
             except OptError:
@@ -218,7 +218,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
         print(f"invalid entity:{args[0]} for keyword:show ", file=sys.stderr)
         return 1
     if ent in ("hostnames", "hostlist", "hostlistsorted"):
-        from cli.fmt import compress_hostlist, expand_hostlist
+        from slurmlet.cli.fmt import compress_hostlist, expand_hostlist
         expr = target or os.environ.get("SLURM_JOB_NODELIST")
         if not expr:
             print("Usage: scontrol show hostnames <hostlist>", file=sys.stderr)
@@ -229,7 +229,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             names = expand_hostlist(expr.replace("\n", ","))
             print(compress_hostlist(sorted(names) if ent == "hostlistsorted" else names))
         return 0
-    from cli import render
+    from slurmlet.cli import render
     now = time.time()
     if ent in ("job", "jobs"):
         if target:
@@ -259,7 +259,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
     if ent in ("node", "nodes"):
         nodes = http.request("GET", "/api/v1/nodes")["nodes"]
         if target:
-            from cli.fmt import expand_hostlist
+            from slurmlet.cli.fmt import expand_hostlist
             want = set(expand_hostlist(target))
             nodes = [n for n in nodes if n["name"] in want]
             if not nodes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from cli import common, http
-from cli.argv import Opt
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("a", "all", 0, "all"), ("r", "reset", 0, "reset"), ("i", "sort-by-id", 0, "sort_id"),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from cli import http
-from cli.oneline import Parser
+from slurmlet.cli import http
+from slurmlet.cli.oneline import Parser
 
 PROG = "slurmlet secrets"
 

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from cli.oneline import Parser
+from slurmlet.cli.oneline import Parser
 
 PROG = "slurmlet simulate"
 
@@ -29,7 +29,7 @@ def _jobs(value: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from controller.sim.engine import POLICIES
+    from slurmlet.controller.sim.engine import POLICIES
     p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace through slurmlet's "
                                        "scheduling core on a virtual clock.")
     p.add_argument("trace", metavar="TRACE.swf[.gz]", help="the trace (gzip is detected by .gz or magic bytes)")
@@ -84,13 +84,13 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     import time
 
-    from controller.sim import engine, swf
+    from slurmlet.controller.sim import engine, swf
     conf = None
     if args.config is not None:
         if args.policy != "slurm":
             print(f"{PROG}: warning: --config is only used by --policy slurm", file=sys.stderr)
         else:
-            from controller.config import ConfigError, load_config
+            from slurmlet.controller.config import ConfigError, load_config
             try:
                 conf = load_config(args.config)
             except ConfigError as e:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from cli import common, http
-from cli.argv import Opt
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("N", "Node", 0, "node"), ("l", "long", 0, "long"), ("s", "summarize", 0, "summarize"),
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         want = set(common.split_list(o["partition"]))
         parts = [p for p in parts if p["name"] in want]
     if "nodes" in o:
-        from cli.fmt import expand_hostlist
+        from slurmlet.cli.fmt import expand_hostlist
         want_nodes = set(x for v in o["nodes"] for x in expand_hostlist(v))
         nodes = [n for n in nodes if n["name"] in want_nodes]
     if "states" in o:
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         import json
         print(json.dumps({"nodes": nodes, "partitions": parts}, indent=2))
         return 0
-    from cli import render
+    from slurmlet.cli import render
     try:
         lines = render.sinfo_lines(nodes, parts, node_oriented="node" in o, long="long" in o,
                                    summarize="summarize" in o, fmt=o["format"][-1] if "format" in o else None,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
-from cli import common, http
-from cli.argv import Opt
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
 
 TABLE: list[Opt] = [
     ("h", "noheader", 0, "noheader"), ("o", "format", 1, "format"), ("O", "Format", 1, "Format"),
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},
                                              "release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
         return 0
-    from cli import render
+    from slurmlet.cli import render
     try:
         lines = render.squeue_lines(
             jobs, fmt=o["format"][-1] if "format" in o else None, long_fmt=o["Format"][-1] if "Format" in o else None,

@@ -9,7 +9,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from cli.opts import OptError, parse_srun
+    from slurmlet.cli.opts import OptError, parse_srun
     try:
         req = parse_srun(argv, env=dict(os.environ), cwd=os.getcwd())
     except OptError as e:
@@ -36,7 +36,7 @@ def _step(req: dict) -> int:
     highest task exit code."""
     import signal
     import socket
-    from cli import http
+    from slurmlet.cli import http
     o = req["opts"]
     job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
     srv = socket.socket()
@@ -207,10 +207,10 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     the job's nodes; its output (and exit code) is relayed here once the job ends."""
     import shlex
     import tempfile
-    from cli import http
-    from cli.opts import build_submit
-    from cli.common import current_user
-    from cli.sbatch import wait_for
+    from slurmlet.cli import http
+    from slurmlet.cli.opts import build_submit
+    from slurmlet.cli.common import current_user
+    from slurmlet.cli.sbatch import wait_for
     o = dict(req["opts"])
     out = tempfile.NamedTemporaryFile(prefix="srun-", suffix=".out", delete=False)
     out.close()

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from cli import common, http
-from cli.argv import Opt
-from cli.printfields import lines, pick
+from slurmlet.cli import common, http
+from slurmlet.cli.argv import Opt
+from slurmlet.cli.printfields import lines, pick
 
 TABLE: list[Opt] = [
     ("a", "all", 0, "all"), ("l", "long", 0, "long"), ("A", "accounts", 1, "accounts"), ("u", "users", 1, "users"),

@@ -19,7 +19,7 @@ import shlex
 import sys
 import textwrap
 
-from cli.oneline import Parser
+from slurmlet.cli.oneline import Parser
 
 PROG = "slurmlet translate"
 
@@ -60,7 +60,7 @@ def _srun_block(script: str) -> str | None:
 
 def sbatch_to_workload(text: str, model: str = "H100") -> tuple[dict, list[str]]:
     """The workload of a batch script, and warnings for what does not carry over."""
-    from cli.opts import OptError, parse_sbatch
+    from slurmlet.cli.opts import OptError, parse_sbatch
     warnings: list[str] = []
     try:
         parsed = parse_sbatch([], env={}, cwd=os.getcwd(), stdin_text=text)
@@ -117,8 +117,8 @@ def _exported(text: str) -> set[str]:
 
 
 def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
-    from controller.workload import accelerator_model, gpus_per_node, parse
-    from controller.errors import InvalidRequest
+    from slurmlet.controller.workload import accelerator_model, gpus_per_node, parse
+    from slurmlet.controller.errors import InvalidRequest
     try:
         w = parse(doc)
     except InvalidRequest as e:

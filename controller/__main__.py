@@ -1,5 +1,5 @@
 import sys
 
-from controller.daemon import main
+from slurmlet.controller.daemon import main
 
 sys.exit(main())

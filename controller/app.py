@@ -20,18 +20,18 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from pydantic import ValidationError
 
-from controller import auth
-from controller.api import accounting, limits
-from controller.api.schemas import (MAX_ID, CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate, NodeSync,
+from slurmlet.controller import auth
+from slurmlet.controller.api import accounting, limits
+from slurmlet.controller.api.schemas import (MAX_ID, CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate, NodeSync,
                                     NodeUpdate, StepCreate)
-from controller.config import ClusterConfig
-from controller.core.model import PendingJob
-from controller.core.plan import plan, priorities
-from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
-from controller.loops.reaper import reaper_loop
-from controller.store.engine import make_engine
-from controller.store.jobs import JobStore, request_of
-from controller.views import node_public, partition_public, validate_submit
+from slurmlet.controller.config import ClusterConfig
+from slurmlet.controller.core.model import PendingJob
+from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.errors import Conflict, DomainError, InvalidRequest, NotFound
+from slurmlet.controller.loops.reaper import reaper_loop
+from slurmlet.controller.store.engine import make_engine
+from slurmlet.controller.store.jobs import JobStore, request_of
+from slurmlet.controller.views import node_public, partition_public, validate_submit
 
 log = logging.getLogger("slurmlet.controller")
 VERSION = "22.05.8"
@@ -134,7 +134,7 @@ class Controller:
     def reconfigure(self) -> list[str]:
         """scontrol reconfigure: re-read the configuration and swap it in whole, or change nothing
         (a malformed file, or a change to a parameter fixed at cluster creation). Returns its warnings."""
-        from controller.config import ConfigError
+        from slurmlet.controller.config import ConfigError
         if self.settings.reload is None:
             raise InvalidRequest("the controller was started without a configuration file")
         try:
@@ -166,7 +166,7 @@ class Controller:
     async def _controller_script(self, r) -> None:  # noqa: ANN001
         import json
 
-        from nodeagent.launcher import run_scripts
+        from slurmlet.common.scripts import run_scripts
         payload = json.loads(r.payload)
         code, out = await run_scripts(payload["script"], payload["env"])
         if code:
@@ -410,7 +410,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/api/v1/runs")
     async def submit_run(request: Request):  # noqa: ANN202
         """air run: a workload (validated, errors naming the field path) becomes a batch job."""
-        from controller import workload as wl
+        from slurmlet.controller import workload as wl
         c = ctl()
         doc = await _body(request)
         if not isinstance(doc, dict):
@@ -793,7 +793,7 @@ def create_app(settings: Settings) -> FastAPI:
         return {"ok": True}
 
     app.add_middleware(limits.BodyLimit, max_code=MAX_CODE)  # 413 before an oversized body is read
-    from controller import metrics
+    from slurmlet.controller import metrics
     metrics.install(app, ctl, _nodes)  # GET /metrics; its latency middleware is the outermost: it times all
     return app
 
@@ -879,7 +879,7 @@ def _test_only(c: Controller, data: dict) -> dict:
     p = plan(dataclasses.replace(snap, pending=snap.pending + (job,)))
     for s in p.starts:
         if s.job_id == fake_id:
-            from controller.store.jobs import compress
+            from slurmlet.controller.store.jobs import compress
             return {"job_id": fake_id, "start_time": now, "nodes": compress(s.node_names),
                     "partition": data["partition"], "cpus": sum(a.cpus for a in s.allocs)}
     reason = p.reasons.get(fake_id)

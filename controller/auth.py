@@ -1,4 +1,4 @@
-"""Who is asking, and may they: credentials (cli/cred.py), JWTs for REST clients, permissions.
+"""Who is asking, and may they: credentials (common/cred.py), JWTs for REST clients, permissions.
 
 With a cluster key configured (`slurmlet controller --key-file`, SLURMLET_KEY_FILE), every request
 that changes something must carry a valid credential (X-Slurmlet-Cred, signed with the key) or a
@@ -18,8 +18,8 @@ import hmac
 import json
 from dataclasses import dataclass
 
-from cli import cred
-from controller.errors import DomainError
+from slurmlet.common import cred
+from slurmlet.controller.errors import DomainError
 
 TOKEN_HEADER = "X-SLURM-USER-TOKEN"
 TOKEN_USER_HEADER = "X-SLURM-USER-NAME"

@@ -26,9 +26,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from controller.config import (ClusterConfig, ConfigError, PartitionConf, _preempt_mode, parse_time_seconds,
+from slurmlet.controller.config import (ClusterConfig, ConfigError, PartitionConf, _preempt_mode, parse_time_seconds,
                                read_config_file)
-from controller.workload import field_errors
+from slurmlet.controller.workload import field_errors
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PoolId = Annotated[str, Field(pattern=_ID)]
@@ -214,7 +214,7 @@ def load_spec(path: str, state_dir: str) -> ClusterConfig:
 
 def load(config: str | None, spec: str | None, state_dir: str) -> ClusterConfig:
     """The controller's configuration: a spec (`--spec`, or a config path ending in .json) or slurm.conf."""
-    from controller.config import load_config
+    from slurmlet.controller.config import load_config
     if spec is None and config is not None and config.endswith(".json"):
         spec = config
     return load_spec(spec, state_dir) if spec is not None else load_config(config)

@@ -83,7 +83,7 @@ class ClusterConfig:
 
     def priority_weights(self):  # noqa: ANN201 - controller.core.priority.Weights
         """PriorityWeight* and friends; all zero unless PriorityType=priority/multifactor."""
-        from controller.core.priority import Weights
+        from slurmlet.controller.core.priority import Weights
         raw = {k.lower(): v for k, v in self.raw.items()}
         if raw.get("prioritytype", "priority/basic").lower() != "priority/multifactor":
             return Weights()
@@ -138,7 +138,7 @@ class ClusterConfig:
 
     def sched_config(self):  # noqa: ANN201 - controller.core.model.SchedConfig
         """SchedulerType, SchedulerParameters (bf_*), PreemptType and PreemptExemptTime for the core."""
-        from controller.core.model import SchedConfig
+        from slurmlet.controller.core.model import SchedConfig
         sp = self.sched_params()
 
         def num(key: str, default: int, low: int = 0) -> int:
@@ -412,7 +412,7 @@ def _parse_partition_line(pairs: list[tuple[str, str]], warnings: list[str]) -> 
         elif lk == "minnodes":
             kw["min_nodes"] = _int(v, k)
         elif lk == "tresbillingweights":
-            from controller.core.limits import TresError, parse_billing_weights
+            from slurmlet.controller.core.limits import TresError, parse_billing_weights
             try:
                 kw["billing_weights"] = tuple(parse_billing_weights(v.strip('"')).items())
             except TresError as e:

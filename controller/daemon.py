@@ -31,10 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from controller.app import Settings, create_app
-    from controller.clusterspec import load
-    from controller.config import ConfigError
-    from controller.store.engine import sqlite_url
+    from slurmlet.controller.app import Settings, create_app
+    from slurmlet.controller.clusterspec import load
+    from slurmlet.controller.config import ConfigError
+    from slurmlet.controller.store.engine import sqlite_url
 
     conf_path = args.config or (None if args.spec else os.environ.get("SLURM_CONF"))
     conf_path = conf_path and os.path.abspath(conf_path)
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1
-    from cli import cred
+    from slurmlet.common import cred
     key_file = args.key_file or os.environ.get("SLURMLET_KEY_FILE") or (
         cred.DEFAULT_KEY if os.path.exists(cred.DEFAULT_KEY) else None)
     key = None
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     host, port = parse_listen(args.listen)
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key)
-    from controller.store.engine import make_engine
-    from controller.store.migrate import SchemaError
+    from slurmlet.controller.store.engine import make_engine
+    from slurmlet.controller.store.migrate import SchemaError
     try:  # the database's schema first (made, or upgraded keeping its data): a refusal is one line
         make_engine(settings.db_url).dispose()
     except SchemaError as e:

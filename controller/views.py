@@ -7,11 +7,11 @@ from typing import Any
 
 import hostlist
 
-from controller.config import ClusterConfig
-from controller.core.alloc import Free, fit
-from controller.core.model import Node, natural_key
-from controller.errors import InvalidRequest
-from controller.store.jobs import compress, request_of
+from slurmlet.controller.config import ClusterConfig
+from slurmlet.controller.core.alloc import Free, fit
+from slurmlet.controller.core.model import Node, natural_key
+from slurmlet.controller.errors import InvalidRequest
+from slurmlet.controller.store.jobs import compress, request_of
 
 NOT_AVAILABLE = "Requested node configuration is not available"
 
@@ -25,7 +25,7 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     """
     # refused rather than run with the wrong semantics until they are implemented
     if body.get("array"):
-        from cli.opts import OptError, parse_array
+        from slurmlet.common.grammar import OptError, parse_array
         try:
             tasks, _ = parse_array(body["array"], config.max_array_size)
         except OptError:

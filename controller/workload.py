@@ -16,7 +16,7 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from controller.errors import InvalidRequest
+from slurmlet.controller.errors import InvalidRequest
 
 #: GPU_<n>x<model>: n from 1 (GPU_0x... would run on no node), the model as long as a job's gpu_type
 _ACCEL = re.compile(r"^GPU_([1-9][0-9]*)x([A-Za-z0-9_.-]{1,64})$")

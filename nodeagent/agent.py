@@ -14,13 +14,12 @@ import sys
 import time
 
 import httpx
-
-from cli import cred
 import psutil
+
+from ..common import cred, scripts
 
 from . import envs
 from .env import batch_environment
-from . import launcher as launcher_mod
 from . import records as records_mod
 from .launcher import Launcher
 from .steps import StepRunner
@@ -290,11 +289,11 @@ class Agent:
                                 bin_dir=self.bin_dir, node_addr=self.resources["addr"])
         env["SLURM_SCRIPT_CONTEXT"] = f"{op}_slurmd"
         if op == "epilog":
-            env.update(launcher_mod.exit_code_env(int(order.get("exit_code") or 0), int(order.get("signal") or 0)))
+            env.update(scripts.exit_code_env(int(order.get("exit_code") or 0), int(order.get("signal") or 0)))
             deadline = time.monotonic() + self.launcher.kill_wait + 5
             while any(k.split(".")[0] == str(jid) for k in self.steps.running_keys()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)  # the job's tasks here are being killed: the epilog runs after them
-        code, out = await launcher_mod.run_scripts(order[op] or "", env)
+        code, out = await scripts.run_scripts(order[op] or "", env)
         if code:
             log.warning("job %s: %s failed with exit code %s: %s", jid, op, code, out.strip()[-200:])
         self.scripts_done[(jid, order["run"], op)] = {"job_id": jid, "run": order["run"], "kind": op,

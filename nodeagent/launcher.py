@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import glob
 import logging
 import os
 import signal
@@ -18,8 +17,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 
-from nodeagent import identity
-from nodeagent.records import TOKEN, Records, new_token, proc_entry
+from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
+from slurmlet.nodeagent import identity
+from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -44,27 +44,6 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     owner: dict = field(default_factory=dict)  #: the job's uid and gid: its files are written with their rights
     script: str | None = None  #: the batch script's file, removed when the job ends (as slurmd does)
-
-
-def session_pids(sid: int) -> list[int]:
-    """Every live process whose session id is `sid` (the job's whole tree)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        try:
-            if os.getsid(pid) == sid:
-                out.append(pid)
-        except (ProcessLookupError, PermissionError):
-            continue
-    return out
-
-
-def signal_session(sid: int, sig: int) -> None:
-    for pid in session_pids(sid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
 
 
 def _remove_script(path: str | None, spool: str) -> None:
@@ -313,51 +292,6 @@ class Launcher:
             await asyncio.sleep(0.05)
         for job in jobs:
             signal_session(job.pid, signal.SIGKILL)
-
-
-def exit_code_env(code: int, sig: int) -> dict[str, str]:
-    """An epilog's SLURM_JOB_EXIT_CODE (the wait(2) status) and SLURM_JOB_EXIT_CODE2 (`exit:signal`)."""
-    return {"SLURM_JOB_EXIT_CODE": str(sig if sig else code << 8), "SLURM_JOB_EXIT_CODE2": f"{code}:{sig}"}
-
-
-def script_paths(spec: str) -> list[str]:
-    """Prolog=/Epilog= as Slurm 22.05 reads them: comma-separated paths, each possibly a glob
-    (`/etc/slurm/prolog.d/*`, expanded here, on the node, in sorted order)."""
-    out: list[str] = []
-    for item in (x.strip() for x in spec.split(",")):
-        if any(ch in item for ch in "*?["):
-            out += sorted(glob.glob(item))
-        elif item:
-            out.append(item)
-    return out
-
-
-async def run_scripts(spec: str, env: dict[str, str], timeout: float = 300.0) -> tuple[int, str]:
-    """Each script of a Prolog/Epilog list in order; the first that fails stops the rest and is the
-    result (its exit code, and its output after its path)."""
-    outs = []
-    for path in script_paths(spec):
-        code, out = await run_script(path, env, timeout)
-        if code:
-            return code, f"{path}: {out}"
-        outs.append(out)
-    return 0, "".join(outs)
-
-
-async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> tuple[int, str]:
-    """A Prolog or Epilog: its exit code (a timeout or an unreadable script counts as 1) and output."""
-    try:
-        proc = await asyncio.create_subprocess_exec(path, env=env, stdin=asyncio.subprocess.DEVNULL,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                                                    start_new_session=True, cwd="/")
-    except OSError as e:
-        return 1, str(e)
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        signal_session(proc.pid, signal.SIGKILL)
-        return 1, "timed out"
-    return (proc.returncode or 0) if proc.returncode >= 0 else 128 - proc.returncode, out.decode(errors="replace")
 
 
 def _parse_signal_opt(value: str | None) -> tuple[int, int, bool] | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from . import identity
 from .env import compress_counts
 from .envs import EnvError, activate
-from .launcher import session_pids, signal_session
+from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
 from .usage import Usage, watch
 
@@ -181,7 +181,7 @@ class StepRunner:
         req = order["request"]
         if not req.get("stdout"):
             return ()
-        from cli.opts import expand_pattern
+        from slurmlet.common.patterns import expand_pattern
 
         def path(pattern: str) -> str:
             aj, at = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")

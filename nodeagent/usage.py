@@ -8,7 +8,7 @@ import asyncio
 
 import psutil
 
-from .launcher import session_pids
+from ..common.scripts import session_pids
 
 
 class Usage:

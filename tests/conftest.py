@@ -61,7 +61,7 @@ def store_url(backend: str, tmp_path: Path) -> str:
     """A fresh database for store tests: SQLite in `tmp_path`, or the emptied PostgreSQL `test`
     (skipped when it is not running)."""
     if backend == "sqlite":
-        from controller.store.engine import sqlite_url
+        from slurmlet.controller.store.engine import sqlite_url
         return sqlite_url(str(tmp_path))
     if not pg_available():
         pytest.skip("PostgreSQL is not running at 127.0.0.1:5432")
@@ -71,9 +71,9 @@ def store_url(backend: str, tmp_path: Path) -> str:
 
 def reset_pg(url: str = PG_URL) -> None:
     from sqlalchemy import create_engine
-    from controller.store.engine import normalize_url
-    from controller.store.tables import metadata
-    from controller.store.migrate import version_table
+    from slurmlet.controller.store.engine import normalize_url
+    from slurmlet.controller.store.tables import metadata
+    from slurmlet.controller.store.migrate import version_table
     eng = create_engine(normalize_url(url))
     metadata.drop_all(eng)
     version_table.drop(eng, checkfirst=True)  # the schema's revision (Alembic) goes with its tables
@@ -173,7 +173,7 @@ class Cluster:
 
     # -- API and CLI
     def api(self, method: str, path: str, body: object = None) -> object:
-        from cli import http
+        from slurmlet.cli import http
         saved = os.environ.get("SLURMLET_KEY_FILE")
         os.environ["SLURMLET_KEY_FILE"] = str(self.key_file)  # signed as this process's user, like the CLI
         try:

@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 from fastapi import FastAPI, Request
 
-from controller import auth
-from controller.api.schemas import Strict
-from controller.core import fairshare
-from controller.core.limits import TRES_ORDER, tres_text
-from controller.errors import InvalidRequest, NotFound
+from slurmlet.controller import auth
+from slurmlet.controller.api.schemas import Strict
+from slurmlet.controller.core import fairshare
+from slurmlet.controller.core.limits import TRES_ORDER, tres_text
+from slurmlet.controller.errors import InvalidRequest, NotFound
 
 ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")
 

@@ -18,8 +18,8 @@ import contextlib
 import json
 from typing import Any
 
-from controller.api.schemas import MAX_SCRIPT
-from controller.errors import DomainError
+from slurmlet.controller.api.schemas import MAX_SCRIPT
+from slurmlet.controller.errors import DomainError
 
 MAX_BODY = 32 * 2**20
 #: the message of Slurm's ESLURM_PATHNAME_TOO_LONG: a script over max_script_size

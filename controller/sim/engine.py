@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from controller.core.model import Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
-from controller.core.plan import plan
-from controller.core.priority import Weights
+from slurmlet.controller.core.model import Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
+from slurmlet.controller.core.plan import plan
+from slurmlet.controller.core.priority import Weights
 
 from .swf import SwfJob, Trace
 

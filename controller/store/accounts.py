@@ -16,9 +16,9 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, func, insert, select, update
 
-from controller.core import limits as L
-from controller.core.model import Reason
-from controller.errors import InvalidRequest
+from slurmlet.controller.core import limits as L
+from slurmlet.controller.core.model import Reason
+from slurmlet.controller.errors import InvalidRequest
 
 from .tables import accounts as A
 from .tables import assocs as AS
@@ -653,7 +653,7 @@ def _admin_level(v: str) -> str:
 
 
 def _limit_value(key: str, kind: str, v: str, modify: bool) -> Any:
-    from controller.config import ConfigError, parse_time_minutes
+    from slurmlet.controller.config import ConfigError, parse_time_minutes
     if kind == "int":
         try:
             n = int(v)
@@ -761,7 +761,7 @@ def _number(v: str, cast: type, key: str) -> Any:
 
 
 def _qos_values(opts: dict[str, str], t: Tree, modify: bool = False) -> tuple[dict, dict]:
-    from controller.config import ConfigError, parse_time_seconds
+    from slurmlet.controller.config import ConfigError, parse_time_seconds
     vals: dict = {}
     if "description" in opts:
         vals["description"] = opts.pop("description")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from cli.opts import OptError, parse_dependency
+from slurmlet.common.grammar import OptError, parse_dependency
 
 ACTIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 FAILED_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",

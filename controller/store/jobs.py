@@ -12,16 +12,17 @@ import hostlist
 from sqlalchemy import Engine, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from cli.opts import default_output, expand_pattern, parse_array
-from controller.config import ClusterConfig
-from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Reason, Request, RunningJob,
+from slurmlet.common.grammar import parse_array
+from slurmlet.common.patterns import default_output, expand_pattern
+from slurmlet.controller.config import ClusterConfig
+from slurmlet.controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Plan, Reason, Request, RunningJob,
                                    Snapshot, natural_key)
-from controller.core.plan import requested_cpus
-from controller.core import fairshare
-from controller.core.limits import Counter, alloc_tres, billing, request_tres
-from controller.core.priority import decayed_span
-from controller.errors import Conflict, DomainError, InvalidRequest, NotFound
-from nodeagent.launcher import exit_code_env
+from slurmlet.controller.core.plan import requested_cpus
+from slurmlet.controller.core import fairshare
+from slurmlet.controller.core.limits import Counter, alloc_tres, billing, request_tres
+from slurmlet.controller.core.priority import decayed_span
+from slurmlet.controller.errors import Conflict, DomainError, InvalidRequest, NotFound
+from slurmlet.common.scripts import exit_code_env
 
 from . import deps, scripts, steps
 from .accounts import AccountStore, enforce_flags
@@ -475,7 +476,7 @@ class JobStore:
 
     def _qos_mode(self, q: Any) -> str:
         """A QOS's PreemptMode; `cluster`: the cluster's PreemptMode."""
-        from controller.config import _preempt_mode
+        from slurmlet.controller.config import _preempt_mode
         return q.preempt_mode.upper() if q.preempt_mode != "cluster" else _preempt_mode(self.config.preempt_mode,
                                                                                              "PreemptMode")
 

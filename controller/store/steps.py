@@ -14,7 +14,7 @@ from typing import Any
 import hostlist
 from sqlalchemy import func, insert, select, update
 
-from controller.errors import Conflict, InvalidRequest, NotFound
+from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
 from .tables import jobs as J
 from .tables import nodes as N

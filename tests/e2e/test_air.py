@@ -248,7 +248,7 @@ def test_a_retried_air_run_is_the_same_run(air_cluster: Cluster, monkeypatch: py
 
     import yaml
 
-    from cli import http
+    from slurmlet.cli import http
     c = air_cluster
     monkeypatch.setenv("SLURMLET_KEY_FILE", str(c.key_file))  # signed as the CLI signs
     body = {"workload": dict(yaml.safe_load(YAML), experiment_name="retried"), "cwd": str(c.workdir),

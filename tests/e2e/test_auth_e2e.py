@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli import cred
+from slurmlet.common import cred
 from tests.conftest import Cluster, serve, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -119,7 +119,7 @@ def test_rest_clients_use_tokens(sec: Cluster):
     # the token names its user: another name, a changed token or an expired one are refused
     assert submit(c, 0, "root", headers=dict(hdr, **{"X-SLURM-USER-NAME": "alice"})).status_code == 401
     assert submit(c, 0, "root", headers=dict(hdr, **{"X-SLURM-USER-TOKEN": token[:-2] + "xx"})).status_code == 401
-    from controller.auth import issue_token
+    from slurmlet.controller.auth import issue_token
     old = issue_token(key(c), "root", 10, time.time() - 60)
     assert submit(c, 0, "root", headers={"X-SLURM-USER-TOKEN": old}).status_code == 401
     # a user gets a token for themself; one for someone else takes an administrator (a name with no

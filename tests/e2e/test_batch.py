@@ -166,7 +166,7 @@ def test_bad_input_is_refused_with_slurm_messages(cluster: Cluster):
 
 
 def test_api_validation_names_the_field(cluster: Cluster):
-    from cli.http import ControllerError
+    from slurmlet.cli.http import ControllerError
     with pytest.raises(ControllerError) as e:
         cluster.api("POST", "/api/v1/jobs", {"script": "#!/bin/sh\n", "nodes_min": 0})
     assert e.value.status == 422 and "nodes_min" in e.value.error

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli import cred
+from slurmlet.common import cred
 from tests.conftest import Cluster, pg_available, pg_schema_url, wait_until
 
 pytestmark = pytest.mark.e2e

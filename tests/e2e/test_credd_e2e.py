@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import cred
+from slurmlet.common import cred
 from tests.conftest import BIN, Cluster, serve, wait_until
 
 

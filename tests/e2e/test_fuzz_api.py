@@ -32,7 +32,7 @@ def fuzz_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _cred(c: Cluster) -> dict[str, str]:
-    from cli import cred
+    from slurmlet.common import cred
     return {cred.HEADER: cred.sign(cred.read_key(str(c.key_file)), *cred.current_user())}
 
 

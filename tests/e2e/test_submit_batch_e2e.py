@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from cli import cred
-from controller.api.schemas import MAX_BATCH
+from slurmlet.common import cred
+from slurmlet.controller.api.schemas import MAX_BATCH
 from tests.conftest import Cluster, serve
 
 pytestmark = pytest.mark.e2e

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import ClusterConfig
-from controller.store.engine import make_engine
-from controller.store.jobs import JobStore
+from slurmlet.controller.config import ClusterConfig
+from slurmlet.controller.store.engine import make_engine
+from slurmlet.controller.store.jobs import JobStore
 from tests.conftest import store_url
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)]

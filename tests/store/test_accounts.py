@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import parse_slurm_conf
-from controller.core.fairshare import walk
-from controller.core.plan import plan, priorities
-from controller.errors import InvalidRequest
-from controller.store.accounts import AcctError
-from controller.store.engine import make_engine, sqlite_url
-from controller.store.jobs import JobStore
+from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.core.fairshare import walk
+from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.errors import InvalidRequest
+from slurmlet.controller.store.accounts import AcctError
+from slurmlet.controller.store.engine import make_engine, sqlite_url
+from slurmlet.controller.store.jobs import JobStore
 from tests.store.conftest import store_fixture
 
 BASE = ("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import parse_slurm_conf
-from controller.core.plan import plan
-from controller.errors import InvalidRequest
-from controller.store.jobs import JobStore
-from nodeagent.env import batch_environment
+from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.core.plan import plan
+from slurmlet.controller.errors import InvalidRequest
+from slurmlet.controller.store.jobs import JobStore
+from slurmlet.nodeagent.env import batch_environment
 from tests.store.conftest import store_fixture
 
 CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000\n"

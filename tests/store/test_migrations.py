@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import MetaData, create_engine, inspect, insert, text
 
-from controller.config import parse_slurm_conf
-from controller.core.plan import plan
-from controller.store import migrate
-from controller.store.engine import make_engine, normalize_url, sqlite_url
-from controller.store.jobs import JobStore
-from controller.store.migrations import HEAD
-from controller.store.tables import metadata
+from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.core.plan import plan
+from slurmlet.controller.store import migrate
+from slurmlet.controller.store.engine import make_engine, normalize_url, sqlite_url
+from slurmlet.controller.store.jobs import JobStore
+from slurmlet.controller.store.migrations import HEAD
+from slurmlet.controller.store.tables import metadata
 from tests.conftest import BIN, ROOT, pg_available, pg_schema_url
 
 CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000\n"

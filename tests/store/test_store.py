@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import parse_slurm_conf
-from controller.core.plan import plan, priorities
-from controller.errors import Conflict, InvalidRequest, NotFound
-from controller.store.engine import make_engine, sqlite_url
-from controller.store.jobs import JobStore
+from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
+from slurmlet.controller.store.engine import make_engine, sqlite_url
+from slurmlet.controller.store.jobs import JobStore
 from tests.store.conftest import store_fixture
 
 CONF = parse_slurm_conf("ClusterName=t\nNodeName=node[1-2] CPUs=4 RealMemory=1000 Gres=gpu:2\n"
@@ -120,7 +120,7 @@ def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
     register(store)
     assert store.node_sync("node2", {"running": [4242], "finished": []}, 2.0) == \
         [{"op": "kill", "job_id": 4242, "why": "orphan"}]
-    from controller.errors import InvalidRequest
+    from slurmlet.controller.errors import InvalidRequest
     with pytest.raises(InvalidRequest):
         store.node_sync("node9", {"resources": RES}, 2.0)
 

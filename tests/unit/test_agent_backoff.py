@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodeagent.agent import MAX_BACKOFF, jittered, max_backoff
+from slurmlet.nodeagent.agent import MAX_BACKOFF, jittered, max_backoff
 
 
 def test_pauses_stay_between_half_the_backoff_and_the_backoff():

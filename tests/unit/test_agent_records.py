@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent import records
-from nodeagent.agent import Agent
+from slurmlet.nodeagent import records
+from slurmlet.nodeagent.agent import Agent
 from tests.conftest import wait_until
 
 

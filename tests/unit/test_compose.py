@@ -139,7 +139,7 @@ def test_controller_listens_on_6817_with_postgres(services: dict[str, dict]) -> 
 
 
 def test_compose_slurm_conf_loads() -> None:
-    from controller.config import load_config
+    from slurmlet.controller.config import load_config
     conf = load_config(str(ROOT / "docker" / "slurm.conf"))
     assert conf.partitions and conf.partitions[0].nodes is None, "agents of any name must join (Nodes=ALL)"
     assert not conf.warnings, conf.warnings
@@ -194,9 +194,9 @@ def test_dockerfile_installs_the_package_and_exposes_6817() -> None:
     assert "EXPOSE 6817" in lines
     assert any(re.match(r"RUN pip install (--no-cache-dir )?\.( |$)", line) for line in lines)
     copied = {line.split()[1] for line in lines if line.startswith("COPY")}
-    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    for pkg in packages["include"]:
-        assert pkg.rstrip("*") in copied, f"the image lacks the {pkg} package"
+    folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    for folder in folders:
+        assert folder in copied, f"the image lacks the {folder} folder"
     assert "pyproject.toml" in " ".join(copied)
     ignored = (ROOT / ".dockerignore").read_text().split()
-    assert ".venv" in ignored and not any(p in ignored for p in ("cli", "controller", "nodeagent"))
+    assert ".venv" in ignored and not any(p in ignored for p in folders)

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli import opts
-from cli.opts import OptError
-from controller import workload as wl
-from controller.api.schemas import JobSubmit
-from controller.errors import InvalidRequest
+from slurmlet.cli import opts
+from slurmlet.cli.opts import OptError
+from slurmlet.controller import workload as wl
+from slurmlet.controller.api.schemas import JobSubmit
+from slurmlet.controller.errors import InvalidRequest
 
 NOW = 1_800_000_000.0
 SCRIPT = "#!/bin/sh\ntrue\n"
@@ -154,7 +154,7 @@ YAML_TEXT = st.one_of(
 @given(YAML_TEXT, st.lists(st.text(max_size=20), max_size=3))
 def test_workload_yaml_files_never_crash(tmp_path_factory: pytest.TempPathFactory, text: str,
                                           overrides: list[str]) -> None:
-    from cli.air import load_workload
+    from slurmlet.cli.air import load_workload
     path = Path(tmp_path_factory.getbasetemp()) / "w.yaml"
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
     try:
@@ -171,8 +171,8 @@ def test_workload_yaml_files_never_crash(tmp_path_factory: pytest.TempPathFactor
                        ANY, max_size=4))
 def test_air_run_request_fields_are_4xx(tmp_path_factory: pytest.TempPathFactory, extra: dict) -> None:
     """POST /api/v1/runs with a valid workload and any values in its other fields: never a 500."""
-    from controller.app import Settings, create_app
-    from controller.config import parse_slurm_conf
+    from slurmlet.controller.app import Settings, create_app
+    from slurmlet.controller.config import parse_slurm_conf
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient

@@ -8,7 +8,7 @@ until the migrated schema equals tables.py again). To start one from the differe
 
     from sqlalchemy import create_engine
     from alembic import command
-    from controller.store import migrate
+    from slurmlet.controller.store import migrate
     eng = create_engine("sqlite:////tmp/scratch.db")       # a scratch database
     with eng.begin() as conn:
         command.upgrade(migrate.alembic_config(conn), "head")

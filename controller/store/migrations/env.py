@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from controller.store.tables import metadata
+from slurmlet.controller.store.tables import metadata
 
 
 def run() -> None:

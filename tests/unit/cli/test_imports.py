@@ -7,15 +7,17 @@ import sys
 
 from tests.conftest import ROOT
 
-HEAVY = ("sqlalchemy", "fastapi", "pydantic", "httpx", "starlette", "uvicorn", "psutil", "controller",
-         "nodeagent", "http.client", "email", "argparse", "asyncio")
+HEAVY = ("sqlalchemy", "fastapi", "pydantic", "httpx", "starlette", "uvicorn", "psutil", "slurmlet.controller",
+         "slurmlet.nodeagent", "http.client", "email", "argparse", "asyncio")
 
 
 def test_cli_commands_import_nothing_heavy():
-    mods = ["cli.main", "cli.sbatch", "cli.squeue", "cli.scancel", "cli.sacct", "cli.sinfo", "cli.scontrol",
-            "cli.render", "cli.opts", "cli.http"]
+    mods = ["slurmlet.cli.main", "slurmlet.cli.sbatch", "slurmlet.cli.squeue", "slurmlet.cli.scancel",
+            "slurmlet.cli.sacct", "slurmlet.cli.sinfo", "slurmlet.cli.scontrol", "slurmlet.cli.render",
+            "slurmlet.cli.opts", "slurmlet.cli.http", "slurmlet.common.cred"]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in mods) +
-            f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m in {HEAVY!r})))")
+            f"heavy = {HEAVY!r}\n"
+            "print(','.join(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""

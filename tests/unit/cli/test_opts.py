@@ -14,8 +14,8 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from cli import opts
-from cli.opts import OptError
+from slurmlet.cli import opts
+from slurmlet.cli.opts import OptError
 
 CWD = "/home/u/work"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "SLURM_CONF": "/etc/slurm.conf", "LANG": "C.UTF-8"}
@@ -952,7 +952,7 @@ class TestSubmitBody:
         assert (j["cpus_per_task"], j["hold"], j["nice"], j["test_only"]) == (1, False, 0, False)
 
     def test_matches_the_controller_schema(self):
-        schemas = pytest.importorskip("controller.api.schemas")
+        schemas = pytest.importorskip("slurmlet.controller.api.schemas")
         fields = set(schemas.JobSubmit.model_fields)
         assert set(wrap()) <= fields
         schemas.JobSubmit(**wrap("-N", "2-3", "-t", "5", "--gres=gpu:2", "--array=0-3", "-d", "afterok:1",
@@ -1088,9 +1088,11 @@ class TestPatterns:
 
 # ============================================================ import cost
 def test_import_is_cheap():
-    code = ("import sys; before = set(sys.modules); import cli.opts; "
+    code = ("import sys; before = set(sys.modules); import slurmlet.cli.opts; "
             "print(' '.join(sorted(set(sys.modules) - before)))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": root})
-    assert set(out.stdout.split()) <= {"__future__", "cli", "cli.opts"}
+    assert set(out.stdout.split()) <= {"__future__", "slurmlet", "slurmlet.cli", "slurmlet.cli.opts", "slurmlet.common",
+                                      "slurmlet.common.grammar", "slurmlet.common.patterns",
+                                      "slurmlet.common.slurmtime"}

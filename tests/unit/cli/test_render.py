@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from cli import fmt as F
-from cli import render as R
+from slurmlet.cli import fmt as F
+from slurmlet.cli import render as R
 
 ANCHOR = "$ANCHOR"
 WD = f"{ANCHOR}/var/formats-run"

@@ -17,9 +17,9 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cli import argv as getopt
-from cli import opts
-from cli.opts import OptError
+from slurmlet.cli import argv as getopt
+from slurmlet.cli import opts
+from slurmlet.cli.opts import OptError
 
 CWD = "/home/u/work"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "LANG": "C.UTF-8"}
@@ -1026,11 +1026,12 @@ class TestSrun:
 
 # ======================================================================= import cost
 def test_module_stays_cheap_to_import():
-    code = ("import sys; before = set(sys.modules); import cli.opts, cli.argv; "
+    code = ("import sys; before = set(sys.modules); import slurmlet.cli.opts, slurmlet.cli.argv; "
             "print(' '.join(sorted(set(sys.modules) - before)))")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": root, "PATH": os.environ.get("PATH", "")})
     added = set(out.stdout.split())
     assert not added & {"re", "shlex", "time", "argparse", "typing", "datetime", "dataclasses"}
-    assert added <= {"__future__", "cli", "cli.opts", "cli.argv"}
+    assert added <= {"__future__", "slurmlet", "slurmlet.cli", "slurmlet.cli.opts", "slurmlet.cli.argv", "slurmlet.common",
+                     "slurmlet.common.grammar", "slurmlet.common.patterns", "slurmlet.common.slurmtime"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from cli.translate import sbatch_to_workload, workload_to_sbatch
+from slurmlet.cli.translate import sbatch_to_workload, workload_to_sbatch
 
 GUIDE = Path(__file__).resolve().parents[2] / "data" / "migration-guide"  # see its PROVENANCE.md
 SBATCH = (GUIDE / "guide.sbatch").read_text()
@@ -47,7 +47,7 @@ def test_exports_partition_and_module_loads():
 
 
 def run(*args: str, cwd: Path):  # noqa: ANN201
-    return subprocess.run([sys.executable, "-c", "import sys; from cli.main import slurmlet; sys.argv = ['slurmlet', "
+    return subprocess.run([sys.executable, "-c", "import sys; from slurmlet.cli.main import slurmlet; sys.argv = ['slurmlet', "
                            "'translate'] + sys.argv[1:]; sys.exit(slurmlet())", *args], capture_output=True, text=True,
                           cwd=cwd, env={"PYTHONPATH": str(Path(__file__).resolve().parents[3]), "PATH": "/usr/bin:/bin"})
 
@@ -78,7 +78,7 @@ def test_options_without_a_workload_counterpart_are_warnings():
 def test_names_and_commands_reach_the_shell_as_written(tmp_path: Path):
     """A workload's name and command with quotes, `;`, `$` and spaces: the script's #SBATCH line
     gives sbatch the name as written, bash -c gets the command as written, and it translates back."""
-    from cli.opts import directive_args
+    from slurmlet.cli.opts import directive_args
     name = "it's; touch pwned $HOME"
     command = "echo 'single' \"double\" $HOME; echo it's done\n"
     doc = {**YAML, "experiment_name": name, "command": command}

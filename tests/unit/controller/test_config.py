@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.config import ConfigError, parse_slurm_conf
+from slurmlet.controller.config import ConfigError, parse_slurm_conf
 
 REFERENCE = """
 # the reference cluster's file, abridged

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.store.deps import Target, evaluate as _evaluate, parse
+from slurmlet.controller.store.deps import Target, evaluate as _evaluate, parse
 
 NOW = 1000.0
 

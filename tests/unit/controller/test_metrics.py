@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.api import limits
-from controller.app import MAX_CODE, Settings, create_app
-from controller.config import parse_slurm_conf
+from slurmlet.controller.api import limits
+from slurmlet.controller.app import MAX_CODE, Settings, create_app
+from slurmlet.controller.config import parse_slurm_conf
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx
@@ -162,7 +162,7 @@ def test_latency_labels_stay_bounded(client: TestClient) -> None:
 
 
 def test_label_values_escaped() -> None:
-    from controller.metrics import _Out
+    from slurmlet.controller.metrics import _Out
     out = _Out()
     out.family("x", "gauge", "h")
     out.sample("x", 1, partition='a"b\\c\nd')
@@ -261,8 +261,8 @@ def test_body_limit_never_reads_a_body_it_refuses() -> None:
 def test_packed_code_over_max_code_is_413(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     import base64
 
-    import controller.app
-    monkeypatch.setattr(controller.app, "MAX_CODE", 10)  # read when the route runs
+    import slurmlet.controller.app
+    monkeypatch.setattr(slurmlet.controller.app, "MAX_CODE", 10)  # read when the route runs
     r = client.post("/api/v1/code", json={"data": base64.b64encode(b"x" * 11).decode()})
     assert r.status_code == 413 and r.json()["detail"]["limit"] == 10
     assert client.post("/api/v1/code", json={"data": base64.b64encode(b"x" * 10).decode()}).status_code == 200

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Reason, Request, RunningJob, SchedConfig,
+from slurmlet.controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Reason, Request, RunningJob, SchedConfig,
                                    Snapshot)
-from controller.core.plan import plan
+from slurmlet.controller.core.plan import plan
 
 NOW = 1000.0
 

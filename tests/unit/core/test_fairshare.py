@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.core import fairshare as F
+from slurmlet.controller.core import fairshare as F
 
 # the captured tree: root > {bio (1), chem (1), physics (40) > theory (20)}, with their users
 ACCOUNTS = {"root": (None, 1), "bio": ("root", 1), "chem": ("root", 1), "physics": ("root", 40),

@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.model import Node, Partition, PendingJob, Reason, Request, Snapshot
-from controller.core.plan import plan
+from slurmlet.controller.core.model import Node, Partition, PendingJob, Reason, Request, Snapshot
+from slurmlet.controller.core.plan import plan
 
 
 def nodes(n: int = 2, cpus: int = 8, mem: int = 32000, gpus: int = 8, **kw) -> tuple[Node, ...]:

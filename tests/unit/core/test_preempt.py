@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Preemption, Reason, Request, RunningJob,
+from slurmlet.controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Preemption, Reason, Request, RunningJob,
                                    SchedConfig, Snapshot)
-from controller.core.plan import plan
+from slurmlet.controller.core.plan import plan
 
 NOW = 1000.0
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.core.model import Node, Partition, PendingJob, Request, Snapshot
-from controller.core.plan import plan, priorities
-from controller.core.priority import Weights, factors
+from slurmlet.controller.core.model import Node, Partition, PendingJob, Request, Snapshot
+from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.core.priority import Weights, factors
 
 # the reference cluster: 4 nodes x 8 CPUs, weights Age 1000, FairShare 10000, JobSize 1000,
 # Partition 10000, QOS 1000, PriorityMaxAge 7 days
@@ -52,7 +52,7 @@ def test_priority_never_falls_with_age(a, b):
 
 
 def test_usage_decays_by_half_life_and_fair_share_follows_usage():
-    from controller.core.priority import decayed, fair_shares
+    from slurmlet.controller.core.priority import decayed, fair_shares
     assert decayed(1000.0, 0, 3600) == 1000.0
     assert decayed(1000.0, 3600, 3600) == 500.0 and decayed(1000.0, 7200, 3600) == 250.0
     assert decayed(1000.0, 7200, 0) == 1000.0  # no decay configured
@@ -69,7 +69,7 @@ def test_usage_decays_by_half_life_and_fair_share_follows_usage():
                                st.floats(0, 1), st.integers(-100, 100)), min_size=1, max_size=20),
        now=st.floats(0, 40 * 86400))
 def test_scheduler_totals_equal_sprio_components_and_plan_order(jobs, now):
-    from controller.core.plan import priority_totals
+    from slurmlet.controller.core.plan import priority_totals
     pend = [PendingJob(i, "debug", Request(nodes_min=n), eligible_time=e, nice=nice, usage=u, shares=0.5, site=site,
                        submit_time=float(i), held="user") for i, (n, e, nice, u, site) in enumerate(jobs)]
     s = snap(pend, now=now)
@@ -88,7 +88,7 @@ def test_scheduler_totals_equal_sprio_components_and_plan_order(jobs, now):
 def test_tres_weights_add_each_tres_part_of_the_partition():
     from dataclasses import replace
 
-    from controller.config import ConfigError, parse_slurm_conf
+    from slurmlet.controller.config import ConfigError, parse_slurm_conf
     w = replace(W, tres=(("cpu", 1000), ("gres/gpu", 2000)))
     # 8 of the partition's 32 CPUs and 16 of its 32 GPUs: 1000/4 + 2000/2
     job = PendingJob(1, "debug", Request(ntasks=8, gpus=16), eligible_time=100.0)

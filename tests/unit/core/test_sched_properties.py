@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.core.alloc import Free, fit
-from controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
-from controller.core.plan import plan
+from slurmlet.controller.core.alloc import Free, fit
+from slurmlet.controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
+from slurmlet.controller.core.plan import plan
 
 NOW = 10_000.0
 
@@ -207,7 +207,7 @@ def whole_node_scenarios(draw):
 @settings(max_examples=300, deadline=None)
 @given(snap=whole_node_scenarios())
 def test_whole_node_backfill_counts_nodes_and_keeps_the_first_reservation(snap):
-    from controller.core import plan as core
+    from slurmlet.controller.core import plan as core
     jobs = [j for j in snap.pending]
     cyc = core._Cycle(snap)
     cyc.main_pass(cyc.queue())

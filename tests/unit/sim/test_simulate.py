@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cli import simulate as cli_simulate
-from controller.config import parse_slurm_conf
-from controller.core.model import SchedConfig
-from controller.sim import engine, swf
+from slurmlet.cli import simulate as cli_simulate
+from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.core.model import SchedConfig
+from slurmlet.controller.sim import engine, swf
 
 TRACES = Path("/work/shared/traces")
 REAL = sorted(TRACES.glob("*.swf.gz"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sim import swf
+from slurmlet.controller.sim import swf
 
 
 def rec(job_id, submit, run, alloc, req_procs=-1, req_time=-1, *, wait=0, user=1) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from controller.store.migrations.ops import create_index, create_table
+from slurmlet.controller.store.migrations.ops import create_index, create_table
 
 revision = "0001"
 down_revision = None

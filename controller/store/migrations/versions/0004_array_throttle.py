@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from controller.store.migrations.ops import add_columns, drop_columns
+from slurmlet.controller.store.migrations.ops import add_columns, drop_columns
 
 revision = "0004"
 down_revision = "0003"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from controller.store.migrations.ops import add_columns, create_index, create_table, drop_columns
+from slurmlet.controller.store.migrations.ops import add_columns, create_index, create_table, drop_columns
 
 revision = "0011"
 down_revision = "0010"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from controller.store.migrations.ops import create_table
+from slurmlet.controller.store.migrations.ops import create_table
 
 revision = "0012"
 down_revision = "0011"

@@ -3,7 +3,7 @@ cluster key.
 
 It holds the key and listens on a Unix socket that everyone may connect to. For each connection it
 asks the kernel who is on the other end (SO_PEERCRED: the peer's uid, which the peer cannot forge)
-and answers one line: a credential signed for that uid and its user name (cli/cred.py), or an
+and answers one line: a credential signed for that uid and its user name (common/cred.py), or an
 error line starting with `error:`. The CLI asks it when it cannot read the key itself
 (`$SLURMLET_CRED_SOCKET`, else /run/slurmlet/cred.sock); agents pass the socket on to jobs so that
 `srun`, `scancel` and the rest work inside a job that runs as its user.
@@ -21,7 +21,7 @@ import struct
 import sys
 import threading
 
-from cli import cred
+from slurmlet.common import cred
 
 log = logging.getLogger("slurmlet.credd")
 

@@ -8,10 +8,10 @@ a uid and a user at a time, with a nonce, and carries an HMAC-SHA256 of them und
 
 The controller accepts one for CRED_TTL seconds. REST clients use JWTs instead (`scontrol token`,
 sent as X-SLURM-USER-TOKEN like slurmrestd's); both are checked in controller/auth.py.
-Users who may not read the key get credentials from `slurmlet credd` (cli/credd.py) over a Unix
-socket, which signs for the uid the kernel reports for the caller (munged's way).
-Imported by every CLI call: only `os` and `time` at import; CPython's built-in SHA-256 when
-signing (see `_mac`), `socket` when asking credd.
+Users who may not read the key get credentials from `slurmlet credd` (nodeagent/credd.py) over a
+Unix socket, which signs for the uid the kernel reports for the caller (munged's way).
+Imported by every CLI call: only `os` and `time` at import; `hmac` when signing, `socket` when
+asking credd.
 """
 
 from __future__ import annotations
@@ -49,34 +49,10 @@ def read_key(path: str | None = None) -> bytes | None:
 
 
 def _mac(key: bytes, text: str) -> str:
-    """HMAC-SHA256 (RFC 2104) of `text` under `key`, hex. Computed here over CPython's built-in
-    SHA-256: the hmac module loads OpenSSL, about 2.4 ms of every signing CLI command's start.
-    tests/unit/cli/test_cred.py checks it against hmac.new."""
-    sha256 = _builtin_sha256()
-    if sha256 is None:  # an interpreter without the built-in module
-        import hmac
-        return hmac.new(key, text.encode(), "sha256").hexdigest()
-    if len(key) > 64:
-        key = sha256(key).digest()
-    key = key.ljust(64, b"\0")
-    inner = sha256(key.translate(_xor_table(0x36)))
-    inner.update(text.encode())
-    outer = sha256(key.translate(_xor_table(0x5C)))
-    outer.update(inner.digest())
-    return outer.hexdigest()
-
-
-def _builtin_sha256():  # noqa: ANN202 - the constructor, or None
-    for name in ("_sha256", "_sha2"):  # 3.11 / 3.12 and later
-        try:
-            return __import__(name).sha256
-        except (ImportError, AttributeError):
-            continue
-    return None
-
-
-def _xor_table(pad: int) -> bytes:
-    return bytes(i ^ pad for i in range(256))
+    """HMAC-SHA256 (RFC 2104) of `text` under `key`, hex."""
+    import hashlib
+    import hmac
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
 def sign(key: bytes, uid: int, user: str, now: float | None = None) -> str:
