@@ -19,7 +19,8 @@ import psutil
 from ..common import cred, scripts
 
 from . import envs
-from .env import batch_environment
+from . import identity, unpack
+from .env import batch_environment, script_environment
 from . import records as records_mod
 from .launcher import Launcher
 from .steps import StepRunner
@@ -223,40 +224,63 @@ class Agent:
                     log.error("another agent syncs as node %s: give each agent its own --name", self.name)
                     await asyncio.sleep(jittered(self.max_backoff))
 
-    async def code_dir(self, job_id: int, sha: str) -> str:
-        """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`)."""
-        dest = os.path.join(self.spool, "runs", str(job_id), "code")
+    async def code_dir(self, order: dict) -> str:
+        """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`), as the run's user:
+        the archive can only make what they could (see unpack.py), and a bad one fails their job alone."""
+        job_id, sha = order["job_id"], order["code"]
+        run = os.path.join(self.spool, "runs", str(job_id))
+        dest = os.path.join(run, "code")
         if not os.path.isdir(dest):
             try:
                 data = await _fetch(f"{self.controller}/api/v1/code/{sha}")
-                await asyncio.get_running_loop().run_in_executor(None, _unpack, data, dest)
-            except (httpx.HTTPError, OSError, ValueError) as e:
+                os.makedirs(run, exist_ok=True)
+                identity.own(run, order)
+                await asyncio.get_running_loop().run_in_executor(None, identity.run_as, order, unpack.extract, data,
+                                                                 dest)
+            except (httpx.HTTPError, OSError, RuntimeError) as e:
                 log.warning("job %s: cannot get its code %s: %s", job_id, sha[:12], e)
-                os.makedirs(dest, exist_ok=True)
+                with contextlib.suppress(OSError):
+                    os.makedirs(dest, exist_ok=True)
         return dest
 
-    async def python_env(self, deps: list[str], code_dir: str | None) -> str:
-        """An air run's environment.dependencies as a virtual environment on this node (built once)."""
-        return await asyncio.get_running_loop().run_in_executor(None, envs.ensure, self.spool, deps, code_dir)
+    async def python_env(self, order: dict, code_dir: str | None) -> str:
+        """An air run's environment.dependencies as a virtual environment on this node, built once per
+        user and dependency set, by that user (pip and the packages' build scripts run with their rights,
+        and `-r FILE` reads only what they may)."""
+        root = os.path.join(self.spool, "envs", f"u{order.get('uid', os.getuid())}")
+        try:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            identity.own(root, order)
+            return await asyncio.get_running_loop().run_in_executor(None, identity.run_as, order, envs.ensure, root,
+                                                                    order["py_deps"], code_dir)
+        except (OSError, RuntimeError) as e:
+            raise envs.EnvError(str(e)) from None
 
     async def apply(self, order: dict) -> None:
         op = order["op"]
         if op == "launch":
+            try:  # a uid unknown here, or a group not the user's: the job fails, never runs as root
+                identity.job_identity(order)
+            except identity.IdentityError as e:
+                log.warning("job %s: %s", order["job_id"], e)
+                self.launcher.refuse(order, str(e))
+                return
             env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
             if order.get("code"):
-                env["CODE_SOURCE_PATH"] = await self.code_dir(order["job_id"], order["code"])
+                env["CODE_SOURCE_PATH"] = await self.code_dir(order)
             if order.get("home"):  # the cluster's home_directory_storage: HOME=<it>/<user>, made when missing
                 with contextlib.suppress(OSError):
                     os.makedirs(order["home"], exist_ok=True)
                 env["HOME"] = order["home"]
             if order.get("py_deps"):
                 try:
-                    envs.activate(env, await self.python_env(order["py_deps"], env.get("CODE_SOURCE_PATH")))
+                    envs.activate(env, await self.python_env(order, env.get("CODE_SOURCE_PATH")))
                 except envs.EnvError as e:
                     self.launcher.refuse(order, str(e))
                     return
-            await self.launcher.launch(order, env)
+            await self.launcher.launch(order, env, script_environment(order, node=self.name, cluster=self.cluster,
+                                                                      context="epilog_slurmd"))
         elif op in ("prolog", "epilog"):
             key = (order["job_id"], order["run"], op)
             if key not in self.scripts_seen:  # orders repeat until the report arrives: run each once
@@ -283,11 +307,9 @@ class Agent:
 
     async def _node_script(self, order: dict) -> None:
         """Prolog (before the job's batch script starts anywhere) or Epilog (after its end) on this
-        node, with the job's environment; the result goes back with the next sync."""
+        node, as root with a fixed environment (never the job's); the result goes back with the next sync."""
         op, jid = order["op"], order["job_id"]
-        env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
-                                bin_dir=self.bin_dir, node_addr=self.resources["addr"])
-        env["SLURM_SCRIPT_CONTEXT"] = f"{op}_slurmd"
+        env = script_environment(order, node=self.name, cluster=self.cluster, context=f"{op}_slurmd")
         if op == "epilog":
             env.update(scripts.exit_code_env(int(order.get("exit_code") or 0), int(order.get("signal") or 0)))
             deadline = time.monotonic() + self.launcher.kill_wait + 5
@@ -316,25 +338,6 @@ async def _fetch(url: str) -> bytes:
         resp = await client.get(url)
         resp.raise_for_status()
         return resp.content
-
-
-def _unpack(data: bytes, dest: str) -> None:
-    """Unpack a run's code into `dest`: into a fresh directory, renamed into place when complete."""
-    import io
-    import tarfile
-    tmp = f"{dest}.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        try:
-            tar.extractall(tmp, filter="data")  # no absolute paths, no links out of the directory
-        except TypeError:  # Python before 3.11.4: check the names ourselves
-            for m in tar.getmembers():
-                if m.name.startswith("/") or ".." in m.name.split("/") or m.issym() or m.islnk():
-                    raise ValueError(f"unsafe path in the code: {m.name}") from None
-            tar.extractall(tmp)
-    shutil.rmtree(dest, ignore_errors=True)
-    os.rename(tmp, dest)
 
 
 def main(argv: list[str] | None = None) -> int:

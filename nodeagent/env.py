@@ -125,3 +125,32 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     elif bin_dir and bin_dir not in path.split(os.pathsep):
         env["PATH"] = path + os.pathsep + bin_dir
     return env
+
+
+#: Prolog's and Epilog's search path: fixed, never the job's (the scripts run as root)
+SCRIPT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def script_environment(order: dict, *, node: str, cluster: str, context: str) -> dict[str, str]:
+    """A node's Prolog or Epilog environment, as slurmd builds it: facts about the job (its ids,
+    user, account, partition, nodes, this node's GPUs) and a fixed PATH, nothing of the job's own
+    environment, which its user controls (BASH_ENV, PATH, LD_PRELOAD, ...) while these scripts run
+    as root."""
+    alloc = order["alloc"]
+    mine = next((a for a in alloc if a["node"] == node), alloc[0])
+    jid = str(order["job_id"])
+    env = {"PATH": SCRIPT_PATH, "SLURM_SCRIPT_CONTEXT": context, "SLURMD_NODENAME": node, "SLURM_CLUSTER_NAME": cluster,
+           "SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(order.get("name") or ""),
+           "SLURM_JOB_USER": str(order.get("user") or ""), "SLURM_JOB_UID": str(order.get("uid", 0)),
+           "SLURM_JOB_GID": str(order.get("gid", 0)), "SLURM_JOB_ACCOUNT": str(order.get("account") or order.get("user") or ""),
+           "SLURM_JOB_PARTITION": str(order.get("partition") or ""), "SLURM_JOB_QOS": str(order.get("qos") or "normal"),
+           "SLURM_JOB_NODELIST": str(order.get("nodes") or node)}
+    if order.get("restarts"):
+        env["SLURM_JOB_RESTART_COUNT"] = str(order["restarts"])
+    gpus = mine.get("gpu_ids") or []
+    if gpus:
+        env["SLURM_JOB_GPUS"] = env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+    if order.get("array_task_id") is not None:
+        env["SLURM_ARRAY_JOB_ID"] = str(order["array_job_id"])
+        env["SLURM_ARRAY_TASK_ID"] = str(order["array_task_id"])
+    return env

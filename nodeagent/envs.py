@@ -1,5 +1,5 @@
-"""Python environments for air runs (`environment.dependencies`): one virtual environment per
-dependency set and node, built once with pip and cached by the set's hash.
+"""Python environments for air runs (`environment.dependencies`): one virtual environment per user,
+dependency set and node, built once with pip by that user and cached by the set's hash.
 
 The environment sees the agent's own packages too (torch, say), and its own on top: it is created
 with `--system-site-packages` plus a `.pth` file naming the agent's site-packages. `-r file`
@@ -44,12 +44,11 @@ def _requirements(deps: list[str], code_dir: str | None) -> tuple[list[str], str
     return args, json.dumps(ident)
 
 
-def ensure(spool: str, deps: list[str], code_dir: str | None) -> str:
-    """The environment's directory, built on first use (blocking: run it in an executor)."""
+def ensure(root: str, deps: list[str], code_dir: str | None) -> str:
+    """The environment's directory under `root` (the user's cache on this node), built on first use.
+    Runs as the run's user (identity.run_as): blocking, in a process of its own."""
     args, ident = _requirements(deps, code_dir)
     key = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    root = os.path.join(spool, "envs")
-    os.makedirs(root, exist_ok=True)
     dest = os.path.join(root, key)
     with open(os.path.join(root, f"{key}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per set and node; the others wait for it

@@ -12,55 +12,82 @@ import os
 import pwd
 
 
+class IdentityError(PermissionError):
+    """The job's user cannot be run as on this node: a uid unknown here, or a group not the user's.
+    The job fails; it never runs as the agent (root) instead."""
+
+
 def job_identity(order: dict) -> tuple[int, int, list[int]] | None:
     """(uid, gid, groups) to run the job as, or None to run it as the agent itself: when the agent
-    is not root, when the job is root's, or when its uid is unknown on this node."""
-    uid = order.get("uid")
-    if os.geteuid() != 0 or not isinstance(uid, int) or uid == 0:
+    is not root, or when the job is root's. Raises IdentityError for a uid without a passwd entry
+    on this node or a gid that is neither the user's primary group nor one of their groups."""
+    if os.geteuid() != 0:
+        return None
+    uid, gid = order.get("uid"), order.get("gid")
+    if not isinstance(uid, int) or isinstance(uid, bool) or uid < 0:
+        raise IdentityError(f"invalid user id {uid!r}")
+    if uid == 0:
         return None
     try:
         pw = pwd.getpwuid(uid)
     except KeyError:
-        return None
-    gid = order.get("gid") if isinstance(order.get("gid"), int) else pw.pw_gid
+        raise IdentityError(f"user id {uid} is not known on this node") from None
+    if gid is None:
+        gid = pw.pw_gid
+    if not isinstance(gid, int) or isinstance(gid, bool) or gid < 0:
+        raise IdentityError(f"invalid group id {gid!r}")
     try:
-        groups = os.getgrouplist(pw.pw_name, gid)
+        groups = os.getgrouplist(pw.pw_name, pw.pw_gid)
     except OSError:
-        groups = [gid]
+        groups = [pw.pw_gid]
+    if gid not in groups:
+        raise IdentityError(f"group id {gid} is not a group of user {pw.pw_name}")
     return uid, gid, groups
 
 
 def spawn_kwargs(order: dict) -> dict:
-    ident = job_identity(order)
-    if ident is None:
-        return {}
-    uid, gid, groups = ident
-    return {"user": uid, "group": gid, "extra_groups": groups}
+    """subprocess arguments that start a job's process as its user, with the submitter's umask."""
+    ident, umask = job_identity(order), job_umask(order)
+    out = {} if umask is None else {"umask": umask}
+    if ident is not None:
+        uid, gid, groups = ident
+        out.update(user=uid, group=gid, extra_groups=groups)
+    return out
 
 
-def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
-    """`open(path, mode)` with the rights of the job's user: a job may only write (or read, for its
-    stdin) what its user may, although the agent runs as root. The file is opened by a child
-    process that has become the user and sent back over a socket pair (SCM_RIGHTS); a file it
-    creates is the user's. Raises OSError as open() does. As the agent itself: a plain open()."""
-    ident = job_identity(order)
-    if ident is None:
-        return open(path, mode)
+def job_umask(order: dict) -> int | None:
+    """The submitter's umask (SLURM_UMASK, which sbatch sends in the job's environment, as octal
+    digits), or None when it is missing or malformed."""
+    v = (order.get("environment") or {}).get("SLURM_UMASK")
+    if not isinstance(v, str) or not 1 <= len(v) <= 4 or any(c not in "01234567" for c in v):
+        return None
+    return int(v, 8)
+
+
+def _in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, work, path: str):  # noqa: ANN001, ANN202
+    """Run `work()` in a forked child that has become the job's user (as the agent itself when
+    `ident` is None) with the job's umask: the descriptor it returns comes back over a socket pair
+    (SCM_RIGHTS); an OSError it raises is raised here with its errno. The child makes only system
+    calls, then _exit: safe in a threaded parent."""
     import socket
-    flags = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-             "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND}[mode]
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
-    if pid == 0:  # only system calls here, then _exit: safe in a threaded parent
+    if pid == 0:
         code = 0
         try:
             parent.close()
-            uid, gid, groups = ident
-            os.setgroups(groups)
-            os.setgid(gid)
-            os.setuid(uid)
-            fd = os.open(path, flags | os.O_CLOEXEC, 0o666)
-            socket.send_fds(child, [b"ok"], [fd])
+            if ident is not None:
+                uid, gid, groups = ident
+                os.setgroups(groups)
+                os.setgid(gid)
+                os.setuid(uid)
+            if umask is not None:
+                os.umask(umask)
+            fd = work()
+            if fd is None:
+                child.sendall(b"ok")
+            else:
+                socket.send_fds(child, [b"ok"], [fd])
         except OSError as e:
             child.sendall(f"{e.errno or 0}".encode())
         except BaseException:  # noqa: BLE001 - never return into the parent's code
@@ -73,10 +100,81 @@ def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
     finally:
         parent.close()
         os.waitpid(pid, 0)
-    if not fds:  # the child sent the errno of its failure instead (EIO when it could not say)
+    if msg != b"ok":  # the child sent the errno of its failure instead (EIO when it could not say)
         errno = int(msg) if msg.isdigit() and int(msg) else 5
         raise OSError(errno, os.strerror(errno), path)
-    return os.fdopen(fds[0], mode)
+    return fds[0] if fds else None
+
+
+def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
+    """`open(path, mode)` with the rights of the job's user: a job may only write (or read, for its
+    stdin) what its user may, although the agent runs as root. The file is opened by a child
+    process that has become the user, with the submitter's umask, and sent back; a file it creates
+    is the user's. Raises OSError as open() does."""
+    ident = job_identity(order)
+    umask = job_umask(order)
+    if ident is None and umask is None:
+        return open(path, mode)
+    flags = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+             "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND}[mode]
+    fd = _in_child(ident, umask, lambda: os.open(path, flags | os.O_CLOEXEC, 0o666), path)
+    return os.fdopen(fd, mode)
+
+
+def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
+    """`str(fn(*args))` from a forked child that has become the job's user (as the agent itself when
+    the job is root's or the agent is not root), with the submitter's umask: whatever the job's input
+    makes it do happens with the user's rights, and if it fails, even by crashing its process, the
+    agent lives on. Raises RuntimeError with the child's error. Blocking: call it in an executor."""
+    ident, umask = job_identity(order), job_umask(order)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            if ident is not None:
+                uid, gid, groups = ident
+                os.setgroups(groups)
+                os.setgid(gid)
+                os.setuid(uid)
+            if umask is not None:
+                os.umask(umask)
+            result = fn(*args)
+            os.write(w, b"" if result is None else str(result).encode())
+        except BaseException as e:  # noqa: BLE001 - reported to the parent, never raised into its code
+            code = 1
+            try:
+                os.write(w, f"{e}"[:2000].encode(errors="replace") or type(e).__name__.encode())
+            except BaseException:  # noqa: BLE001
+                pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        msg = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status:
+        raise RuntimeError(msg.decode(errors="replace") or f"failed (wait status {status})")
+    return msg.decode(errors="replace")
+
+
+def chdir_error(path: str, order: dict) -> OSError | None:
+    """Why the job's user could not change into `path` (None when they can): checked by a child
+    that has become the user, so a directory only root may enter is refused as it would be to them."""
+    if not path.startswith("/"):
+        return OSError(2, os.strerror(2), path)
+    try:
+        _in_child(job_identity(order), None, lambda: os.chdir(path), path)
+    except OSError as e:
+        return e
+    return None
+
+
+#: the batch script and each step task start through this: it changes into the job's working directory
+#: as the job's user (never as root: a directory the user may not enter stays closed), falling back to
+#: /tmp as slurmstepd does, sets SLURM_TASK_PID to the pid that then execs the program ($0 "$@")
+LAUNCH = 'cd -- "$1" 2>/dev/null || cd /tmp; shift; SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"'
 
 
 def own(path: str, order: dict) -> None:

@@ -38,10 +38,10 @@ class Job:
     signal: tuple[int, int, bool] | None = None  # --signal: (signum, seconds before the limit, batch only)
     suspended_at: float | None = None
     notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
-    epilog: str | None = None  # slurm.conf Epilog (paths and globs), run with the job's environment when it ends
+    epilog: str | None = None  # slurm.conf Epilog (paths and globs), run when the job ends
     usage: object = None  # nodeagent.usage.Usage of the batch script's process tree
     usage_done: object = None  # an asyncio.Event that stops its sampling
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  #: the Epilog's environment (env.script_environment)
     owner: dict = field(default_factory=dict)  #: the job's uid and gid: its files are written with their rights
     script: str | None = None  #: the batch script's file, removed when the job ends (as slurmd does)
 
@@ -88,15 +88,18 @@ class Launcher:
             self.finished.pop(i, None)
             self.records.remove(f"job{i}")
 
-    async def launch(self, order: dict, env: dict[str, str]) -> None:
+    async def launch(self, order: dict, env: dict[str, str], epilog_env: dict[str, str] | None = None) -> None:
+        """Start the batch script of `order` with the job environment `env`; `epilog_env` is the
+        environment the batch host's Epilog gets when the job ends (see env.script_environment)."""
         jid = order["job_id"]
         gen = int(order.get("restarts") or 0)
         if jid in self.jobs or (jid, gen) in self.done_ids or jid in self.finished:
             return
-        script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
+        script = None
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
         mode = "ab" if order.get("open_mode") == "append" else "wb"
         try:
+            script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
             with open(script, "w") as f:
                 f.write(order["script"])
             os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
@@ -110,9 +113,10 @@ class Launcher:
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
         workdir = order.get("workdir") or "/"
-        if not os.path.isdir(workdir):
-            err.write(f"slurmstepd-{self.node}: error: couldn't chdir to `{workdir}': No such file or "
-                      f"directory: going to /tmp instead\n".encode())
+        bad = identity.chdir_error(workdir, order)  # as the job's user: root may enter what they may not
+        if bad is not None:
+            err.write(f"slurmstepd-{self.node}: error: couldn't chdir to `{workdir}': {bad.strerror}: "
+                      f"going to /tmp instead\n".encode())
             err.flush()
             workdir = "/tmp"
         stdin_path = order.get("stdin") or os.devnull
@@ -124,12 +128,11 @@ class Launcher:
         rec = {"kind": "batch", "job_id": jid, "restarts": gen, "token": new_token(), "procs": []}
         self.records.save(f"job{jid}", rec)
         env = dict(env, **{TOKEN: rec["token"]})
+        env.pop("SLURM_UMASK", None)  # applied to the job (spawn_kwargs), not shown to it: slurmstepd's way
         try:
-            # $$ of the shell is the pid that then execs the script: that is SLURM_TASK_PID
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', script,
-                *order.get("argv", []), stdin=stdin, stdout=out, stderr=err, cwd=workdir, env=env,
-                start_new_session=True, **identity.spawn_kwargs(order))
+                "/bin/sh", "-c", identity.LAUNCH, script, workdir, *order.get("argv", []), stdin=stdin,
+                stdout=out, stderr=err, cwd="/", env=env, start_new_session=True, **identity.spawn_kwargs(order))
         except OSError as e:
             log.warning("job %s: exec failed: %s", jid, e)
             err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())
@@ -140,7 +143,7 @@ class Launcher:
             for f in {out, err, stdin}:
                 f.close()
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
-                  restarts=gen, epilog=order.get("epilog"), env=env,
+                  restarts=gen, epilog=order.get("epilog"), env=epilog_env or {},
                   owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
         self.jobs[jid] = job
         self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
@@ -213,7 +216,7 @@ class Launcher:
         if job.usage is not None:
             rep.update(job.usage.report())
         if job.epilog:
-            env = dict(job.env, SLURM_SCRIPT_CONTEXT="epilog_slurmd", **exit_code_env(rep["exit_code"], rep["signal"]))
+            env = dict(job.env, **exit_code_env(rep["exit_code"], rep["signal"]))
             code, out = await run_scripts(job.epilog, env)
             if code:
                 log.warning("job %s: epilog failed with exit code %s: %s", job.job_id, code, out.strip()[-200:])

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -93,8 +92,8 @@ class StepRunner:
         self.node = node
         #: each step's tasks here, on disk until the controller has their end (see nodeagent/records.py)
         self.records = records
-        self.python_env = python_env  #: async (deps, code dir) -> a virtual environment here
-        self.code_dir = code_dir  #: async (job id, sha) -> where the run's code is unpacked here
+        self.python_env = python_env  #: async (order, code dir) -> a virtual environment here
+        self.code_dir = code_dir  #: async (order) -> where the run's code is unpacked here
         self.node_addr = node_addr
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
@@ -119,11 +118,11 @@ class StepRunner:
             return
         run = self.running[key] = StepRun(key)
         req = order["request"]
-        code = await self.code_dir(order["job_id"], order["code"]) if order.get("code") and self.code_dir else None
+        code = await self.code_dir(order) if order.get("code") and self.code_dir else None
         venv, env_error = None, None
         if order.get("py_deps") and self.python_env:
             try:
-                venv = await self.python_env(order["py_deps"], code)
+                venv = await self.python_env(order, code)
             except EnvError as e:
                 env_error = str(e)
         io = req.get("io")
@@ -131,6 +130,12 @@ class StepRunner:
         rec = {"kind": "step", "job_id": order["job_id"], "step_id": order["step_id"], "token": new_token(),
                "procs": run.entries}
         self.records.save(f"step{key}", rec)  # on disk before a task can run (see nodeagent/records.py)
+        cwd = req.get("cwd") or "/tmp"
+        try:
+            if identity.chdir_error(cwd, order) is not None:  # as the job's user, not the agent
+                cwd = "/tmp"
+        except identity.IdentityError as e:
+            env_error = str(e)
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
             env[TOKEN] = rec["token"]
@@ -147,10 +152,8 @@ class StepRunner:
                 pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
             try:
-                # $$ of the shell is the pid that then execs the task: SLURM_TASK_PID
                 proc = await asyncio.create_subprocess_exec(
-                    "/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"', *req["argv"],
-                    cwd=req.get("cwd") if os.path.isdir(req.get("cwd") or "") else "/tmp", env=env,
+                    "/bin/sh", "-c", identity.LAUNCH, req["argv"][0], cwd, *req["argv"][1:], cwd="/", env=env,
                     stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
                     **identity.spawn_kwargs(order))

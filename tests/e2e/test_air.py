@@ -186,14 +186,14 @@ def test_environment_dependencies_become_a_cached_virtual_environment_on_each_no
                                                 'master=$MASTER_ADDR:$MASTER_PORT code=$CODE_SOURCE_PATH $GREETING"',
                                                 script)
                                    + "environment: {version: '4', dependencies: [six, -r requirements.txt]}\n")
-    before = set((c.root / "spool").glob("node*/envs/*/.ready"))
+    before = set((c.root / "spool").glob("node*/envs/*/*/.ready"))
     r = c.run(["air", "run", "-f", "envproj/env.yaml", "--watch"], timeout=300)
     assert r.returncode == 0, r.stderr + r.stdout
     assert r.stdout.splitlines()[1:] == ["True", "node 0"]  # python is the environment's (.../envs/...)
-    built = sorted(set((c.root / "spool").glob("node*/envs/*/.ready")) - before)
-    assert len(built) == 2  # one environment per node, cached for the next run
+    built = sorted(set((c.root / "spool").glob("node*/envs/*/*/.ready")) - before)
+    assert len(built) == 2  # one environment per node (under its user's envs/u<uid>/), cached for the next run
     r = c.run(["air", "run", "-f", "envproj/env.yaml", "--watch"], timeout=300)
-    assert r.returncode == 0 and sorted(set((c.root / "spool").glob("node*/envs/*/.ready")) - before) == built
+    assert r.returncode == 0 and sorted(set((c.root / "spool").glob("node*/envs/*/*/.ready")) - before) == built
     (proj / "bad.yaml").write_text(YAML + "environment: {dependencies: [no-such-package-slurmlet-xyz]}\n")
     r = c.run(["air", "run", "-f", "envproj/bad.yaml", "--watch"], timeout=300)
     assert r.returncode == 1

@@ -1,0 +1,239 @@
+"""Several real users on a node whose agent runs as root: what a user controls (identity, working
+directory, environment, code archives, dependency lists, umask) runs with that user's rights only.
+
+The users are made by the test (useradd) and removed after it; their jobs are submitted through the
+REST API with credentials signed for them, as their sbatch would."""
+
+from __future__ import annotations
+
+import base64
+import grp
+import io
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from slurmlet.common import cred
+from tests.conftest import Cluster, serve, wait_until
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"),
+                                 reason="real users and an agent running as root need root and useradd")]
+
+USERS = ("slurmlet-u1", "slurmlet-u2")
+
+
+@pytest.fixture(scope="module")
+def users():
+    made = []
+    for name in USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+            made.append(name)
+    yield [pwd.getpwnam(n) for n in USERS]
+    for name in made:
+        subprocess.run(["userdel", name], check=False)
+
+
+@pytest.fixture(scope="module")
+def base():
+    """A world-traversable scratch directory (pytest's tmp_path is 0700: the users could not pass)."""
+    d = Path(tempfile.mkdtemp(prefix="slurmlet-mu-"))
+    d.chmod(0o755)
+    yield d
+    if not os.environ.get("KEEP"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def mu(base: Path, users):
+    trace = base / "trace"
+    trace.touch()
+    trace.chmod(0o644)
+    for kind in ("prolog", "epilog"):  # bash reads BASH_ENV; `id` is looked up on PATH
+        p = base / f"{kind}.sh"
+        p.write_text(f'#!/bin/bash\necho "{kind} $SLURM_JOB_ID $SLURM_JOB_USER uid=$(id -u) PATH=$PATH" >> {trace}\n')
+        p.chmod(0o755)
+    c = Cluster(base / "cluster", nodes=1, cpus=4,  # where the users can reach their code in the spool
+                extra_conf=f"Prolog={base / 'prolog.sh'}\nEpilog={base / 'epilog.sh'}\n")
+    yield from serve(c)
+
+
+def home(base: Path, user: pwd.struct_passwd, mode: int = 0o755) -> Path:
+    d = base / user.pw_name
+    d.mkdir(exist_ok=True)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    d.chmod(mode)
+    return d
+
+
+def submit(c: Cluster, user: pwd.struct_passwd | None, script: str, *, uid: int | None = None, name: str = "",
+           gid: int | None = None, **kw) -> httpx.Response:
+    uid = user.pw_uid if user else uid
+    name = user.pw_name if user else name
+    body = {"script": script, "name": "t", "partition": "debug", "environment": {}, "workdir": "/tmp", "argv": [],
+            "user": name, "uid": uid, "gid": user.pw_gid if gid is None else gid, "group": name, **kw}
+    key = cred.read_key(str(c.key_file))
+    return httpx.post(c.url + "/api/v1/jobs", json=body, headers={cred.HEADER: cred.sign(key, uid, name)}, timeout=30)
+
+
+def run(c: Cluster, user: pwd.struct_passwd | None, script: str, **kw) -> dict:
+    r = submit(c, user, script, **kw)
+    assert r.status_code == 201, r.text
+    jid = r.json()["job_id"]
+    return wait_until(lambda: (j := c.job(jid))["state"] not in ("PENDING", "RUNNING", "CONFIGURING") and j,
+                      timeout=60, what=f"job {jid} to end")
+
+
+def test_a_group_that_is_not_the_users_is_refused(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    shadow = grp.getgrnam("shadow").gr_gid if "shadow" in {g.gr_name for g in grp.getgrall()} else 42
+    job = run(mu, u1, "#!/bin/sh\nid -g\ncat /etc/shadow\n", gid=shadow, stdout=str(out / "gid.out"))
+    assert job["state"] == "FAILED"
+    text = (out / "gid.out").read_text() if (out / "gid.out").exists() else ""
+    assert "root:" not in text and str(shadow) not in text.split()
+
+
+def test_a_user_unknown_on_the_node_never_runs_as_root(mu: Cluster, base: Path):
+    drop = base / "drop"
+    drop.mkdir(exist_ok=True)
+    drop.chmod(0o777)
+    ghost = 4242
+    while True:
+        try:
+            pwd.getpwuid(ghost)
+            ghost += 1
+        except KeyError:
+            break
+    job = run(mu, None, f"#!/bin/sh\nid -u > {drop}/ran\n", uid=ghost, name="ghost", gid=ghost)
+    assert job["state"] == "FAILED"
+    assert not (drop / "ran").exists()
+
+
+def test_the_working_directory_is_entered_with_the_users_rights(mu: Cluster, users, base: Path):
+    u1, u2 = users
+    out = home(base, u1)
+    private = home(base, u2, 0o700)
+    (private / "secret").write_text("U2-SECRET\n")
+    os.chown(private / "secret", u2.pw_uid, u2.pw_gid)
+    job = run(mu, u1, "#!/bin/sh\ncat secret\npwd\n", workdir=str(private), stdout=str(out / "cd.out"))
+    text = (out / "cd.out").read_text()
+    assert "U2-SECRET" not in text
+    assert f"couldn't chdir to `{private}': Permission denied: going to /tmp instead" in text
+    assert text.strip().splitlines()[-1] == "/tmp" and job["state"] == "COMPLETED"  # (pwd, the last command)
+    # the user's own directory works as before
+    job = run(mu, u1, "#!/bin/sh\npwd\n", workdir=str(out), stdout=str(out / "cd2.out"))
+    assert job["state"] == "COMPLETED" and (out / "cd2.out").read_text() == f"{out}\n"
+
+
+def test_prolog_and_epilog_never_see_the_jobs_environment(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    marker = base / "owned"
+    evil = out / "evil"
+    evil.mkdir(exist_ok=True)
+    (evil / "id").write_text(f"#!/bin/sh\ntouch {marker}\n/usr/bin/id \"$@\"\n")
+    (out / "bashenv.sh").write_text(f"touch {marker}\n")
+    for p in (evil, evil / "id", out / "bashenv.sh"):
+        os.chown(p, u1.pw_uid, u1.pw_gid)
+        p.chmod(0o755)
+    env = {"BASH_ENV": str(out / "bashenv.sh"), "PATH": f"{evil}:/usr/bin:/bin", "LD_PRELOAD": "/nonexistent.so"}
+    job = run(mu, u1, "#!/bin/sh\necho ran\n", environment=env, stdout=str(out / "env.out"))
+    assert job["state"] == "COMPLETED"
+    trace = base / "trace"
+    wait_until(lambda: f"epilog {job['job_id']} " in trace.read_text(), what="the epilog")
+    lines = [ln for ln in trace.read_text().splitlines() if f" {job['job_id']} " in ln]
+    assert [ln.split()[0] for ln in lines] == ["prolog", "epilog"]
+    for ln in lines:  # as root, with the job's facts, a fixed PATH and nothing of the user's
+        assert f" {u1.pw_name} uid=0 PATH=/usr/local/sbin:" in ln and str(evil) not in ln
+    assert not marker.exists()
+
+
+def test_files_made_for_a_job_honour_the_submitters_umask(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    job = run(mu, u1, f"#!/bin/sh\necho \"umask=${{SLURM_UMASK:-unset}}\"\ntouch {out}/made\n",
+              environment={"SLURM_UMASK": "0077"}, stdout=str(out / "umask.out"))
+    assert job["state"] == "COMPLETED"
+    assert (out / "umask.out").read_text() == "umask=unset\n"  # applied, then taken out as slurmstepd does
+    assert stat.S_IMODE((out / "umask.out").stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "made").stat().st_mode) == 0o600
+    assert (out / "made").stat().st_uid == u1.pw_uid
+
+
+def _tar(entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> str:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for info, data in entries:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _entry(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644, data: bytes | None = None,
+           link: str = "") -> tuple[tarfile.TarInfo, bytes | None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.uid, info.gid, info.uname, info.gname, info.linkname = kind, mode, 0, 0, "root", "root", link
+    if data is not None:
+        info.size = len(data)
+    return info, data
+
+
+def _upload(c: Cluster, user: pwd.struct_passwd, data: str) -> str:
+    key = cred.read_key(str(c.key_file))
+    r = httpx.post(c.url + "/api/v1/code", json={"data": data}, timeout=30,
+                   headers={cred.HEADER: cred.sign(key, user.pw_uid, user.pw_name)})
+    assert r.status_code == 200, r.text
+    return r.json()["id"]
+
+
+def test_code_archives_unpack_as_the_users_own_files(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    sha = _upload(mu, u1, _tar([
+        _entry("bin", tarfile.DIRTYPE, 0o755),
+        _entry("bin/sh", mode=0o4755, data=b"#!/bin/sh\necho setuid\n"),   # root's, setuid, in the header
+        _entry("mine.txt", mode=0o600, data=b"only mine\n"),
+        _entry("link", tarfile.SYMTYPE, link="mine.txt"),
+        _entry("dev", tarfile.CHRTYPE), _entry("fifo", tarfile.FIFOTYPE)]))
+    job = run(mu, u1, '#!/bin/sh\ncat "$CODE_SOURCE_PATH/link"\n', code=sha, stdout=str(out / "code.out"))
+    assert job["state"] == "COMPLETED" and (out / "code.out").read_text() == "only mine\n"
+    code = mu.root / "spool" / "node1" / "runs" / str(job["job_id"]) / "code"
+    sh = (code / "bin" / "sh").stat()
+    assert (sh.st_uid, stat.S_IMODE(sh.st_mode)) == (u1.pw_uid, 0o755)  # no setuid bit, not root's
+    assert (code / "mine.txt").stat().st_uid == u1.pw_uid
+    assert not (code / "dev").exists() and not (code / "fifo").exists()
+
+
+def test_a_hostile_archive_fails_its_job_alone(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    deep = "/".join(["d"] * 2000) + "/f"
+    for data in (_tar([_entry(deep, data=b"x")]), _tar([_entry("up", tarfile.SYMTYPE, link="../../etc")]),
+                 _tar([_entry("../escape", data=b"x")])):
+        sha = _upload(mu, u1, data)
+        job = run(mu, u1, '#!/bin/sh\nls -A "$CODE_SOURCE_PATH"\n', code=sha, stdout=str(out / "hostile.out"))
+        assert (out / "hostile.out").read_text() == ""  # nothing of the archive landed
+        assert job["state"] == "COMPLETED"
+        assert not (mu.root / "spool" / "node1" / "runs" / str(job["job_id"]) / "escape").exists()
+    # the agent lived through them: the next job runs
+    assert run(mu, u1, "#!/bin/sh\ntrue\n")["state"] == "COMPLETED"
+
+
+def test_dependency_lists_are_read_with_the_users_rights(mu: Cluster, users, base: Path):
+    u1 = users[0]
+    out = home(base, u1)
+    job = run(mu, u1, "#!/bin/sh\necho ran\n", py_deps=["-r /etc/shadow"], stdout=str(out / "deps.out"))
+    text = (out / "deps.out").read_text()
+    assert job["state"] == "FAILED"
+    assert "cannot read /etc/shadow: Permission denied" in text and "root:" not in text and "ran" not in text
