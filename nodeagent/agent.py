@@ -21,6 +21,7 @@ from ..common import cred, scripts
 from . import envs
 from . import identity, unpack
 from .env import batch_environment, script_environment
+from .fence import fence_after
 from . import records as records_mod
 from .launcher import Launcher
 from .steps import StepRunner
@@ -385,10 +386,18 @@ def main(argv: list[str] | None = None) -> int:
                   cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool,
                   slurmd_timeout=cfg.get("slurmd_timeout"))
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
+    # the fence kills this agent's jobs if it dies and no agent takes over before SlurmdTimeout runs out
+    fence = subprocess.Popen([sys.executable, "-m", "slurmlet.nodeagent.fence", "--spool", spool, "--after",
+                              str(fence_after(cfg.get("slurmd_timeout"), agent.launcher.kill_wait)),
+                              "--kill-wait", str(agent.launcher.kill_wait)],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, cwd="/")
     try:
         asyncio.run(agent.run())
     except KeyboardInterrupt:
         pass
+    with contextlib.suppress(OSError):  # (not after a crash: then the fence's input just ends)
+        fence.stdin.write(b"q")  # a clean exit: the jobs were stopped, the fence has nothing to do
+        fence.stdin.close()
     return 0
 
 

@@ -51,8 +51,7 @@ def base():
     d = Path(tempfile.mkdtemp(prefix="slurmlet-mu-"))
     d.chmod(0o755)
     yield d
-    if not os.environ.get("KEEP"):
-        shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
