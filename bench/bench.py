@@ -347,7 +347,7 @@ class SimCluster:
 
     def __init__(self, real: int = 2, sim: int = 100, cpus: int = 8, memory: int = 16000):
         sys.path.insert(0, str(ROOT))
-        from slurmlet.cli.cluster import ensure_key, generated_conf
+        from slurmlet.controller.commands.local import ensure_key, generated_conf
         self.state = tempfile.mkdtemp(prefix="slurmlet-bench-")
         conf = generated_conf(real, cpus, memory, 0, None).replace("Nodes=ALL", f"Nodes=node[1-{real}]")
         conf += (f"NodeName=sim[1-{sim}] CPUs={cpus} RealMemory={memory} State=UNKNOWN\n"

@@ -16,7 +16,7 @@ import sys
 import time
 
 from slurmlet.cli import http
-from slurmlet.cli.oneline import Parser
+from slurmlet.common.oneline import Parser
 
 PROG = "air"
 STATUS = {"PENDING": "QUEUED", "RUNNING": "RUNNING", "SUSPENDED": "SUSPENDED", "COMPLETING": "RUNNING",

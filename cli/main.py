@@ -111,17 +111,18 @@ def slurmlet() -> int:
     if cmd == "secrets":
         from slurmlet.cli import secrets
         return _cli_main(secrets.main, rest)
-    if cmd == "translate":
+    if cmd == "translate":  # the script side is the CLI's grammar, the workload side the controller's schema
         from slurmlet.cli import translate
-        return translate.main(rest)
+        from slurmlet.controller.commands.translate import workload_to_sbatch
+        return translate.main(rest, to_sbatch=workload_to_sbatch)
     if cmd == "simulate":
-        from slurmlet.cli import simulate
+        from slurmlet.controller.commands import simulate
         return simulate.main(rest)
     if cmd == "db":
-        from slurmlet.cli import db
+        from slurmlet.controller.commands import db
         return db.main(rest)
     if cmd in ("up", "down", "status"):
-        from slurmlet.cli import cluster
-        return getattr(cluster, cmd)(rest)
+        from slurmlet.controller.commands import local
+        return getattr(local, cmd)(rest)
     sys.stderr.write(f"slurmlet: unknown command '{cmd}'\n{usage}")
     return 2

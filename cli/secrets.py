@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from slurmlet.cli import http
-from slurmlet.cli.oneline import Parser
+from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet secrets"
 

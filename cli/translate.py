@@ -13,13 +13,16 @@ counterpart is reported as a warning on stderr.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 import os
 import re
-import shlex
 import sys
 import textwrap
 
-from slurmlet.cli.oneline import Parser
+from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet translate"
 
@@ -34,14 +37,6 @@ _TO_AIR = [
 ]
 #: srun's short options that take their value as the next word
 _VALUED = {"-n", "-N", "-c", "-o", "-e", "-w", "-x", "-p", "-t", "-J", "-G", "-D", "-m", "-i", "-A", "-q"}
-_TO_SLURM = [
-    ('"$MASTER_ADDR"', '"$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)"'),
-    ('"$NUM_NODES"', '"$SLURM_NNODES"'),
-    ('"$NODE_RANK"', '"$SLURM_NODEID"'),
-    ('"$MASTER_PORT"', "29500"),
-]
-
-
 def _srun_block(script: str) -> str | None:
     """The command of the script's `srun bash -c '...'` (or `srun CMD ...`) line, dedented."""
     m = re.search(r"^\s*srun\b[^\n]*?\bbash\s+-c\s+'((?:[^']|'\\'')*)'", script, re.M)
@@ -116,43 +111,9 @@ def _exported(text: str) -> set[str]:
     return names
 
 
-def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
-    from slurmlet.controller.workload import accelerator_model, gpus_per_node, parse
-    from slurmlet.controller.errors import InvalidRequest
-    try:
-        w = parse(doc)
-    except InvalidRequest as e:
-        raise ValueError(e.error) from None
-    warnings: list[str] = []
-    per_node = gpus_per_node(w)
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={shlex.quote(w.experiment_name)}",
-             f"#SBATCH --nodes={w.compute.num_accelerators // per_node}", "#SBATCH --ntasks-per-node=1",
-             f"#SBATCH --gpus-per-node={per_node}"]
-    if w.timeout_minutes:
-        h, m = divmod(w.timeout_minutes, 60)
-        lines.append(f"#SBATCH --time={h:02d}:{m:02d}:00")
-    if w.max_retries:
-        lines.append("#SBATCH --requeue")
-        warnings.append("max_retries becomes --requeue (Slurm requeues after node failures and preemption, "
-                        "not after a failed exit)")
-    warnings.append(f"accelerator model {accelerator_model(w)}: ask your site for the matching --gres type or partition")
-    if w.environment and (w.environment.dependencies or w.environment.version):
-        warnings.append("environment: install its dependencies on the nodes (module load, a virtual environment) "
-                        "before srun")
-    lines.append("")
-    for k, v in w.env_variables.items():
-        lines.append(f"export {k}={shlex.quote(str(v))}")
-    command = re.sub(r'^cd "\$CODE_SOURCE_PATH"\n', "", w.command)
-    command = command.replace('"${LOCAL_WORLD_SIZE:-', '"${SLURM_GPUS_ON_NODE:-')
-    for air, slurm in _TO_SLURM:
-        command = command.replace(air, slurm)
-    # inside bash -c '...': each ' of the command as '\'' (close, an escaped quote, reopen)
-    body = textwrap.indent(command.rstrip("\n"), "  ").replace("'", "'\\''")
-    lines += ["srun bash -c '", body, "'"]
-    return "\n".join(lines) + "\n", warnings
-
-
-def main(argv: list[str]) -> int:
+def main(argv: list[str], to_sbatch: Callable[[dict], tuple[str, list[str]]]) -> int:
+    """`slurmlet translate`; `to_sbatch` turns a workload document into a script and warnings
+    (controller/commands/translate.py: the workload's validation is the controller's)."""
     ap = Parser(prog=PROG, description="Translate a Slurm batch script to an AI Runtime workload YAML, or back.")
     ap.add_argument("file")
     ap.add_argument("--to", choices=["yaml", "sbatch"], help="the target (default: yaml for a script, "
@@ -177,7 +138,7 @@ def main(argv: list[str]) -> int:
                 doc = yaml.safe_load(text)
             except yaml.YAMLError as e:
                 raise ValueError(f"{args.file}: invalid YAML: {e}") from None
-            out, warnings = workload_to_sbatch(doc)
+            out, warnings = to_sbatch(doc)
     except ValueError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1

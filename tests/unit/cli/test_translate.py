@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from slurmlet.cli.translate import sbatch_to_workload, workload_to_sbatch
+from slurmlet.cli.translate import sbatch_to_workload
+from slurmlet.controller.commands.translate import workload_to_sbatch
 
 GUIDE = Path(__file__).resolve().parents[2] / "data" / "migration-guide"  # see its PROVENANCE.md
 SBATCH = (GUIDE / "guide.sbatch").read_text()

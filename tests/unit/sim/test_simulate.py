@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmlet.cli import simulate as cli_simulate
+from slurmlet.controller.commands import simulate as cli_simulate
 from slurmlet.controller.config import parse_slurm_conf
 from slurmlet.controller.core.model import SchedConfig
 from slurmlet.controller.sim import engine, swf

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from slurmlet.cli.oneline import Parser
+from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet simulate"
 

@@ -16,7 +16,6 @@ import sys
 import time
 
 from slurmlet.common import cred
-from slurmlet.cli import http
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
 POINTER = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
@@ -297,19 +296,25 @@ def ensure_key(state: str) -> str:
     return path
 
 
-def _ping(url: str) -> bool:
+def _get(url: str, path: str) -> dict | None:
+    """The controller's JSON answer to a GET, or None when it does not answer (yet) or refuses."""
+    import httpx
     try:
-        http.request("GET", "/api/v1/ping", url=url, timeout=2)
-        return True
-    except (http.Unreachable, http.ControllerError):
-        return False
+        r = httpx.get(url.rstrip("/") + path, timeout=2)
+        return r.json() if r.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _ping(url: str) -> bool:
+    return _get(url, "/api/v1/ping") is not None
 
 
 def _all_idle(url: str, names: list[str]) -> bool:
-    try:
-        nodes = http.request("GET", "/api/v1/nodes", url=url, timeout=2)["nodes"]
-    except (http.Unreachable, http.ControllerError):
+    doc = _get(url, "/api/v1/nodes")
+    if doc is None:
         return False
+    nodes = doc["nodes"]
     state = {n["name"]: n["state"] for n in nodes}
     return all(state.get(n) in ("IDLE", "MIXED", "ALLOCATED") for n in names)
 

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from slurmlet.cli.oneline import Parser
+from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet db"
 
