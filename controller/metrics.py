@@ -20,7 +20,7 @@ from fastapi.responses import Response
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from slurmlet.controller.app import Controller
+    from slurmlet.controller.runtime import Controller
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: histogram bounds in seconds: a GET takes about a millisecond, a long-poll up to 30 s
@@ -135,7 +135,7 @@ def _num(v: float) -> str:
 def render(c: Controller, node_list: list[dict], latency: Latency) -> str:
     """The whole exposition text."""
     out = _Out()
-    from slurmlet.controller.app import VERSION
+    from slurmlet.controller.runtime import VERSION
     out.family("slurmlet_info", "gauge", "The controller's cluster name and Slurm version (always 1).")
     out.sample("slurmlet_info", 1, cluster=c.config.cluster_name, version=VERSION)
     _jobs(out, c)

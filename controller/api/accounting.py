@@ -8,15 +8,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 
 from slurmlet.controller import auth
 from slurmlet.controller.api.schemas import Strict
 from slurmlet.controller.core import fairshare
 from slurmlet.controller.core.limits import TRES_ORDER, tres_text
 from slurmlet.controller.errors import InvalidRequest, NotFound
+from slurmlet.controller.api.deps import CtlDep
+from slurmlet.controller.loops.scheduler import run_pass
 
 ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")
 
@@ -28,57 +30,58 @@ class AcctChange(Strict):
     commit: bool = True
 
 
-def register(app: FastAPI, ctl: Callable[[], Any]) -> None:
-    @app.get("/api/v1/accounting/{entity}")
-    async def show(entity: str):  # noqa: ANN202
-        if entity not in ENTITIES:
-            raise NotFound(f"Unknown entity {entity!r}: expected one of {', '.join(ENTITIES)}")
-        c = ctl()
-        return {entity: rows(c.store, entity, c.config, c.settings.listen)}
+router = APIRouter()
 
-    @app.post("/api/v1/accounting/{entity}/{action}")
-    async def change(entity: str, action: str, body: AcctChange, request: Request):  # noqa: ANN202
-        if body.commit:  # the accounting database is the administrators' (what a change would do is not secret)
-            auth.require(request.state.caller, 2)
-        c = ctl()
-        acct = c.store.accounts
-        now = c.clock()
-        where = {k.lower(): v for k, v in body.where.items()}
-        sets = {k.lower(): v for k, v in body.set.items()}
-        if action == "add":
-            done = acct.add(entity, body.names, sets, now, commit=body.commit)
-        elif action == "modify":
-            if body.names:
-                where.setdefault("name", ",".join(body.names))
-            done = acct.modify(entity, where, sets, commit=body.commit)
-        elif action == "delete":
-            if body.names:
-                where.setdefault("name", ",".join(body.names))
-            done = acct.delete(entity, where, commit=body.commit)
-        else:
-            raise InvalidRequest(f"Unknown action {action!r}: expected add, modify or delete")
-        if body.commit and done:
-            c.schedule_pass()  # limits, QOS and shares may let jobs start, or hold them back
-        return {"done": done}
 
-    @app.get("/api/v1/shares")
-    async def shares():  # noqa: ANN202
-        c = ctl()
-        now = c.clock()
-        root = c.store.share_tree(now)
-        out = []
-        fair_tree = c.config.fair_tree()
-        run_mins = c.store.tres_run_mins(now)
-        for depth, n in fairshare.walk(root):
-            # sshare's root line: NormShares 0 under Fair Tree, 1 under the classic factor
-            norm = n.norm_shares if depth else (0.0 if fair_tree else 1.0)
-            out.append({"account": n.account, "user": n.user, "depth": depth, "raw_shares": n.shares,
-                        "norm_shares": norm, "raw_usage": n.raw_usage, "norm_usage": n.norm_usage,
-                        "effective_usage": n.effective_usage,
-                        "fairshare": n.fairshare if n.user or not fair_tree else None,
-                        "level_fs": _finite(n.level_fs) if depth and fair_tree else None,
-                        "tres_run_mins": _run_mins(run_mins, n, depth)})
-        return {"fair_tree": fair_tree, "shares": out}
+@router.get("/api/v1/accounting/{entity}")
+async def show(c: CtlDep, entity: str):  # noqa: ANN202
+    if entity not in ENTITIES:
+        raise NotFound(f"Unknown entity {entity!r}: expected one of {', '.join(ENTITIES)}")
+    return {entity: rows(c.store, entity, c.config, c.settings.listen)}
+
+
+@router.post("/api/v1/accounting/{entity}/{action}")
+async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request: Request):  # noqa: ANN202
+    if body.commit:  # the accounting database is the administrators' (what a change would do is not secret)
+        auth.require(request.state.caller, 2)
+    acct = c.store.accounts
+    now = c.clock()
+    where = {k.lower(): v for k, v in body.where.items()}
+    sets = {k.lower(): v for k, v in body.set.items()}
+    if action == "add":
+        done = acct.add(entity, body.names, sets, now, commit=body.commit)
+    elif action == "modify":
+        if body.names:
+            where.setdefault("name", ",".join(body.names))
+        done = acct.modify(entity, where, sets, commit=body.commit)
+    elif action == "delete":
+        if body.names:
+            where.setdefault("name", ",".join(body.names))
+        done = acct.delete(entity, where, commit=body.commit)
+    else:
+        raise InvalidRequest(f"Unknown action {action!r}: expected add, modify or delete")
+    if body.commit and done:
+        run_pass(c)  # limits, QOS and shares may let jobs start, or hold them back
+    return {"done": done}
+
+
+@router.get("/api/v1/shares")
+async def shares(c: CtlDep):  # noqa: ANN202
+    now = c.clock()
+    root = c.store.share_tree(now)
+    out = []
+    fair_tree = c.config.fair_tree()
+    run_mins = c.store.tres_run_mins(now)
+    for depth, n in fairshare.walk(root):
+        # sshare's root line: NormShares 0 under Fair Tree, 1 under the classic factor
+        norm = n.norm_shares if depth else (0.0 if fair_tree else 1.0)
+        out.append({"account": n.account, "user": n.user, "depth": depth, "raw_shares": n.shares,
+                    "norm_shares": norm, "raw_usage": n.raw_usage, "norm_usage": n.norm_usage,
+                    "effective_usage": n.effective_usage,
+                    "fairshare": n.fairshare if n.user or not fair_tree else None,
+                    "level_fs": _finite(n.level_fs) if depth and fair_tree else None,
+                    "tres_run_mins": _run_mins(run_mins, n, depth)})
+    return {"fair_tree": fair_tree, "shares": out}
 
 
 def _run_mins(run_mins: dict, n: Any, depth: int) -> str:

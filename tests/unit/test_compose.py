@@ -183,7 +183,7 @@ def test_data_and_key_shared(compose: dict, services: dict[str, dict]) -> None:
 def test_healthchecks_use_real_endpoints(services: dict[str, dict]) -> None:
     test = services["slurmctld"]["healthcheck"]["test"]
     assert "/api/v1/ping" in " ".join(test) and ":6817/" in " ".join(test)
-    assert '@app.get("/api/v1/ping")' in (ROOT / "controller" / "app.py").read_text()  # the route exists
+    assert '@router.get("/api/v1/ping")' in (ROOT / "controller" / "api" / "admin.py").read_text()  # the route exists
     assert services["postgres"]["healthcheck"]["test"][1] == "pg_isready"
 
 

@@ -261,8 +261,8 @@ def test_body_limit_never_reads_a_body_it_refuses() -> None:
 def test_packed_code_over_max_code_is_413(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     import base64
 
-    import slurmlet.controller.app
-    monkeypatch.setattr(slurmlet.controller.app, "MAX_CODE", 10)  # read when the route runs
+    import slurmlet.controller.api.runs
+    monkeypatch.setattr(slurmlet.controller.api.runs, "MAX_CODE", 10)  # read when the route runs
     r = client.post("/api/v1/code", json={"data": base64.b64encode(b"x" * 11).decode()})
     assert r.status_code == 413 and r.json()["detail"]["limit"] == 10
     assert client.post("/api/v1/code", json={"data": base64.b64encode(b"x" * 10).decode()}).status_code == 200

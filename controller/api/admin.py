@@ -1,0 +1,79 @@
+"""The cluster's administration: tokens (scontrol token), ping, scontrol reconfigure, the
+configuration the agents and `scontrol show config` read, and sdiag's statistics."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Request
+
+from .. import auth
+from ..errors import InvalidRequest
+from ..runtime import VERSION, Stats
+from .deps import CtlDep, caller
+
+log = logging.getLogger("slurmlet.controller")
+router = APIRouter()
+
+
+@router.post("/api/v1/token")
+async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str | None = None):  # noqa: ANN202
+    """scontrol token: a JWT for REST clients (X-SLURM-USER-TOKEN), for the caller or, asked by an
+    administrator, for another user."""
+    who = caller(request)
+    if c.settings.key is None:
+        raise InvalidRequest("authentication is not configured (no cluster key)")
+    if lifespan < 1 or lifespan > 365 * 86400:
+        raise InvalidRequest("lifespan: must be between 1 second and a year")
+    user = username or who.user
+    if user != who.user:
+        auth.require(who, 2)
+    return {"token": auth.issue_token(c.settings.key, user, lifespan, c.clock()), "user": user,
+            "lifespan": lifespan}
+
+
+@router.get("/api/v1/ping")
+async def ping(c: CtlDep):  # noqa: ANN202
+    return {"ok": True, "cluster": c.config.cluster_name, "version": VERSION}
+
+
+@router.post("/api/v1/reconfigure")
+async def reconfigure(c: CtlDep, request: Request):  # noqa: ANN202
+    """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
+    auth.require(caller(request), 2, auth.InvalidUser)
+    warnings = c.reconfigure()
+    for w in warnings:
+        log.warning("reconfigure: %s (ignored)", w)
+    return {"ok": True, "warnings": warnings}
+
+
+@router.get("/api/v1/config")
+async def config(c: CtlDep):  # noqa: ANN202
+    cfg = c.config
+    return {"source": cfg.source, "login_pool": cfg.login_pool, "home_storage": cfg.home_storage,"cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
+            "min_job_age": cfg.min_job_age, "slurmd_timeout": cfg.slurmd_timeout,
+            "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
+            "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
+            "raw": cfg.raw, "listen": c.settings.listen}
+
+
+@router.get("/api/v1/diag")
+async def diag(c: CtlDep):  # noqa: ANN202
+    """sdiag: scheduler cycle statistics and job counters since the controller started."""
+    s = c.stats
+    counts = c.store.state_counts()
+    return {"now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
+            "skipped": s.skipped, "jobs_started": s.jobs_started, "backfilled_jobs": s.backfilled,
+            "preempted_jobs": s.preempted, "backfill_enabled": c.bf_enabled,
+            "bf_interval": c.bf_interval, "jobs": counts,
+            # kept for older clients
+            "cycles": s.main.cycles, "last_cycle_us": s.main.last_us, "max_cycle_us": s.main.max_us,
+            "mean_cycle_us": s.main.total_us // s.main.cycles if s.main.cycles else 0}
+
+
+@router.post("/api/v1/diag/reset")
+async def diag_reset(c: CtlDep, request: Request):  # noqa: ANN202
+    """sdiag -r: start the statistics afresh."""
+    auth.require(caller(request), 1)
+    c.stats = Stats()
+    return {"ok": True}

@@ -1,0 +1,110 @@
+"""What every router shares: the Controller and the caller of a request, the permission checks,
+and small helpers for bodies read by hand, query lists and plain JSON answers.
+
+Dependencies are `async def`: FastAPI runs a plain `def` one in a thread pool, which doubles the
+cost of a small request."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, Path, Query, Request
+from fastapi.responses import JSONResponse
+
+from .. import auth
+from ..errors import DomainError, InvalidRequest
+from ..views import node_public
+from .schemas import MAX_ID
+
+if TYPE_CHECKING:
+    from ..runtime import Controller
+
+JobId = Annotated[int, Path(ge=0, le=MAX_ID)]  #: larger ids name no job (422, not a database overflow)
+Time = Annotated[float | None, Query(allow_inf_nan=False)]  #: a Unix time (no inf or NaN)
+
+
+async def get_ctl(request: Request) -> Controller:
+    return request.app.state.ctl
+
+
+CtlDep = Annotated["Controller", Depends(get_ctl)]
+
+
+def caller(request: Request) -> auth.Caller:
+    """Who sends the request (set by the authentication middleware in app.py)."""
+    return request.state.caller
+
+
+def own_job(c: Controller, request: Request, job_id: int, denied: type[DomainError] = auth.Forbidden) -> None:
+    """403 unless the caller may act on this job (its owner, an operator or an administrator);
+    `denied` is the error Slurm gives for the action (InvalidUser for updates, holds, releases)."""
+    who = caller(request)
+    if who.level >= 1:
+        return
+    row = c.store.get_row(job_id)
+    if not who.owns(row.uid, row.user):
+        raise denied()
+
+
+def as_caller(request: Request, data: dict) -> None:
+    """A submission runs as its caller: only administrators (root) may name another user."""
+    who = caller(request)
+    if who.known and who.level < 2 and (data.get("user") != who.user or
+                                        (who.uid is not None and who.uid >= 0 and data.get("uid") != who.uid)):
+        raise auth.Forbidden()
+
+
+async def read_body(request: Request) -> object:
+    """The request's JSON body; 400 when it is no JSON (not a 500)."""
+    try:
+        return await request.json()
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
+        raise InvalidRequest("expected a JSON body") from None
+
+
+def int_field(doc: dict, key: str) -> int:
+    """An integer field of a body read by hand (0 when absent); 400 when it is no integer."""
+    v = doc.get(key) or 0
+    try:
+        if isinstance(v, (bool, float, list, dict)):
+            raise TypeError
+        return int(v)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{key}: expected an integer, got {v!r}"[:200]) from None
+
+
+def finite(doc: object) -> object:
+    """`doc` with each float that JSON cannot hold (inf, nan) as its text."""
+    if isinstance(doc, float) and not math.isfinite(doc):
+        return str(doc)
+    if isinstance(doc, list):
+        return [finite(x) for x in doc]
+    if isinstance(doc, dict):
+        return {k: finite(v) for k, v in doc.items()}
+    return doc
+
+
+def as_json(doc: object) -> JSONResponse:
+    """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query."""
+    return JSONResponse(doc)
+
+
+def nodes_of(c: Controller) -> list[dict]:
+    """Every node as the API shows it (state, allocation, responding or not)."""
+    return node_public(c.store.node_rows(), c.store.active_allocs(), c.config, c.clock(), c.store.responding)
+
+
+def parse_ids(v: str | None) -> list[int] | None:
+    """A comma-separated list of job ids; 400 when one is not an id."""
+    try:
+        got = [int(x) for x in v.split(",")] if v else None
+    except ValueError:
+        raise InvalidRequest("Invalid job id specified") from None
+    if got and not all(0 <= x <= MAX_ID for x in got):
+        raise InvalidRequest("Invalid job id specified")
+    return got
+
+
+def split_list(v: str | None) -> list[str] | None:
+    return [x for x in v.split(",") if x] if v else None

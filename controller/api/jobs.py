@@ -1,0 +1,277 @@
+"""Jobs: submission (single, batch, idempotent retries, --test-only), queries (squeue, sacct, sbatch
+--wait), and the user's actions on them (scancel, hold, release, requeue, update), sprio's factors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from .. import auth
+from ..core.model import PendingJob
+from ..core.plan import plan, priorities
+from ..errors import DomainError, InvalidRequest
+from ..store.jobs import JobStore, request_of
+from ..views import validate_submit
+from . import limits
+from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_job, parse_ids, split_list)
+from .schemas import CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
+
+if TYPE_CHECKING:
+    from ..runtime import Controller
+
+router = APIRouter()
+
+
+@router.post("/api/v1/jobs", status_code=201)
+async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
+    """Submit a batch job (sbatch)."""
+    limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
+    data = body.model_dump()
+    as_caller(request, data)
+    key, digest, replay = (None, None, None) if data.get("test_only") else _replayed(c, request, data, 201)
+    if replay is not None:
+        return replay
+    data = validate_submit(data, c.config, c.store.capacity_rows())
+    if data.get("test_only"):
+        return JSONResponse(status_code=200, content=_test_only(c, data))
+    job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
+    if wakes_scheduler(data):
+        c.wake.set()
+    return JSONResponse({"job_id": job_id}, status_code=201)  # plain JSON: no response-model encoding
+
+
+@router.post("/api/v1/jobs/batch", status_code=201)
+async def submit_batch(c: CtlDep, body: JobBatch, request: Request):  # noqa: ANN202
+    """Submit up to MAX_BATCH batch jobs at once: each checked as POST /api/v1/jobs checks it,
+    then all stored in one transaction, or none (the error names the first refused job,
+    `jobs[i]: ...`). Answers their ids in the order of the request."""
+    if request.headers.get("idempotency-key") is not None:
+        raise InvalidRequest("Idempotency-Key: not accepted by /api/v1/jobs/batch (send the jobs one by one)")
+    nodes = c.store.capacity_rows()
+    datas = []
+    for i, job in enumerate(body.jobs):
+        try:
+            limits.check_script(job.script, c.config)
+            data = job.model_dump()
+            as_caller(request, data)
+            if data.get("test_only"):
+                raise InvalidRequest("test_only: not accepted in a batch")
+            datas.append(validate_submit(data, c.config, nodes))
+        except DomainError as e:
+            e.error = f"jobs[{i}]: {e.error}"
+            raise
+    ids = c.store.submit_many(datas, c.clock())
+    if any(wakes_scheduler(d) for d in datas):
+        c.wake.set()
+    return JSONResponse({"job_ids": ids}, status_code=201)
+
+
+def _replayed(c: Controller, request: Request, data: dict, status: int) -> tuple[str | None, str | None, JSONResponse | None]:
+    """The request's Idempotency-Key, the digest of its job, and, when the key already made
+    that job (a retry whose first answer was lost), the answer to give: the same job again."""
+    key = _idempotency_key(request)
+    if key is None:
+        return None, None, None
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    known = c.store.job_for_key(data["user"], key, digest)
+    if known is None:
+        return key, digest, None
+    return key, digest, JSONResponse(status_code=status, content={"job_id": known},
+                                     headers={"Idempotent-Replayed": "true"})
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The `Idempotency-Key` header of a submission (1 to 255 visible ASCII characters), if any."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not 0 < len(key) <= 255 or not all(33 <= ord(ch) < 127 for ch in key):
+        raise InvalidRequest("Invalid Idempotency-Key: 1 to 255 visible ASCII characters")
+    return key
+
+
+@router.get("/api/v1/jobs")
+async def list_jobs(c: CtlDep, ids: str | None = None, states: str | None = None, users: str | None = None,
+                    partitions: str | None = None, names: str | None = None,
+                    history: bool = False, since: Time = None, until: Time = None,
+                    duplicates: bool = False, accounts: str | None = None,
+                    qos: str | None = None):  # noqa: ANN202
+    """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
+    id_list = parse_ids(ids)
+    rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
+                            partitions=split_list(partitions), names=split_list(names), since=since, until=until,
+                            now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
+    jobs = [c.store.public(r) for r in rows]
+    _add_steps(c.store, jobs)
+    if duplicates:  # sacct -D: each requeued job's earlier runs come first
+        earlier = c.store.earlier_runs(rows)
+        jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
+    return as_json({"jobs": jobs})
+
+
+@router.get("/api/v1/jobs/{job_id}")
+async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
+    """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun)."""
+    deadline = c.clock() + min(max(wait, 0.0), 30.0)
+    while True:
+        ev = c.ended
+        row = c.store.get_row(job_id)
+        left = deadline - c.clock()
+        if row.state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING") or left <= 0:
+            break
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(ev.wait(), left)
+    job = c.store.public(row)
+    _add_steps(c.store, [job])
+    return as_json(job)
+
+
+@router.post("/api/v1/jobs/cancel")
+async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN202
+    """scancel: by ids and/or filters. Answers per-job results."""
+    now = c.clock()
+    ids = [t for jid in body.ids for t in (c.store.array_members(jid) or [jid])]
+    bad: list[dict] = []
+    for tok in body.tasks:
+        master, _, idx = tok.partition("_")
+        rid = c.store.array_task(int(master), int(idx)) if master.isdigit() and idx.isdigit() else None
+        if rid is None:
+            bad.append({"job_id": tok, "ok": False, "error": "Invalid job id specified"})
+        else:
+            ids.append(rid)
+    if body.users or body.names or body.partitions or body.states:
+        rows = c.store.job_rows(ids=ids or None, users=body.users or None, names=body.names or None,
+                                partitions=body.partitions or None,
+                                states=body.states or ["PENDING", "RUNNING", "SUSPENDED"], now=now)
+        ids = [r.id for r in rows]
+    results = list(bad)
+    for jid in ids:
+        try:
+            own_job(c, request, jid)
+            host = c.store.cancel(jid, now, signal=body.signal, uid=body.uid)
+            c.notify([host])
+            results.append({"job_id": jid, "ok": True})
+        except DomainError as e:
+            results.append({"job_id": jid, "ok": False, "error": e.error})
+    c.jobs_changed()
+    c.wake.set()
+    return as_json({"results": results})
+
+
+@router.post("/api/v1/jobs/{job_id}/hold")
+async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):  # noqa: ANN202
+    own_job(c, request, job_id, auth.InvalidUser)
+    if who == "admin" and caller(request).level < 1:
+        who = "user"  # scontrol hold by a user is a user hold, as in Slurm
+    c.store.hold(job_id, "admin" if who == "admin" else "user")
+    return {"ok": True}
+
+
+@router.post("/api/v1/jobs/{job_id}/release")
+async def release(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN202
+    own_job(c, request, job_id, auth.InvalidUser)
+    if c.store.get_row(job_id).held == "admin":  # an administrator's hold is theirs to lift
+        auth.require(caller(request), 1)
+    c.store.release(job_id, c.clock())
+    c.wake.set()
+    return {"ok": True}
+
+
+@router.post("/api/v1/jobs/release")
+async def release_many(c: CtlDep, body: IdsRequest, request: Request):  # noqa: ANN202
+    if caller(request).level < 1:  # a user releases their own jobs only, and only their own holds
+        for jid in body.ids or []:
+            own_job(c, request, jid, auth.InvalidUser)
+            if c.store.get_row(jid).held == "admin":
+                raise auth.Forbidden()
+        if not body.ids:
+            raise auth.Forbidden()
+    n = c.store.release_all_held(c.clock(), body.ids or None)
+    c.wake.set()
+    return {"released": n}
+
+
+@router.post("/api/v1/jobs/{job_id}/requeue")
+async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False):  # noqa: ANN202
+    own_job(c, request, job_id)
+    c.notify([c.store.requeue(job_id, c.clock(), hold=hold)])
+    c.wake.set()
+    return {"ok": True}
+
+
+@router.patch("/api/v1/jobs/{job_id}")
+async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request):  # noqa: ANN202
+    own_job(c, request, job_id, auth.InvalidUser)
+    changes = body.model_dump(exclude_unset=True)
+    if set(changes) & {"site_factor", "priority"}:  # what only operators may set
+        auth.require(caller(request), 1)
+    c.store.update_job(job_id, body.model_dump(exclude_unset=True))
+    c.wake.set()
+    return {"ok": True}
+
+
+@router.get("/api/v1/priorities")
+async def job_priorities(c: CtlDep, ids: str | None = None, users: str | None = None,
+                         partitions: str | None = None):  # noqa: ANN202
+    """sprio: the multifactor components of pending jobs, weighted, and the weights."""
+    now = c.clock()
+    snap = c.store.snapshot(now)
+    fac = priorities(snap)
+    rows = {r.id: r for r in c.store.job_rows(states=["PENDING"], users=split_list(users),
+                                              partitions=split_list(partitions))}
+    want = set(parse_ids(ids) or ()) if ids else None
+    jobs = [{"job_id": jid, "partition": rows[jid].partition, "user": rows[jid].user,
+             "priority": f.total(), "factors": dataclasses.asdict(f)}
+            for jid, f in sorted(fac.items())
+            # like sprio: held jobs and jobs waiting for their --begin time are left out
+            if jid in rows and not rows[jid].held and not (rows[jid].begin_time or 0) > now
+            and (want is None or jid in want)]
+    w = c.store.weights
+    return as_json({"jobs": jobs, "weights": {"site": 1, "age": w.age, "assoc": w.assoc,
+                                            "fairshare": w.fairshare, "jobsize": w.jobsize,
+                                            "partition": w.partition, "qos": w.qos,
+                                            "tres": [list(t) for t in w.tres]}})
+
+
+def wakes_scheduler(job: dict) -> bool:
+    """Whether a new job needs a scheduling pass: a held one cannot start (the store gives it its
+    JobHeldUser reason at submission), unless its dependency text is to be evaluated."""
+    return not job.get("hold") or bool(job.get("dependency"))
+
+
+def _add_steps(store: JobStore, jobs: list[dict]) -> None:
+    """The srun steps of started jobs, after their batch step (sacct's ID.batch, ID.0, ...)."""
+    started = [j["job_id"] for j in jobs if j.get("batch_host")]
+    got = store.step_rows(started)
+    for j in jobs:
+        j["steps"] = j["steps"] + got.get(j["job_id"], [])
+        for k in ("user_cpu", "system_cpu", "total_cpu"):  # the job's CPU time is its steps'
+            j[k] = sum(s.get(k) or 0.0 for s in j["steps"])
+
+
+def _test_only(c: Controller, data: dict) -> dict:
+    """sbatch --test-only: plan the queue with this job added, store nothing."""
+    now = c.clock()
+    snap = c.store.snapshot(now)
+    fake_id = c.store.max_job_id() + 1
+    job = PendingJob(job_id=fake_id, partition=data["partition"], request=request_of(data),
+                     priority=1 << 30, submit_time=now, time_limit=data.get("time_limit"),
+                     begin_time=data.get("begin_time"))
+    p = plan(dataclasses.replace(snap, pending=snap.pending + (job,)))
+    for s in p.starts:
+        if s.job_id == fake_id:
+            from ..store.jobs import compress
+            return {"job_id": fake_id, "start_time": now, "nodes": compress(s.node_names),
+                    "partition": data["partition"], "cpus": sum(a.cpus for a in s.allocs)}
+    reason = p.reasons.get(fake_id)
+    if reason is not None and reason.value in ("PartitionNodeLimit", "PartitionConfig"):
+        raise InvalidRequest("Requested node configuration is not available", code=1)
+    return {"job_id": fake_id, "start_time": None, "nodes": "", "partition": data["partition"],
+            "cpus": 0}

@@ -1,0 +1,90 @@
+"""Nodes and partitions (sinfo, scontrol update node), and the agents' sync: register, heartbeat,
+report, and long-poll for orders."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request
+
+from .. import auth
+from ..errors import InvalidRequest
+from ..views import partition_public
+from .deps import CtlDep, as_json, caller, nodes_of
+from .schemas import NodeSync, NodeUpdate
+
+router = APIRouter()
+
+
+@router.get("/api/v1/nodes")
+async def nodes(c: CtlDep):  # noqa: ANN202
+    return as_json({"nodes": nodes_of(c)})
+
+
+@router.get("/api/v1/partitions")
+async def partitions(c: CtlDep):  # noqa: ANN202
+    return as_json({"partitions": partition_public(c.config, nodes_of(c))})
+
+
+@router.get("/api/v1/cluster")
+async def cluster(c: CtlDep):  # noqa: ANN202
+    """Nodes and partitions in one round trip (sinfo)."""
+    ns = nodes_of(c)
+    return as_json({"nodes": ns, "partitions": partition_public(c.config, ns)})
+
+
+@router.post("/api/v1/nodes/{name}/update")
+async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):  # noqa: ANN202
+    auth.require(caller(request), 1, auth.InvalidUser)  # slurmctld: "Security violation" -> Invalid user id
+    state = body.state.upper()
+    mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
+    if state not in mapping:
+        raise InvalidRequest("Invalid node state specified")
+    if mapping[state] in ("DRAIN", "DOWN") and not body.reason:
+        raise InvalidRequest("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+    c.store.set_node_state(name, mapping[state], body.reason if mapping[state] != "UP" else None, c.clock())
+    c.wake.set()
+    return {"ok": True}
+
+
+@router.post("/api/v1/nodes/{name}/sync")
+async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # noqa: ANN202
+    """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
+    auth.require(caller(request), 2)  # agents sign as root with the cluster key
+    # One long-poll per node: a new sync (the agent gave up on the last one, e.g. to report an
+    # exit) ends the wait of the one before, which answers no orders; they wait for this one.
+    old = c.node_waits.pop(name, None)
+    if old is not None:
+        old.set()
+    ev = c.node_event(name)
+    ev.clear()
+    data = body.model_dump()
+    now = c.clock()
+    orders = c.store.node_sync(name, data, now)
+    c.notify(c.store.take_notify())
+    c.run_controller_scripts()
+    last = c.last_sync.get(name)
+    c.last_sync[name] = now
+    if body.finished or body.resources or body.lost:  # a registering node ends the jobs it lost
+        c.jobs_changed()
+    if body.finished or body.scripts_done or body.resources or last is None or \
+            now - last > c.config.slurmd_timeout:
+        c.wake.set()  # resources freed, or a node (re)appeared
+    wait = min(body.wait, c.settings.max_long_poll)
+    if not orders and wait > 0:
+        superseded = asyncio.Event()
+        c.node_waits[name] = superseded
+        waiters = (asyncio.ensure_future(ev.wait()), asyncio.ensure_future(superseded.wait()))
+        try:
+            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+            if c.node_waits.get(name) is superseded:
+                del c.node_waits[name]
+        if superseded.is_set():
+            return as_json({"orders": [], "superseded": True})
+        if ev.is_set():
+            orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
+                                              "steps_running": body.steps_running}, c.clock())
+    return as_json({"orders": orders})

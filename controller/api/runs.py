@@ -1,0 +1,86 @@
+"""AI Runtime runs (`air run`, `air list`) and the code they upload (`code_source`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from ..errors import InvalidRequest
+from ..views import validate_submit
+from . import limits
+from .deps import CtlDep, as_json, int_field, read_body, as_caller
+from .jobs import _replayed
+from .schemas import JobSubmit
+
+MAX_CODE = 256 * 2**20  #: the largest packed code_source an air run may upload
+
+router = APIRouter()
+
+
+@router.post("/api/v1/runs")
+async def submit_run(c: CtlDep, request: Request):  # noqa: ANN202
+    """air run: a workload (validated, errors naming the field path) becomes a batch job."""
+    from slurmlet.controller import workload as wl
+    doc = await read_body(request)
+    if not isinstance(doc, dict):
+        raise InvalidRequest("expected a JSON object")
+    w = wl.parse(doc.get("workload"))
+    code = doc.get("code")
+    if code is not None and (not isinstance(code, str) or not c.store.has_code(code)):
+        raise InvalidRequest("invalid workload: code_source: the packed code was not uploaded")
+    uid, gid = int_field(doc, "uid"), int_field(doc, "gid")
+    as_caller(request, {"user": str(doc.get("user") or "root"), "uid": uid})
+    body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
+                       uid=uid, gid=gid,
+                       group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"),
+                       code=code)
+    missing = c.store.missing_secrets(w.secrets)
+    if missing:
+        raise InvalidRequest("invalid workload: " + "; ".join(
+            f"secrets.{n}: no secret {w.secrets[n]} (slurmlet secrets put {w.secrets[n].replace('/', ' ')})"
+            for n in missing))
+    try:
+        job = JobSubmit.model_validate(body)
+    except ValidationError as e:  # the request's own fields (uid, cwd, ...): a 400, not a 500
+        raise InvalidRequest("invalid run: " + "; ".join(wl.field_errors(e, "run"))) from None
+    data = job.model_dump()
+    key, digest, replay = (None, None, None) if doc.get("dry_run") else _replayed(c, request, data, 200)
+    if replay is not None:  # air run retried after a lost answer: the same run
+        return replay
+    data = validate_submit(data, c.config, c.store.capacity_rows())
+    if doc.get("dry_run"):
+        return as_json({"job": data, "sbatch": wl.sbatch_preview(body)})
+    job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
+    c.wake.set()
+    return {"job_id": job_id}
+
+
+@router.get("/api/v1/runs")
+async def list_runs(c: CtlDep):  # noqa: ANN202
+    """air list: id, name, state, accelerators, submit, start and end of every job (compact rows)."""
+    return as_json({"fields": ["id", "name", "state", "accelerators", "submit", "start", "end"],
+                  "runs": c.store.run_rows()})
+
+
+@router.post("/api/v1/code")
+async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
+    """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
+    import base64
+    import binascii
+    doc = await read_body(request)
+    try:
+        data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
+    except (KeyError, TypeError, binascii.Error):
+        raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
+    if not data:
+        raise InvalidRequest("code_source: the packed code is empty")
+    if len(data) > MAX_CODE:
+        raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {MAX_CODE}",
+                              limit=MAX_CODE, size=len(data))
+    return {"id": c.store.put_code(data, c.clock())}
+
+
+@router.get("/api/v1/code/{sha}")
+async def get_code(c: CtlDep, sha: str):  # noqa: ANN202
+    from fastapi.responses import Response
+    return Response(c.store.get_code(sha), media_type="application/gzip")

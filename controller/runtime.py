@@ -1,0 +1,173 @@
+"""The controller's live state: its settings, the Controller (the store, the wake-up events, the
+node long-polls, the scheduling statistics) and what routes and loops share. The scheduling pass
+itself is loops/scheduler.py's; routes record intent and set `Controller.wake`."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .config import ClusterConfig
+from .errors import InvalidRequest
+from .store.engine import make_engine
+from .store.jobs import JobStore
+
+log = logging.getLogger("slurmlet.controller")
+VERSION = "22.05.8"
+
+
+@dataclass
+class Settings:
+    db_url: str
+    config: ClusterConfig
+    listen: str = "127.0.0.1:6817"
+    #: how long an agent's sync may wait for orders (the agent asks; this caps it)
+    max_long_poll: float = 5.0
+    #: periodic scheduling pass even without events (BeginTime, node changes)
+    sched_interval: float = 1.0
+    #: how long a pass waits after its first wake-up for more events to coalesce
+    debounce: float = 0.005
+    #: after a pass of T seconds the next event-driven one waits at least T * pass_spacing: under a
+    #: stream of events (a submission burst) passes take at most 1/(1 + pass_spacing) of the event
+    #: loop, and the requests between them are answered instead of waiting behind queue scans
+    pass_spacing: float = 2.0
+    clock: Callable[[], float] = time.time
+    #: re-reads the configuration file (slurm.conf or the JSON spec) for `scontrol reconfigure`
+    reload: Callable[[], ClusterConfig] | None = None
+    #: the cluster key (controller/auth.py); None: no authentication, every request is trusted
+    key: bytes | None = None
+
+
+@dataclass
+class PassStats:
+    """One kind of scheduling pass, as sdiag reports it (times in microseconds)."""
+
+    cycles: int = 0
+    last_us: int = 0
+    max_us: int = 0
+    total_us: int = 0
+    last_depth: int = 0  #: jobs examined
+    total_depth: int = 0
+    last_queue: int = 0  #: pending jobs in the snapshot
+    total_queue: int = 0
+    last_when: float | None = None
+
+    def add(self, us: int, depth: int, queue: int, when: float) -> None:
+        self.cycles += 1
+        self.last_us, self.max_us, self.total_us = us, max(self.max_us, us), self.total_us + us
+        self.last_depth, self.total_depth = depth, self.total_depth + depth
+        self.last_queue, self.total_queue = queue, self.total_queue + queue
+        self.last_when = when
+
+    def public(self) -> dict:
+        n = self.cycles or 1
+        return {"cycles": self.cycles, "last_cycle_us": self.last_us, "max_cycle_us": self.max_us,
+                "mean_cycle_us": self.total_us // n, "last_depth": self.last_depth,
+                "mean_depth": self.total_depth // n, "last_queue_length": self.last_queue,
+                "mean_queue_length": self.total_queue // n, "last_cycle_when": self.last_when}
+
+
+@dataclass
+class Stats:
+    main: PassStats = field(default_factory=PassStats)
+    backfill: PassStats = field(default_factory=PassStats)
+    skipped: int = 0  #: loop wake-ups that found nothing changed and ran no pass
+    jobs_started: int = 0
+    backfilled: int = 0
+    preempted: int = 0
+    started: float = field(default_factory=time.time)
+
+
+class Controller:
+    """The daemon's live state: the store, the wake-up events and the scheduling pass."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.config = settings.config
+        self.clock = settings.clock
+        self.store = JobStore(make_engine(settings.db_url), settings.config)
+        self.store.accounts.ensure_defaults(self.clock())
+        self.wake = asyncio.Event()
+        self.node_events: dict[str, asyncio.Event] = {}
+        #: the long-poll each node's agent is waiting in, if any: set to end it early
+        self.node_waits: dict[str, asyncio.Event] = {}
+        self.stats = Stats()
+        self.next_begin: float | None = None
+        self.last_sync: dict[str, float] = {}
+        #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
+        self.ended = asyncio.Event()
+        self.bf_enabled = self.store.sched.backfill
+        self.bf_interval = settings.config.bf_interval()
+        self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass
+        self.next_bf = 0.0
+        self.script_tasks: set[asyncio.Task] = set()  #: PrologSlurmctld/EpilogSlurmctld runs
+        #: when (time.monotonic) the next event-driven pass may start: see Settings.pass_spacing
+        self.next_pass = 0.0
+        if self.config.home_storage:  # a spec's home_directory_storage: users' homes live there
+            import os
+            os.makedirs(self.config.home_storage, exist_ok=True)
+
+    def reconfigure(self) -> list[str]:
+        """scontrol reconfigure: re-read the configuration and swap it in whole, or change nothing
+        (a malformed file, or a change to a parameter fixed at cluster creation). Returns its warnings."""
+        from slurmlet.controller.config import ConfigError
+        if self.settings.reload is None:
+            raise InvalidRequest("the controller was started without a configuration file")
+        try:
+            new = self.settings.reload()
+        except ConfigError as e:
+            raise InvalidRequest(f"{e}; the running configuration is unchanged") from None
+        fixed = self.config.fixed_changes(new)
+        if fixed:
+            raise InvalidRequest(f"{'; '.join(fixed)}: set at cluster creation, a change needs a restart; "
+                                 f"the running configuration is unchanged")
+        # one synchronous swap: no request or scheduling pass sees half of the old and half of the new
+        self.settings = dataclasses.replace(self.settings, config=new)
+        self.config = new
+        self.store.set_config(new)
+        self.bf_enabled = self.store.sched.backfill
+        self.bf_interval = new.bf_interval()
+        self.bf_dirty, self.next_bf = self.bf_enabled, 0.0
+        self.wake.set()
+        return list(new.warnings)
+
+    def run_controller_scripts(self) -> None:
+        """Start the PrologSlurmctld/EpilogSlurmctld runs waiting in the store; they run as
+        subprocesses of their own and never block the event loop."""
+        for r in self.store.claim_controller_scripts():
+            task = asyncio.create_task(self._controller_script(r))
+            self.script_tasks.add(task)
+            task.add_done_callback(self.script_tasks.discard)
+
+    async def _controller_script(self, r) -> None:  # noqa: ANN001
+        import json
+
+        from slurmlet.common.scripts import run_scripts
+        payload = json.loads(r.payload)
+        code, out = await run_scripts(payload["script"], payload["env"])
+        if code:
+            log.error("%s JobId=%s %s exit status %s:0: %s", r.kind, r.job_id, r.kind.split("_")[0], code,
+                      out.strip()[-300:], extra={"action": r.kind})
+        self.store.controller_script_done({"job_id": r.job_id, "run": r.run, "kind": r.kind, "exit_code": code},
+                                          self.clock())
+        self.notify(self.store.take_notify())
+        self.wake.set()
+
+    def node_event(self, name: str) -> asyncio.Event:
+        ev = self.node_events.get(name)
+        if ev is None:
+            ev = self.node_events[name] = asyncio.Event()
+        return ev
+
+    def jobs_changed(self) -> None:
+        self.ended.set()
+        self.ended = asyncio.Event()
+
+    def notify(self, hosts) -> None:  # noqa: ANN001
+        for h in hosts:
+            if h:
+                self.node_event(h).set()
