@@ -1,0 +1,149 @@
+"""What users and operators do to jobs: cancel, hold, release, requeue, update."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
+from sqlalchemy import func, insert, select, update
+
+from .base import FINAL_STATES
+from .tables import job_runs as RUNS
+from .tables import jobs as J
+
+
+class Actions:
+    # ---------------------------------------------------------------- user actions
+    def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:
+        """scancel. Returns the batch host to notify, if any."""
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.pending_action)
+                            .where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if signal is not None:
+                if row.state != "RUNNING" or not row.active:
+                    raise Conflict("Job is pending execution" if row.state == "PENDING" else None)
+                c.execute(update(J).where(J.c.id == job_id).values(pending_signal=signal))
+                return row.batch_host
+            if row.state in FINAL_STATES:
+                raise Conflict()
+            if row.state == "PENDING":
+                # as slurmctld does, a job cancelled while pending "started" when it ended
+                c.execute(update(J).where(J.c.id == job_id, J.c.state == "PENDING").values(
+                    state="CANCELLED", start_time=now, end_time=now, cancelled_by=uid))
+                return None
+            c.execute(update(J).where(J.c.id == job_id, J.c.state == row.state).values(
+                state="CANCELLED", end_time=now, cancelled_by=uid, pending_action="cancel"))
+            return row.batch_host
+
+    def hold(self, job_id: int, who: str) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state != "PENDING":
+                raise Conflict("Job is no longer pending execution")
+            c.execute(update(J).where(J.c.id == job_id).values(
+                held=who, reason="JobHeldUser" if who == "user" else "JobHeldAdmin"))
+
+    def release(self, job_id: int, now: float) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.held).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state != "PENDING":
+                raise Conflict("Job is no longer pending execution")
+            c.execute(update(J).where(J.c.id == job_id).values(
+                held=None, reason="None", eligible_time=func.coalesce(J.c.eligible_time, now)))
+
+    def release_all_held(self, now: float, ids: list[int] | None = None) -> int:
+        cond = [J.c.state == "PENDING", J.c.held.is_not(None)]
+        if ids:
+            cond.append(J.c.id.in_(ids))
+        with self.engine.begin() as c:
+            return c.execute(update(J).where(*cond).values(
+                held=None, reason="None", eligible_time=func.coalesce(J.c.eligible_time, now))).rowcount
+
+    def requeue(self, job_id: int, now: float, *, hold: bool = False) -> str | None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.requeue)
+                            .where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state == "PENDING":
+                if hold:
+                    c.execute(update(J).where(J.c.id == job_id).values(held="admin", reason="JobHeldAdmin"))
+                return None
+            if not row.requeue:
+                raise Conflict("Requested operation is presently disabled")
+            action = "requeue_hold" if hold else "requeue"
+            if row.active:
+                c.execute(update(J).where(J.c.id == job_id, J.c.active.is_(True)).values(
+                    pending_action=action, state="RUNNING"))
+                return row.batch_host
+            c.execute(update(J).where(J.c.id == job_id).values(**self._requeued_values(now, hold)))
+            return None
+
+    @staticmethod
+    def _archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int = 0) -> None:
+        """Keep the run that just ended for sacct -D before the job goes back to the queue."""
+        if r.start_time is None or c.execute(select(RUNS.c.run).where(RUNS.c.job_id == r.id,
+                                                                      RUNS.c.run == r.restarts)).first():
+            return
+        c.execute(insert(RUNS).values(job_id=r.id, run=r.restarts, state=state, start_time=r.start_time,
+                                      end_time=now, exit_code=code, exit_signal=0, nodes=r.nodes or "",
+                                      alloc=r.alloc, batch_host=r.batch_host, batch_state="CANCELLED" if sig else
+                                      ("FAILED" if code else "COMPLETED"), batch_exit_code=code,
+                                      batch_exit_signal=sig))
+
+    def earlier_runs(self, rows: list[Any]) -> dict[int, list[dict]]:
+        """sacct -D: the earlier runs of these jobs, as job dicts (oldest first)."""
+        from types import SimpleNamespace
+        ids = [r.id for r in rows if r.restarts]
+        if not ids:
+            return {}
+        by_id = {r.id: r for r in rows}
+        out: dict[int, list[dict]] = {}
+        with self.engine.connect() as c:
+            for run in c.execute(select(RUNS).where(RUNS.c.job_id.in_(ids)).order_by(RUNS.c.job_id, RUNS.c.run)):
+                base = by_id[run.job_id]
+                fake = SimpleNamespace(**{k: getattr(base, k) for k in base._fields})
+                for k in ("state", "start_time", "end_time", "exit_code", "exit_signal", "nodes", "alloc",
+                          "batch_host", "batch_state", "batch_exit_code", "batch_exit_signal"):
+                    setattr(fake, k, getattr(run, k))
+                fake.restarts, fake.active, fake.reason = run.run, False, "None"
+                fake.batch_max_rss = fake.batch_user_cpu = fake.batch_system_cpu = None  # not kept per run
+                out.setdefault(run.job_id, []).append(self.public(fake))
+        return out
+
+    def _requeued_values(self, now: float, hold: bool) -> dict:
+        begin = now + self.config.requeue_delay
+        return dict(state="PENDING", reason="JobHeldAdmin" if hold else "BeginTime", active=False,
+                    alloc=None, nodes="", batch_host=None, start_time=None, end_time=None,
+                    begin_time=begin, eligible_time=begin, restarts=J.c.restarts + 1, pending_action=None,
+                    held="admin" if hold else None, exit_code=0, exit_signal=0, pending_signal=None,
+                    suspend_time=None, est_start=None)
+
+    def update_job(self, job_id: int, changes: dict) -> None:
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            values: dict = {}
+            for k, v in changes.items():
+                if k == "partition":
+                    if self.config.partition(v) is None:
+                        raise InvalidRequest("Invalid partition name specified")
+                    if row.state != "PENDING":
+                        raise Conflict("Job is no longer pending execution")
+                    values["partition"] = v
+                elif k in ("time_limit", "name", "comment", "nice", "site_factor"):
+                    values[k] = v
+                    if k == "nice":
+                        values["priority"] = max(1, 10000 - int(v))
+                else:
+                    raise InvalidRequest(f"Update of {k} is not supported")
+            if values:
+                c.execute(update(J).where(J.c.id == job_id).values(**values))
+

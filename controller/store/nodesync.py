@@ -1,0 +1,345 @@
+"""The agents' side: node sync (registration, heartbeats, reports, orders), job ends, prologs and
+epilogs, lost and silent nodes, and node state changes."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from slurmlet.common.scripts import exit_code_env
+from slurmlet.controller.errors import InvalidRequest, NotFound
+from sqlalchemy import insert, select, update
+
+from . import scripts, steps
+from .base import KILL_WHY
+from .tables import jobs as J
+from .tables import nodes as N
+from .tables import steps as S
+
+
+class NodeSync:
+    # ---------------------------------------------------------------- nodes
+    def node_sync(self, name: str, body: dict, now: float) -> list[dict]:
+        """One agent round trip: register/heartbeat, apply its reports, return its orders."""
+        with self.engine.begin() as c:
+            self._upsert_node(c, name, body, now)
+            # steps first: a job's end cancels its steps still running, not those that just ended
+            steps.record(c, name, body.get("steps_finished") or [], now)
+            for fin in body.get("finished") or []:
+                self._finish(c, name, fin, now)
+            self._scripts_done(c, name, body.get("scripts_done") or [], now)
+            for lost in body.get("lost") or []:
+                self._lost(c, name, lost, now)
+            running = set(body.get("running") or [])
+            stopped = set(body.get("suspended") or [])
+            done = {f["job_id"] for f in body.get("finished") or []}
+            step_orders = steps.orders_for(c, name, set(body.get("steps_running") or []),
+                                           {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
+            rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
+            if body.get("resources"):
+                # a (re)starting agent runs nothing we do not hear about: those jobs were lost with it
+                for r in rows:
+                    if r.id not in running and r.id not in done:
+                        self._node_failed(c, r, now)
+                rows = [r for r in rows if r.id in running or r.id in done]
+            orders: list[dict] = []
+            active_ids = set()
+            for r in rows:
+                active_ids.add(r.id)
+                if r.id in done:
+                    continue
+                if r.id in running:
+                    if r.pending_action:
+                        order = {"op": "kill", "job_id": r.id, "why": KILL_WHY.get(r.pending_action, "cancel")}
+                        if r.pending_action.startswith("preempt") and r.preempt_grace:
+                            order["grace"] = r.preempt_grace
+                        orders.append(order)
+                    elif r.state == "SUSPENDED" and r.id not in stopped:
+                        orders.append({"op": "suspend", "job_id": r.id})
+                    elif r.state == "RUNNING" and r.id in stopped:
+                        orders.append({"op": "resume", "job_id": r.id})
+                    elif r.pending_signal is not None:
+                        orders.append({"op": "signal", "job_id": r.id, "signal": r.pending_signal})
+                        c.execute(update(J).where(J.c.id == r.id).values(pending_signal=None))
+                elif r.pending_action:
+                    # its processes are gone (or never started): finish the transition now
+                    self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
+                elif not scripts.prologs_pending(c, r.id, r.restarts):  # else: wait for every prolog to succeed
+                    order = self._launch_order(r, name)
+                    refs = json.loads(r.spec).get("secrets")
+                    if refs:  # resolved at launch only: they are stored nowhere else
+                        order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs)}
+                    alloc_nodes = [a["node"] for a in order["alloc"]]
+                    order["node_addrs"] = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_(alloc_nodes))).all())
+                    orders.append(order)
+            for jid in sorted(running - active_ids - done):
+                orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
+            orders += scripts.orders_for(c, name)
+        return orders + step_orders
+
+    def _upsert_node(self, c: Any, name: str, body: dict, now: float) -> None:
+        res = body.get("resources")
+        exists = c.execute(select(N.c.name).where(N.c.name == name)).first() is not None
+        if exists and not res:
+            vals = {"last_seen": now}
+            if body.get("cpu_load") is not None:
+                vals["cpu_load"] = body["cpu_load"]
+            if body.get("free_mem") is not None:
+                vals["free_mem"] = body["free_mem"]
+            c.execute(update(N).where(N.c.name == name).values(**vals))
+            return
+        if not res:
+            raise NotFound(f"Node {name} is not registered")
+        nc = self.config.node(name)
+        if nc is None and not self.config.dynamic_nodes:
+            raise InvalidRequest(f"Node {name} is not in the cluster configuration")
+        vals = dict(
+            addr=(nc.addr if nc and nc.addr else None) or res.get("addr") or "127.0.0.1",
+            hostname=res.get("hostname") or name,
+            cpus=(nc.cpus if nc and nc.cpus else None) or res["cpus"],
+            memory=(nc.real_memory if nc and nc.real_memory else None) or res["memory"],
+            gpus=nc.gpus if nc and nc.gpus is not None else res.get("gpus", 0),
+            gpu_type=(nc.gpu_type if nc else None) or res.get("gpu_type"),
+            last_seen=now, boot_time=res.get("boot_time"), arch=res.get("arch"), os=res.get("os"),
+            version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
+            pool=res.get("pool"),
+        )
+        self._capacity_rows = None  # a node (re)registers: its capacity may change
+        if exists:
+            c.execute(update(N).where(N.c.name == name).values(registered_at=now, **vals))
+        else:
+            c.execute(insert(N).values(name=name, admin_state="UP", registered_at=now, **vals))
+
+    def _launch_order(self, r: Any, node: str) -> dict:
+        spec = json.loads(r.spec)
+        return {
+            "op": "launch", "job_id": r.id, "name": r.name, "user": r.user, "uid": r.uid, "gid": r.gid,
+            "script": r.script, "environment": json.loads(r.environment), "workdir": spec.get("workdir"),
+            "stdout": r.stdout, "stderr": r.stderr, "stdin": spec.get("stdin"),
+            # a requeued job's new run appends to its files, as slurmctld sets it up
+            "open_mode": "append" if r.restarts else spec.get("open_mode") or "truncate", "time_limit": r.time_limit,
+            "start_time": r.start_time, "alloc": json.loads(r.alloc), "nodes": r.nodes,
+            "partition": r.partition, "account": r.account, "qos": r.qos, "argv": spec.get("argv") or [],
+            "submit_dir": spec.get("submit_dir"), "submit_host": spec.get("submit_host"),
+            "ntasks": spec.get("ntasks"), "ntasks_per_node": spec.get("ntasks_per_node"),
+            "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
+            "mem_per_cpu": spec.get("mem_per_cpu"), "gpus_per_task": spec.get("gpus_per_task"),
+            "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
+            "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
+            "py_deps": spec.get("py_deps"),
+            "epilog": self.config.script_list("epilog"),
+            "home": os.path.join(self.config.home_storage, r.user) if self.config.home_storage else None,
+            "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
+            "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
+            "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
+        }
+
+    def _finish(self, c: Any, node: str, fin: dict, now: float) -> None:
+        """The batch script of a job ended on `node` (or its processes are gone)."""
+        r = c.execute(select(J).where(J.c.id == fin["job_id"], J.c.batch_host == node,
+                                      J.c.active.is_(True))).first()
+        if r is None or (fin.get("restarts") is not None and fin["restarts"] != r.restarts):
+            return  # already applied, or about an earlier incarnation: reports are idempotent
+        steps.end_job_steps(c, r.id, now)  # the batch script is done: so are its steps
+        if fin.get("epilog_failed") or fin.get("prolog_failed"):
+            what = "Prolog" if fin.get("prolog_failed") else "Epilog"
+            c.execute(update(N).where(N.c.name == node).values(admin_state="DRAIN", reason=f"{what} error",
+                                                             reason_time=now))
+        if fin.get("prolog_failed"):  # the job never ran: back to the queue, held, as slurmctld does
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**self._requeued_values(now, True)))
+            return
+        code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
+        self._end_scripts(c, r, code, sig, now)
+        end = fin.get("end_time") or now
+        action = r.pending_action
+        if action in ("requeue", "requeue_hold", "preempt_requeue"):
+            self._archive_run(c, r, "PREEMPTED" if action == "preempt_requeue" else "REQUEUED", now,
+                              int(fin.get("exit_code") or 0), int(fin.get("signal") or 0))
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
+                **self._requeued_values(now, action == "requeue_hold")))
+            return
+        vals: dict = dict(active=False, pending_action=None, pending_signal=None,
+                          batch_exit_code=code, batch_exit_signal=sig, batch_max_rss=fin.get("max_rss"),
+                          batch_user_cpu=fin.get("user_cpu"), batch_system_cpu=fin.get("system_cpu"))
+        if action == "cancel":
+            vals.update(batch_state="CANCELLED")
+        elif action == "preempt":
+            vals.update(state="PREEMPTED", reason="None", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=0)
+        elif (fin.get("timeout") or sig or code or fin.get("launch_failed")) and \
+                r.restarts < (json.loads(r.spec).get("max_retries") or 0):
+            # an air run's failed attempt: run it again under the same id (the attempt counter is restarts)
+            self._archive_run(c, r, "TIMEOUT" if fin.get("timeout") else "FAILED", now, code, sig)
+            retry = self._requeued_values(now, False)
+            retry.update(begin_time=now, eligible_time=now, reason="None")
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**retry))
+            return
+        elif fin.get("timeout"):
+            vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=0)
+        elif fin.get("launch_failed"):
+            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="FAILED",
+                        exit_code=code or 1, exit_signal=0)
+        elif sig:
+            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="CANCELLED",
+                        exit_code=0, exit_signal=sig)
+        elif code:
+            vals.update(state="FAILED", reason="NonZeroExitCode", end_time=end, batch_state="FAILED",
+                        exit_code=code, exit_signal=0)
+        else:
+            vals.update(state="COMPLETED", reason="None", end_time=end, batch_state="COMPLETED",
+                        exit_code=0, exit_signal=0)
+        c.execute(update(N).where(N.c.name == node).values(last_busy=now))
+        c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**vals))
+
+    def _start_prologs(self, c: Any, job_id: int, now: float) -> list[str]:
+        """A job just started: Prolog rows for each of its nodes, PrologSlurmctld's for the controller.
+        Returns the nodes to wake (their agents have a prolog to run)."""
+        prolog, ctld = self.config.script_list("prolog"), self.config.script_list("prologslurmctld")
+        if not prolog and not ctld:
+            return []
+        r = c.execute(select(J).where(J.c.id == job_id)).first()
+        nodes = [a["node"] for a in json.loads(r.alloc)]
+        if prolog:
+            scripts.add(c, r.id, r.restarts, nodes, "prolog", dict(self._launch_order(r, ""), script="", prolog=prolog),
+                        now)
+        if ctld:
+            env = scripts.controller_environment(r, "prolog_slurmctld", self.config.cluster_name)
+            scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "prolog_slurmctld", {"env": env, "script": ctld}, now)
+            self.controller_scripts = True
+        return nodes if prolog else []
+
+    def _end_scripts(self, c: Any, r: Any, code: int, sig: int, now: float) -> None:
+        """A job's run ended: Epilog on its nodes other than the batch host (which ran its own before
+        reporting), EpilogSlurmctld on the controller."""
+        scripts.forget_prologs(c, r.id)
+        epilog, ctld = self.config.script_list("epilog"), self.config.script_list("epilogslurmctld")
+        others = [a["node"] for a in json.loads(r.alloc or "[]") if a["node"] != r.batch_host]
+        if epilog and others:
+            order = dict(self._launch_order(r, ""), script="", exit_code=code, signal=sig)
+            scripts.add(c, r.id, r.restarts, others, "epilog", order, now)
+            self.notify_hosts.update(others)
+        if ctld:
+            env = dict(scripts.controller_environment(r, "epilog_slurmctld", self.config.cluster_name),
+                       **exit_code_env(code, sig))
+            scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "epilog_slurmctld", {"env": env, "script": ctld}, now)
+            self.controller_scripts = True
+
+    def _scripts_done(self, c: Any, node: str, reports: list[dict], now: float) -> None:
+        """Prologs and epilogs that ended on `node` (or the controller): a failing one drains its
+        node; a failing prolog requeues the job held; the last prolog to succeed lets it launch."""
+        for rep in scripts.record(c, node, reports):
+            failed = bool(rep.get("exit_code"))
+            if failed and node != scripts.CONTROLLER:
+                what = "Prolog" if rep["kind"] == "prolog" else "Epilog"
+                c.execute(update(N).where(N.c.name == node).values(admin_state="DRAIN", reason=f"{what} error",
+                                                                 reason_time=now))
+            if rep["kind"] not in scripts.PROLOGS:
+                continue
+            r = c.execute(select(J.c.id, J.c.batch_host).where(
+                J.c.id == rep["job_id"], J.c.restarts == rep["run"], J.c.active.is_(True), J.c.state == "RUNNING",
+                J.c.pending_action.is_(None))).first()
+            if r is None:
+                continue
+            if failed:
+                # the job never ran: back to the queue. A node's prolog holds it (the node is
+                # drained); PrologSlurmctld's requeues it as it is, after the requeue delay, and
+                # sacct -D keeps the run as REQUEUED (as a real slurmctld 22.05 does)
+                ctld = rep["kind"] == "prolog_slurmctld"
+                if ctld:
+                    row = c.execute(select(J).where(J.c.id == r.id)).first()
+                    self._archive_run(c, row, "REQUEUED", now)
+                c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
+                    **self._requeued_values(now, not ctld)))
+            elif not scripts.prologs_pending(c, r.id, rep["run"]):
+                self.notify_hosts.add(r.batch_host)
+
+    def claim_controller_scripts(self) -> list[Any]:
+        """PrologSlurmctld/EpilogSlurmctld runs waiting for the controller (marked running)."""
+        if not self.controller_scripts:
+            return []
+        self.controller_scripts = False
+        with self.engine.begin() as c:
+            return scripts.claim_controller(c)
+
+    def reset_controller_scripts(self) -> None:
+        with self.engine.begin() as c:
+            scripts.reset_controller(c)
+        self.controller_scripts = True
+
+    def controller_script_done(self, report: dict, now: float) -> None:
+        with self.engine.begin() as c:
+            self._scripts_done(c, scripts.CONTROLLER, [report], now)
+
+    def take_notify(self) -> set[str]:
+        out, self.notify_hosts = self.notify_hosts, set()
+        return out
+
+    def _node_failed(self, c: Any, r: Any, now: float) -> None:
+        """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL."""
+        steps.end_job_steps(c, r.id, now)
+        self._end_scripts(c, r, 0, 9, now)
+        if r.pending_action == "cancel":
+            c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
+                                                              batch_state="CANCELLED", batch_exit_signal=9))
+        elif r.pending_action == "preempt":
+            c.execute(update(J).where(J.c.id == r.id).values(
+                state="PREEMPTED", active=False, end_time=now, pending_action=None, batch_state="CANCELLED",
+                batch_exit_signal=9))
+        elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
+                                                                                    "preempt_requeue"):
+            self._archive_run(c, r, "NODE_FAIL", now, 0, 9)
+            c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
+        else:
+            c.execute(update(J).where(J.c.id == r.id).values(
+                state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
+                batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
+
+    def _lost(self, c: Any, node: str, rep: dict, now: float) -> None:
+        """The restarted agent of `node` found the job's batch script (or its tasks of a step) left
+        running by its crashed predecessor, and killed them: the job lost the node, as in `reap`
+        (NODE_FAIL, or requeued when allowed). Reports about an earlier run or an ended step are
+        stale and change nothing."""
+        r = c.execute(select(J).where(J.c.id == rep["job_id"], J.c.active.is_(True)).with_for_update()).first()
+        if r is None:
+            return
+        nodes = {a["node"] for a in json.loads(r.alloc or "[]")}
+        if node not in nodes:
+            return
+        if rep.get("step_id") is not None:
+            st = c.execute(select(S.c.state).where(S.c.job_id == r.id, S.c.step_id == rep["step_id"])).first()
+            if st is None or st.state != "RUNNING":
+                return
+        elif r.batch_host != node or (rep.get("restarts") is not None and rep["restarts"] != r.restarts):
+            return
+        self._node_failed(c, r, now)
+        self.notify_hosts.update(nodes - {node})  # their agents stop what is left of it
+
+    def reap(self, now: float) -> set[str] | None:
+        """Jobs on a node whose agent has been silent for SlurmdTimeout lose it: requeued when allowed,
+        else NODE_FAIL (see `_node_failed`). Returns None when no job changed, else the job's other nodes
+        (their agents must stop what is left of it)."""
+        limit = now - self.config.slurmd_timeout
+        with self.engine.begin() as c:
+            silent = set(c.execute(select(N.c.name).where(N.c.last_seen < limit)).scalars())
+            if not silent:
+                return None
+            changed = False
+            alive: set[str] = set()
+            for r in c.execute(select(J).where(J.c.active.is_(True)).with_for_update()).all():
+                nodes = {a["node"] for a in json.loads(r.alloc or "[]")}
+                if nodes & silent:
+                    self._node_failed(c, r, now)
+                    changed = True
+                    alive |= nodes - silent
+        return alive if changed else None
+
+
+    def set_node_state(self, name: str, state: str, reason: str | None, now: float) -> None:
+        with self.engine.begin() as c:
+            res = c.execute(update(N).where(N.c.name == name).values(
+                admin_state=state, reason=reason, reason_time=now if reason else None))
+            if res.rowcount == 0:
+                raise NotFound("Invalid node name specified")
+

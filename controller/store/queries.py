@@ -1,0 +1,236 @@
+"""Reads: jobs as the API shows them (squeue, sacct), steps, nodes, arrays, air runs, counts."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from slurmlet.common.patterns import default_output, expand_pattern
+from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
+from slurmlet.controller.core.model import NodeAlloc, Request
+from slurmlet.controller.core.plan import requested_cpus
+from slurmlet.controller.errors import NotFound
+from sqlalchemy import and_, func, or_, select
+
+from . import steps
+from .base import BY_ID, FINAL_STATES, request_of
+from .tables import jobs as J
+from .tables import nodes as N
+
+
+class Queries:
+    # ---------------------------------------------------------------- jobs: reads
+    def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
+                 users: list[str] | None = None, partitions: list[str] | None = None,
+                 names: list[str] | None = None, since: float | None = None, until: float | None = None,
+                 now: float | None = None, history: bool = False, accounts: list[str] | None = None,
+                 qos: list[str] | None = None) -> list[Any]:
+        q = select(J)
+        conds = []
+        if ids:
+            conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
+        if states:
+            conds.append(J.c.state.in_(states))
+        if users:
+            conds.append(J.c.user.in_(users))
+        if partitions:
+            conds.append(J.c.partition.in_(partitions))
+        if names:
+            conds.append(J.c.name.in_(names))
+        if accounts:
+            conds.append(J.c.account.in_(accounts))
+        if qos:
+            conds.append(J.c.qos.in_(qos))
+        if not history and now is not None:
+            conds.append(self._shown(now))
+        if since is not None:
+            conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= since))
+        if until is not None:
+            conds.append(J.c.submit_time <= until)
+        if conds:
+            q = q.where(and_(*conds))
+        with self.engine.connect() as c:
+            # sorted here: ORDER BY id would make the database scan by id rather than use the
+            # end-time or array index (sacct over a long history)
+            return sorted(c.execute(q), key=BY_ID)
+
+    # ---------------------------------------------------------------- steps
+    def create_step(self, job_id: int, req: dict, now: float) -> dict:
+        with self.engine.begin() as c:
+            return steps.create(c, job_id, req, now)
+
+    def cancel_step(self, job_id: int, step_id: int, now: float) -> list[str]:
+        with self.engine.begin() as c:
+            return steps.cancel(c, job_id, step_id, now)
+
+    def step_rows(self, job_ids: list[int]) -> dict[int, list[dict]]:
+        """sacct's step rows of these jobs, by job."""
+        out: dict[int, list[dict]] = {}
+        if not job_ids:
+            return out
+        with self.engine.connect() as c:
+            for i in range(0, len(job_ids), 500):
+                out.update(steps.public(c, job_ids[i:i + 500]))
+        return out
+
+    def get_row(self, job_id: int) -> Any:
+        with self.engine.connect() as c:
+            row = c.execute(select(J).where(J.c.id == job_id)).first()
+        if row is None:
+            raise NotFound()
+        return row
+
+    def public(self, row: Any) -> dict:
+        spec = json.loads(row.spec)
+        req = request_of(spec)
+        alloc = json.loads(row.alloc) if row.alloc else []
+        num_cpus = sum(a["cpus"] for a in alloc) if alloc else requested_cpus(req)
+        num_nodes = len(alloc) if alloc else req.nodes_min
+        num_tasks = sum(a["tasks"] for a in alloc) if alloc else (
+            req.ntasks or req.nodes_min * (req.ntasks_per_node or 1))
+        gpn = req.gpus_per_node or 0
+        if not gpn and alloc:
+            gpn = max(len(a["gpu_ids"]) for a in alloc)
+        elif not gpn:
+            gpn = (req.gpus_per_task or 0) * (req.ntasks_per_node or 1) or (req.gpus or 0)
+        mem_per_cpu = req.mem_per_cpu
+        if req.mem_per_node is None and mem_per_cpu is None and self.config.def_mem_per_cpu:
+            mem_per_cpu = self.config.def_mem_per_cpu
+        steps = []
+        if row.batch_host:
+            batch_alloc = alloc[0] if alloc else {"cpus": 1, "node": row.batch_host}
+            steps.append({
+                "step": "batch", "name": "batch",
+                "state": row.batch_state or ("RUNNING" if row.active else row.state),
+                "exit_code": row.batch_exit_code or 0, "exit_signal": row.batch_exit_signal or 0,
+                "start_time": row.start_time, "end_time": row.end_time if row.batch_state else None,
+                "nodes": row.batch_host or "", "num_nodes": 1, "num_cpus": batch_alloc["cpus"], "num_tasks": 1,
+                "max_rss": getattr(row, "batch_max_rss", None), "user_cpu": getattr(row, "batch_user_cpu", None) or 0.0,
+                "system_cpu": getattr(row, "batch_system_cpu", None) or 0.0,
+                "total_cpu": (getattr(row, "batch_user_cpu", None) or 0.0) + (getattr(row, "batch_system_cpu", None) or 0.0),
+            })
+        return {
+            "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
+            "name": row.name, "user": row.user, "uid": row.uid, "gid": row.gid, "group": row.grp,
+            "account": row.account, "qos": row.qos, "partition": row.partition,
+            "state": row.state, "reason": row.reason,
+            "priority": 0 if row.held else row.priority, "nice": row.nice,
+            "submit_time": row.submit_time, "eligible_time": row.eligible_time,
+            "start_time": row.start_time, "end_time": row.end_time, "time_limit": row.time_limit,
+            "nodes": row.nodes or "", "node_list": [a["node"] for a in alloc], "batch_host": row.batch_host,
+            "num_nodes": num_nodes, "num_cpus": num_cpus, "num_tasks": num_tasks,
+            "cpus_per_task": req.cpus_per_task, "ntasks_per_node": req.ntasks_per_node,
+            "mem_per_node": req.mem_per_node, "mem_per_cpu": mem_per_cpu,
+            "alloc_memory": sum(a["memory"] for a in alloc) if alloc else None,
+            "gpus_per_node": gpn, "tres_per_node": f"gres:gpu:{gpn}" if gpn else None,
+            "gpu_ids": {a["node"]: a["gpu_ids"] for a in alloc if a["gpu_ids"]},
+            "exit_code": row.exit_code, "exit_signal": row.exit_signal,
+            "derived_exit_code": 0, "derived_exit_signal": 0,
+            "workdir": spec.get("workdir"), "submit_dir": spec.get("submit_dir"),
+            "stdout": row.stdout or self._pattern_path(row, spec, "stdout"),
+            "stderr": row.stderr or self._pattern_path(row, spec, "stderr"),
+            "stdin": spec.get("stdin") or "/dev/null",
+            "comment": row.comment, "dependency": row.dependency, "command": None,
+            "requeue": bool(row.requeue), "restarts": row.restarts, "batch": True,
+            "held": row.held, "cancelled_by": row.cancelled_by, "time_left": None,
+            "cluster": self.config.cluster_name, "steps": steps,
+            "nodes_max": spec.get("nodes_max"), "exclusive": bool(spec.get("exclusive")),
+            "req_nodes": spec.get("nodelist"), "exc_nodes": spec.get("exclude"),
+            "alloc_node": spec.get("submit_host"), "begin_time": row.begin_time,
+            "expected_start": row.est_start if row.state == "PENDING" else None,
+            "array_max_tasks": row.array_max_tasks or 0,
+            "suspend_time": row.suspend_time, "suspended_secs": row.suspended_secs or 0.0,
+            "pre_sus_time": (row.suspend_time - row.start_time - (row.suspended_secs or 0.0))
+            if row.state == "SUSPENDED" and row.suspend_time and row.start_time else None,
+            "preempt_time": row.preempt_time,
+            "billing": self._billing_of(row.partition, alloc, req),
+        }
+
+    def _billing_of(self, partition: str, alloc: list, req: Request) -> int:
+        """The job's billing TRES (TRESBillingWeights of its partition; its CPUs without them)."""
+        weights = self.billing_weights(partition)
+        if alloc:
+            tres = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                               for a in alloc])
+        else:
+            tres = request_tres(req, self.config.def_mem_per_cpu or 0)
+        return int(billing(tres, weights) + 1e-9)
+
+    def _pattern_path(self, row: Any, spec: dict, which: str, node: str | None = None) -> str:
+        pattern = spec.get(which)
+        if which == "stderr" and not pattern:
+            pattern = spec.get("stdout")
+        if not pattern:
+            pattern = default_output(row.array_task_id is not None)
+        path = expand_pattern(pattern, job_id=row.id, array_job_id=row.array_job_id or row.id,
+                              array_task_id=row.array_task_id, name=row.name,
+                              node=node or row.batch_host or "", user=row.user)
+        return path if os.path.isabs(path) else os.path.join(spec.get("workdir") or "/", path)
+
+
+    def node_rows(self) -> list[Any]:
+        with self.engine.connect() as c:
+            return list(c.execute(select(N)))
+
+    def capacity_rows(self) -> list[Any]:
+        """Node rows for submit-time checks, which read a node's name, capacity, GPUs and pool only:
+        kept between submissions (not one query each) and read again after a node registers, the
+        one change to those columns. Their heartbeat columns (last_seen, ...) may be stale."""
+        rows = self._capacity_rows
+        if rows is None:
+            rows = self._capacity_rows = self.node_rows()
+        return rows
+
+    def active_allocs(self) -> list[Any]:
+        with self.engine.connect() as c:
+            return list(c.execute(select(J.c.alloc, J.c.spec).where(J.c.active.is_(True))))
+
+
+    def run_rows(self) -> list[list]:
+        """air list: every job, as [id, name, state, comment, gpus, nodes, submit, start, end] (no spec parsing)."""
+        with self.engine.connect() as c:
+            rows = c.execute(select(J.c.id, J.c.name, J.c.state, J.c.comment, J.c.alloc, J.c.spec, J.c.submit_time,
+                                    J.c.start_time, J.c.end_time).order_by(J.c.id))
+            out = []
+            for r in rows:
+                if r.comment and r.comment.startswith("air: "):
+                    gpus = r.comment.split()[1]
+                elif r.alloc:
+                    gpus = sum(len(a["gpu_ids"]) for a in json.loads(r.alloc)) or "-"
+                else:
+                    req = self._requests.get(r.id) or request_of(json.loads(r.spec))
+                    gpus = (req.gpus_per_node or 0) * req.nodes_min or req.gpus or "-"
+                out.append([r.id, r.name, r.state, str(gpus), r.submit_time, r.start_time, r.end_time])
+            return out
+
+    def array_members(self, array_job_id: int) -> list[int]:
+        """The unfinished tasks of a job array (empty when `array_job_id` is no array's id)."""
+        with self.engine.connect() as c:
+            return [r.id for r in c.execute(select(J.c.id).where(
+                J.c.array_job_id == array_job_id, J.c.state.not_in(FINAL_STATES)).order_by(J.c.id))]
+
+    def array_task(self, array_job_id: int, task: int) -> int | None:
+        with self.engine.connect() as c:
+            return c.execute(select(J.c.id).where(J.c.array_job_id == array_job_id,
+                                                  J.c.array_task_id == task)).scalar()
+
+
+    def state_counts(self) -> dict[str, int]:
+        """How many jobs are in each state (sdiag)."""
+        with self.engine.connect() as c:
+            return {st: n for st, n in c.execute(select(J.c.state, func.count()).group_by(J.c.state))}
+
+    def _shown(self, now: float):  # noqa: ANN202
+        """The jobs squeue shows: like slurmctld, finished jobs are forgotten MinJobAge seconds after they end."""
+        return or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age, J.c.active.is_(True))
+
+    def state_partition_counts(self, now: float) -> dict[tuple[str, str], int]:
+        """(state, partition) -> how many jobs `squeue -t all` shows in it (/metrics)."""
+        q = select(J.c.state, J.c.partition, func.count()).where(self._shown(now)).group_by(J.c.state, J.c.partition)
+        with self.engine.connect() as c:
+            return {(st, part): n for st, part, n in c.execute(q)}
+
+    def max_job_id(self) -> int:
+        with self.engine.connect() as c:
+            return c.execute(select(func.max(J.c.id))).scalar() or 0
