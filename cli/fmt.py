@@ -1,7 +1,7 @@
 """Shared, dependency-free formatting machinery for the slurmlet CLI renderers.
 
 Everything here mirrors a piece of Slurm 22.05's C code so that the renderers in
-:mod:`cli.render` can reproduce its output byte for byte:
+the renderers (cli/render_*.py) can reproduce its output byte for byte:
 
 * ``%[.][width]X`` format strings (squeue/sinfo ``-o``) and ``Name[:[.]width]``
   long formats (``-O``), printed the way Slurm's ``_print_str`` does it;

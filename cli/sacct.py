@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
         from slurmlet.cli import sacct_json
         print(json.dumps(sacct_json.document(jobs), indent=2))
         return 0
-    from slurmlet.cli import render
+    from slurmlet.cli import render_sacct as render
     parsable = "P" if "parsable2" in o else ("p" if "parsable" in o else None)
     fields = ",".join(common.split_list(o["format"])) if "format" in o else None
     if "brief" in o and not fields:

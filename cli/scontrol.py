@@ -229,7 +229,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             names = expand_hostlist(expr.replace("\n", ","))
             print(compress_hostlist(sorted(names) if ent == "hostlistsorted" else names))
         return 0
-    from slurmlet.cli import render
+    from slurmlet.cli import render_scontrol as render
     now = time.time()
     if ent in ("job", "jobs"):
         if target:

@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         import json
         print(json.dumps({"nodes": nodes, "partitions": parts}, indent=2))
         return 0
-    from slurmlet.cli import render
+    from slurmlet.cli import render_sinfo as render
     try:
         lines = render.sinfo_lines(nodes, parts, node_oriented="node" in o, long="long" in o,
                                    summarize="summarize" in o, fmt=o["format"][-1] if "format" in o else None,

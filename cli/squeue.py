@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},
                                              "release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
         return 0
-    from slurmlet.cli import render
+    from slurmlet.cli import render_squeue as render
     try:
         lines = render.squeue_lines(
             jobs, fmt=o["format"][-1] if "format" in o else None, long_fmt=o["Format"][-1] if "Format" in o else None,

@@ -1,4 +1,4 @@
-"""Byte-for-byte checks of cli.render against the real Slurm 22.05 outputs recorded in
+"""Byte-for-byte checks of the cli.render_* modules against the real Slurm 22.05 outputs recorded in
 /work/shared/reference/slurm-formats.md (the "anchor" reference cluster: node[1-4], 8 CPUs,
 32000 MB, gpu:8 each; partitions debug (default) and high)."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from slurmlet.cli import fmt as F
-from slurmlet.cli import render as R
+from slurmlet.cli import render_sacct, render_scontrol, render_sinfo, render_squeue
 
 ANCHOR = "$ANCHOR"
 WD = f"{ANCHOR}/var/formats-run"
@@ -223,35 +223,35 @@ NOW_Q = T("10:43:11")
 
 
 def test_squeue_default():
-    assert text(R.squeue_lines(queue_jobs(), now=NOW_Q)) == SQUEUE_DEFAULT
+    assert text(render_squeue.squeue_lines(queue_jobs(), now=NOW_Q)) == SQUEUE_DEFAULT
 
 
 def test_squeue_long():
-    assert text(R.squeue_lines(queue_jobs(), long=True, now=NOW_Q)) == SQUEUE_LONG
+    assert text(render_squeue.squeue_lines(queue_jobs(), long=True, now=NOW_Q)) == SQUEUE_LONG
 
 
 def test_squeue_noheader_format():
-    assert text(R.squeue_lines(queue_jobs(), fmt="%i %T", noheader=True, now=NOW_Q)) == SQUEUE_H_IT
+    assert text(render_squeue.squeue_lines(queue_jobs(), fmt="%i %T", noheader=True, now=NOW_Q)) == SQUEUE_H_IT
 
 
 def test_squeue_widths_truncate():
-    got = R.squeue_lines(queue_jobs(), fmt="%.10i %.10T %.20r %.10Q %.6D %.20S %.20V", now=NOW_Q)
+    got = render_squeue.squeue_lines(queue_jobs(), fmt="%.10i %.10T %.20r %.10Q %.6D %.20S %.20V", now=NOW_Q)
     assert text(got) == SQUEUE_WIDE
 
 
 def test_squeue_long_format_default_width():
-    got = R.squeue_lines(queue_jobs(), long_fmt="JobID,Name,State,Reason,NumNodes,NodeList,tres-per-node",
+    got = render_squeue.squeue_lines(queue_jobs(), long_fmt="JobID,Name,State,Reason,NumNodes,NodeList,tres-per-node",
                          now=NOW_Q)
     assert text(got) == SQUEUE_O_LONG
 
 
 def test_squeue_long_format_widths():
-    got = R.squeue_lines(queue_jobs(), long_fmt="JobID:10,State:12,Reason:30", now=NOW_Q)
+    got = render_squeue.squeue_lines(queue_jobs(), long_fmt="JobID:10,State:12,Reason:30", now=NOW_Q)
     assert text(got) == SQUEUE_O_WIDTHS
 
 
 def test_squeue_pipe_format():
-    got = R.squeue_lines(queue_jobs(), fmt="%i|%T|%r|%j|%P|%D|%N|%M|%l", noheader=True, now=NOW_Q)
+    got = render_squeue.squeue_lines(queue_jobs(), fmt="%i|%T|%r|%j|%P|%D|%N|%M|%l", noheader=True, now=NOW_Q)
     assert got[0] == "7889|PENDING|PartitionNodeLimit|too_big|debug|10||0:00|UNLIMITED"
     assert got[3] == "7886_[1,3,5,7,9%2]|PENDING|Priority|arr_throttled|debug|1||0:00|UNLIMITED"
     assert got[5] == "7884|PENDING|Priority|wants_gpu2|debug|1||0:00|10:00"
@@ -259,7 +259,7 @@ def test_squeue_pipe_format():
 
 
 def test_squeue_array_letters():
-    got = R.squeue_lines(queue_jobs(), fmt="%A %a %F %K %i %T", noheader=True, now=NOW_Q)
+    got = render_squeue.squeue_lines(queue_jobs(), fmt="%A %a %F %K %i %T", noheader=True, now=NOW_Q)
     assert got[:5] == [
         "7889 root 7889 N/A 7889 PENDING",
         "7888 root 7888 N/A 7888 PENDING",
@@ -270,7 +270,7 @@ def test_squeue_array_letters():
 
 
 def test_squeue_unrolled_arrays():
-    got = R.squeue_lines(queue_jobs(), noheader=True, array_collapse=False, now=NOW_Q)
+    got = render_squeue.squeue_lines(queue_jobs(), noheader=True, array_collapse=False, now=NOW_Q)
     ids = [line.split()[0] for line in got]
     assert ids[3:12] == ["7886_1", "7886_3", "7886_5", "7886_7", "7886_9",
                          "7885_0", "7885_1", "7885_2", "7885_3"]
@@ -279,7 +279,7 @@ def test_squeue_unrolled_arrays():
 
 def test_squeue_running_resources():
     jobs = [j for j in queue_jobs() if j["state"] == "RUNNING"]
-    got = R.squeue_lines(jobs, fmt="%i %b %C %m %S", noheader=True, now=NOW_Q)
+    got = render_squeue.squeue_lines(jobs, fmt="%i %b %C %m %S", noheader=True, now=NOW_Q)
     assert got == [
         "7882 gres:gpu:8 2 1000M 2026-12-02T10:43:07",
         "7879 gres:gpu:8 1 1000M 2026-12-02T10:43:07",
@@ -292,7 +292,7 @@ def test_squeue_running_resources():
 def test_squeue_terminal_failed_shows_reason():
     j = job(7893, "fail_exit3", "FAILED", reason="NonZeroExitCode", exit_code=3,
             start_time=T("10:43:16"), end_time=T("10:43:16"), nodes="node1")
-    assert R.squeue_lines([j], now=T("10:43:20"))[1] == \
+    assert render_squeue.squeue_lines([j], now=T("10:43:20"))[1] == \
         "              7893     debug fail_exi     root  F       0:00      1 (NonZeroExitCode)"
 
 
@@ -300,18 +300,18 @@ def test_squeue_sort_states_alphabetically():
     jobs = [job(1, "a", "RUNNING", **running("node1")), job(2, "b", "PENDING"),
             job(3, "c", "COMPLETED", start_time=T("10:00:00"), end_time=T("10:01:00")),
             job(4, "d", "CANCELLED"), job(5, "e", "FAILED")]
-    got = R.squeue_lines(jobs, fmt="%i %T", noheader=True, now=NOW_Q)
+    got = render_squeue.squeue_lines(jobs, fmt="%i %T", noheader=True, now=NOW_Q)
     assert got == ["4 CANCELLED", "3 COMPLETED", "5 FAILED", "2 PENDING", "1 RUNNING"]
 
 
 def test_squeue_empty_and_header_only():
-    assert R.squeue_lines([], fmt="%i %T %r", now=NOW_Q) == ["JOBID STATE REASON"]
-    assert R.squeue_lines([], noheader=True, now=NOW_Q) == []
+    assert render_squeue.squeue_lines([], fmt="%i %T %r", now=NOW_Q) == ["JOBID STATE REASON"]
+    assert render_squeue.squeue_lines([], noheader=True, now=NOW_Q) == []
 
 
 def test_squeue_invalid_long_field():
     with pytest.raises(ValueError):
-        R.squeue_lines([], long_fmt="JobID,Bogus", now=NOW_Q)
+        render_squeue.squeue_lines([], long_fmt="JobID,Bogus", now=NOW_Q)
 
 
 # --------------------------------------------------------------------------- sinfo
@@ -352,7 +352,7 @@ NOW_S = T("10:43:01")
 
 
 def test_sinfo_default():
-    assert text(R.sinfo_lines(nodes_comp(), partitions(), now=NOW_S)) == """\
+    assert text(render_sinfo.sinfo_lines(nodes_comp(), partitions(), now=NOW_S)) == """\
 PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST
 debug*       up   infinite      1   comp node1
 debug*       up   infinite      3   idle node[2-4]
@@ -362,7 +362,7 @@ high         up   infinite      3   idle node[2-4]
 
 
 def test_sinfo_default_all_mixed():
-    assert text(R.sinfo_lines(nodes_mixed(), partitions(), now=NOW_S)) == """\
+    assert text(render_sinfo.sinfo_lines(nodes_mixed(), partitions(), now=NOW_S)) == """\
 PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST
 debug*       up   infinite      4    mix node[1-4]
 high         up   infinite      4    mix node[1-4]
@@ -371,7 +371,7 @@ high         up   infinite      4    mix node[1-4]
 
 def test_sinfo_node_oriented():
     ns = [node("node1", "MIXED", 1)] + [node(f"node{i}", "IDLE") for i in (2, 3, 4)]
-    assert text(R.sinfo_lines(ns, partitions(), node_oriented=True, now=NOW_S)) == """\
+    assert text(render_sinfo.sinfo_lines(ns, partitions(), node_oriented=True, now=NOW_S)) == """\
 NODELIST   NODES PARTITION STATE 
 node1          1    debug* mix   
 node1          1      high mix   
@@ -386,7 +386,7 @@ node4          1      high idle
 
 def test_sinfo_node_oriented_long():
     ns = [node("node1", "MIXED", 1)] + [node(f"node{i}", "IDLE") for i in (2, 3, 4)]
-    got = R.sinfo_lines(ns, partitions(), node_oriented=True, long=True, now=NOW_S)
+    got = render_sinfo.sinfo_lines(ns, partitions(), node_oriented=True, long=True, now=NOW_S)
     assert text(got) == """\
 Wed Dec 02 10:43:01 2026
 NODELIST   NODES PARTITION       STATE CPUS    S:C:T MEMORY TMP_DISK WEIGHT AVAIL_FE REASON              
@@ -402,7 +402,7 @@ node4          1      high        idle 8       1:8:1  32000        0      1   (n
 
 
 def test_sinfo_summarize():
-    assert text(R.sinfo_lines(nodes_comp(), partitions(), summarize=True, now=NOW_S)) == """\
+    assert text(render_sinfo.sinfo_lines(nodes_comp(), partitions(), summarize=True, now=NOW_S)) == """\
 PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T) NODELIST
 debug*       up   infinite          1/3/0/4 node[1-4]
 high         up   infinite          1/3/0/4 node[1-4]
@@ -410,7 +410,7 @@ high         up   infinite          1/3/0/4 node[1-4]
 
 
 def test_sinfo_node_format():
-    got = R.sinfo_lines(nodes_comp(), partitions(), node_oriented=True, noheader=True,
+    got = render_sinfo.sinfo_lines(nodes_comp(), partitions(), node_oriented=True, noheader=True,
                         fmt="%N %t %C %G %m %P", now=NOW_S)
     assert text(got) == """\
 node1 comp 1/7/0/8 gpu:8 32000 debug*
@@ -423,14 +423,14 @@ node4 idle 0/8/0/8 gpu:8 32000 debug*
 node4 idle 0/8/0/8 gpu:8 32000 high
 """
     ns = [node("node1", "MIXED", 3)] + [node(f"node{i}", "MIXED", 1) for i in (2, 3, 4)]
-    got = R.sinfo_lines(ns, partitions(), node_oriented=True, noheader=True,
+    got = render_sinfo.sinfo_lines(ns, partitions(), node_oriented=True, noheader=True,
                         fmt="%N %t %C %G %m %P", now=NOW_S)
     assert got[:3] == ["node1 mix 3/5/0/8 gpu:8 32000 debug*", "node1 mix 3/5/0/8 gpu:8 32000 high",
                        "node2 mix 1/7/0/8 gpu:8 32000 debug*"]
 
 
 def test_sinfo_partition_format():
-    got = R.sinfo_lines(nodes_comp(), partitions(), fmt="%P %a %l %D %t %N %G", now=NOW_S)
+    got = render_sinfo.sinfo_lines(nodes_comp(), partitions(), fmt="%P %a %l %D %t %N %G", now=NOW_S)
     assert text(got) == """\
 PARTITION AVAIL TIMELIMIT NODES STATE NODELIST GRES
 debug* up infinite 1 comp node1 gpu:8
@@ -441,12 +441,12 @@ high up infinite 3 idle node[2-4] gpu:8
 
 
 def test_sinfo_reasons():
-    assert text(R.sinfo_lines(nodes_comp(), partitions(), reasons=True, now=NOW_S)) == \
+    assert text(render_sinfo.sinfo_lines(nodes_comp(), partitions(), reasons=True, now=NOW_S)) == \
         "REASON               USER      TIMESTAMP           NODELIST\n"
     ns = nodes_comp()
     ns[2] = node("node3", "DRAINED", reason="maint", reason_time=T("10:00:00"), reason_user="root")
     ns[3] = node("node4", "DRAINED", reason="maint", reason_time=T("10:00:00"), reason_user="root")
-    got = R.sinfo_lines(ns, partitions(), reasons=True, now=NOW_S)
+    got = render_sinfo.sinfo_lines(ns, partitions(), reasons=True, now=NOW_S)
     assert got[1] == "maint                root      2026-12-02T10:00:00 node[3-4]"
     assert len(got) == 2
 
@@ -455,7 +455,7 @@ def test_sinfo_states_and_empty_partition():
     ns = [node("node1", "DOWN*", reason="Not responding"), node("node2", "DRAINING", 2),
           node("node3", "ALLOCATED", 8), node("node4", "IDLE")]
     parts = partitions()[:1] + [dict(partitions()[1], name="empty", nodes="", node_names=[])]
-    got = R.sinfo_lines(ns, parts, fmt="%P %t %T %F %C %N", now=NOW_S)
+    got = render_sinfo.sinfo_lines(ns, parts, fmt="%P %t %T %F %C %N", now=NOW_S)
     assert got == [
         "PARTITION STATE STATE NODES(A/I/O/T) CPUS(A/I/O/T) NODELIST",
         "debug* down* down* 0/0/1/1 0/0/8/8 node1",
@@ -465,7 +465,7 @@ def test_sinfo_states_and_empty_partition():
         "empty n/a n/a 0/0/0/0 0/0/0/0 ",
     ]
     # without a partition column, nodes of several partitions are listed once
-    got = R.sinfo_lines(nodes_mixed(), partitions(), fmt="%D %t %N", now=NOW_S)
+    got = render_sinfo.sinfo_lines(nodes_mixed(), partitions(), fmt="%D %t %N", now=NOW_S)
     assert got == ["NODES STATE NODELIST", "4 mix node[1-4]"]
 
 
@@ -475,7 +475,7 @@ def test_scontrol_show_node():
     n = node("node1", "MIXED", 1, addr="10.250.0.11", cpu_load=5.18, free_memory=23595,
              os="Linux 6.18.44-fc-v857 #1 SMP PREEMPT_DYNAMIC @0", boot_time=T("09:08:07"),
              slurmd_start_time=T("09:50:19"), last_busy=T("10:38:28"))
-    assert R.scontrol_show_node(n) == """\
+    assert render_scontrol.scontrol_show_node(n) == """\
 NodeName=node1 Arch=x86_64 CoresPerSocket=8 
    CPUAlloc=1 CPUEfctv=8 CPUTot=8 CPULoad=5.18
    AvailableFeatures=(null)
@@ -496,20 +496,20 @@ NodeName=node1 Arch=x86_64 CoresPerSocket=8
 
 """
     n.update(cpus_alloc=3, alloc_memory=3000, gpus_alloc=8)
-    out = R.scontrol_show_node(n)
+    out = render_scontrol.scontrol_show_node(n)
     assert "   AllocTRES=cpu=3,mem=3000M,gres/gpu=8\n" in out
     assert "   CPUAlloc=3 CPUEfctv=8 CPUTot=8 CPULoad=5.18\n" in out
 
 
 def test_scontrol_show_node_drained_with_reason():
     n = node("node2", "DRAINED", reason="maint", reason_time=T("10:00:00"), reason_user="root")
-    out = R.scontrol_show_node(n)
+    out = render_scontrol.scontrol_show_node(n)
     assert "   State=IDLE+DRAIN ThreadsPerCore=1" in out
     assert out.endswith("ExtSensorsTemp=n/s\n   Reason=maint [root@2026-12-02T10:00:00]\n\n")
 
 
 def test_scontrol_show_partition():
-    out = "".join(R.scontrol_show_partition(p) for p in partitions())
+    out = "".join(render_scontrol.scontrol_show_partition(p) for p in partitions())
     assert out == """\
 PartitionName=debug
    AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL
@@ -541,7 +541,7 @@ PartitionName=high
 
 
 def test_scontrol_show_partition_one_liner():
-    out = R.scontrol_show_partition(partitions()[0], one_liner=True)
+    out = render_scontrol.scontrol_show_partition(partitions()[0], one_liner=True)
     assert out.startswith("PartitionName=debug AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL")
     assert out.endswith(" TRES=cpu=32,mem=125G,node=4,billing=32,gres/gpu=32\n")
 
@@ -731,32 +731,32 @@ NOW_J = T("10:43:12")
 
 def test_scontrol_show_job_running():
     j = job(7879, "blocker1", "RUNNING", **running("node2"), **gpu(8), **SID)
-    assert R.scontrol_show_job(j, now=NOW_J) == SHOW_7879
+    assert render_scontrol.scontrol_show_job(j, now=NOW_J) == SHOW_7879
 
 
 def test_scontrol_show_job_details():
     j = job(7882, "blocker4", "RUNNING", priority=20156, **running("node1", cpus=2), **gpu(8), **SID,
             cpu_ids={"node1": "1-2"}, gpu_ids={"node1": list(range(8))})
-    assert R.scontrol_show_job(j, details=True, now=NOW_J) == SHOW_7882_D
+    assert render_scontrol.scontrol_show_job(j, details=True, now=NOW_J) == SHOW_7882_D
 
 
 def test_scontrol_show_job_pending_dependency():
     j = job(7887, "dep_ok", "PENDING", reason="Dependency", eligible_time=None,
             dependency="afterok:7879(unfulfilled)", **SID)
-    assert R.scontrol_show_job(j, now=NOW_J) == SHOW_7887
+    assert render_scontrol.scontrol_show_job(j, now=NOW_J) == SHOW_7887
 
 
 def test_scontrol_show_job_array_task():
     j = job(7885, "arr", "PENDING", reason="Priority", array_job_id=7885, array_task_id=1,
             last_sched_eval=T("10:43:10"), stdout=f"{WD}/slurm-7885_1.out",
             stderr=f"{WD}/slurm-7885_1.out", **gpu(4), **SID)
-    assert R.scontrol_show_job(j, now=NOW_J) == SHOW_7885_1
+    assert render_scontrol.scontrol_show_job(j, now=NOW_J) == SHOW_7885_1
 
 
 def test_scontrol_show_job_collapsed_array_head():
     j = job(7885, "arr", "PENDING", reason="Priority", array_job_id=7885, array_task_id=0,
             array_task_str="0-3", **SID)
-    assert R.scontrol_show_job(j, now=NOW_J).startswith("JobId=7885 ArrayJobId=7885 ArrayTaskId=0-3 JobName=arr\n")
+    assert render_scontrol.scontrol_show_job(j, now=NOW_J).startswith("JobId=7885 ArrayJobId=7885 ArrayTaskId=0-3 JobName=arr\n")
 
 
 def test_scontrol_show_job_failed():
@@ -764,13 +764,13 @@ def test_scontrol_show_job_failed():
             submit_time=T("10:43:16"), eligible_time=T("10:43:16"),
             **running("node1", start="10:43:16"), end_time=T("10:43:16"), **SID)
     j.update(stdout=f"{WD}/fail-7893.out", stderr=f"{WD}/fail-7893.out")
-    assert R.scontrol_show_job(j, now=T("10:43:20")) == SHOW_7893
+    assert render_scontrol.scontrol_show_job(j, now=T("10:43:20")) == SHOW_7893
 
 
 def test_scontrol_show_job_one_liner():
     j = job(7884, "wants_gpu2", "PENDING", reason="Priority", time_limit=10,
             last_sched_eval=T("10:43:10"), **gpu(2), **SID)
-    assert R.scontrol_show_job(j, one_liner=True, now=NOW_J) == SHOW_7884_O
+    assert render_scontrol.scontrol_show_job(j, one_liner=True, now=NOW_J) == SHOW_7884_O
 
 
 # --------------------------------------------------------------------------- sacct
@@ -820,7 +820,7 @@ NOW_A = T("10:43:30")
 
 
 def test_sacct_default():
-    assert text(R.sacct_lines(sacct_jobs(), now=NOW_A)) == """\
+    assert text(render_sacct.sacct_lines(sacct_jobs(), now=NOW_A)) == """\
 JobID           JobName  Partition    Account  AllocCPUS      State ExitCode 
 ------------ ---------- ---------- ---------- ---------- ---------- -------- 
 7893         fail_exit3      debug       root          1     FAILED      3:0 
@@ -841,7 +841,7 @@ JobID           JobName  Partition    Account  AllocCPUS      State ExitCode
 
 
 def test_sacct_parsable2_noheader():
-    got = R.sacct_lines(sacct_jobs()[3:], fields="JobID,State,ExitCode,NodeList", parsable="P",
+    got = render_sacct.sacct_lines(sacct_jobs()[3:], fields="JobID,State,ExitCode,NodeList", parsable="P",
                         noheader=True, now=NOW_A)
     assert text(got) == """\
 7896|COMPLETED|0:0|node[1-2]
@@ -850,13 +850,13 @@ def test_sacct_parsable2_noheader():
 7896.0|COMPLETED|0:0|node[1-2]
 7896.1|FAILED|1:0|node1
 """
-    got = R.sacct_lines(sacct_jobs()[:3], fields="JobID,State,ExitCode,NodeList", parsable="P",
+    got = render_sacct.sacct_lines(sacct_jobs()[:3], fields="JobID,State,ExitCode,NodeList", parsable="P",
                         noheader=True, now=NOW_A)
     assert got[6] == "7895|CANCELLED by 0|0:0|node1"
 
 
 def test_sacct_parsable2_derived():
-    got = R.sacct_lines(sacct_jobs()[:3], fields="JobID,JobName,State,ExitCode,DerivedExitCode",
+    got = render_sacct.sacct_lines(sacct_jobs()[:3], fields="JobID,JobName,State,ExitCode,DerivedExitCode",
                         parsable="P", now=NOW_A)
     assert text(got) == """\
 JobID|JobName|State|ExitCode|DerivedExitCode
@@ -873,13 +873,13 @@ JobID|JobName|State|ExitCode|DerivedExitCode
 
 
 def test_sacct_parsable_trailing():
-    got = R.sacct_lines(sacct_jobs()[3:], fields="JobID,State", parsable="p", allocations_only=True,
+    got = render_sacct.sacct_lines(sacct_jobs()[3:], fields="JobID,State", parsable="p", allocations_only=True,
                         now=NOW_A)
     assert got == ["JobID|State|", "7896|COMPLETED|"]
 
 
 def test_sacct_format_widths():
-    got = R.sacct_lines(sacct_jobs()[3:],
+    got = render_sacct.sacct_lines(sacct_jobs()[3:],
                         fields="JobID,JobName%-20,Partition,AllocCPUS,AllocTRES%40,Elapsed,State,ExitCode",
                         now=NOW_A)
     assert text(got) == """\
@@ -894,7 +894,7 @@ JobID        JobName               Partition  AllocCPUS                         
 
 
 def test_sacct_times_and_limits():
-    got = R.sacct_lines(sacct_jobs()[3:], parsable="P", noheader=True, allocations_only=True,
+    got = render_sacct.sacct_lines(sacct_jobs()[3:], parsable="P", noheader=True, allocations_only=True,
                         fields="JobID,Submit,Start,End,Elapsed,ElapsedRaw,Timelimit,TimelimitRaw",
                         now=NOW_A)
     assert got == ["7896|2026-12-02T10:43:16|2026-12-02T10:43:16|2026-12-02T10:43:16|00:00:00|0|"
@@ -907,7 +907,7 @@ def test_sacct_times_and_limits():
                   {"step": "extern", "name": "extern", "state": "COMPLETED", "exit_code": 0, "exit_signal": 0,
                    "start_time": T("10:43:01"), "end_time": T("10:44:28"), "nodes": "node1",
                    "num_nodes": 1, "num_cpus": 1, "num_tasks": 1}])
-    got = R.sacct_lines([tmo], fields="JobID,State,ExitCode,Elapsed,Timelimit", parsable="P", now=NOW_A)
+    got = render_sacct.sacct_lines([tmo], fields="JobID,State,ExitCode,Elapsed,Timelimit", parsable="P", now=NOW_A)
     assert text(got) == """\
 JobID|State|ExitCode|Elapsed|Timelimit
 7865|TIMEOUT|0:0|00:01:27|00:01:00
@@ -918,10 +918,10 @@ JobID|State|ExitCode|Elapsed|Timelimit
 
 def test_sacct_pending_and_running():
     pend = job(7931, "low1", "PENDING", reason="BeginTime", restarts=1)
-    got = R.sacct_lines([pend], fields="JobID,State,ExitCode,Start,End,NodeList", parsable="P", now=NOW_A)
+    got = render_sacct.sacct_lines([pend], fields="JobID,State,ExitCode,Start,End,NodeList", parsable="P", now=NOW_A)
     assert got[1] == "7931|PENDING|0:0|Unknown|Unknown|None assigned"
     run = job(7865, "tmo", "RUNNING", **running("node1", start="10:43:01"))
-    got = R.sacct_lines([run], fields="JobID,State,Reason,End,Elapsed", parsable="P", noheader=True,
+    got = render_sacct.sacct_lines([run], fields="JobID,State,Reason,End,Elapsed", parsable="P", noheader=True,
                         allocations_only=True, now=T("10:43:11"))
     assert got == ["7865|RUNNING|None|Unknown|00:00:10"]
 
@@ -930,7 +930,7 @@ def test_sacct_array_ids():
     t = "10:43:20"
     tasks = [done(jid, "arr", "COMPLETED", array_job_id=7885, array_task_id=tid)
              for jid, tid in ((7891, 0), (7892, 2), (7885, 3))]
-    got = R.sacct_lines(tasks, fields="JobID,JobIDRaw,State,ExitCode", parsable="P", allocations_only=True,
+    got = render_sacct.sacct_lines(tasks, fields="JobID,JobIDRaw,State,ExitCode", parsable="P", allocations_only=True,
                         now=T(t))
     assert text(got) == """\
 JobID|JobIDRaw|State|ExitCode
@@ -938,32 +938,32 @@ JobID|JobIDRaw|State|ExitCode
 7885_2|7892|COMPLETED|0:0
 7885_3|7885|COMPLETED|0:0
 """
-    got = R.sacct_lines(tasks[1:2], fields="JobID,JobIDRaw,State,ExitCode", parsable="P", noheader=True,
+    got = render_sacct.sacct_lines(tasks[1:2], fields="JobID,JobIDRaw,State,ExitCode", parsable="P", noheader=True,
                         now=T(t))
     assert got == ["7885_2|7892|COMPLETED|0:0", "7885_2.batch|7892.batch|COMPLETED|0:0",
                    "7885_2.extern|7892.extern|COMPLETED|0:0"]
-    got = R.sacct_lines(tasks[:1], now=T(t))
+    got = render_sacct.sacct_lines(tasks[:1], now=T(t))
     assert got[4] == "7885_0.exte+     extern                  root          1  COMPLETED      0:0 "
 
 
 def test_sacct_empty_and_invalid():
-    assert R.sacct_lines([], now=NOW_A) == [
+    assert render_sacct.sacct_lines([], now=NOW_A) == [
         "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ",
         "------------ ---------- ---------- ---------- ---------- ---------- -------- ",
     ]
-    assert R.sacct_lines([], fields="JobID,State", parsable="P", noheader=True, now=NOW_A) == []
+    assert render_sacct.sacct_lines([], fields="JobID,State", parsable="P", noheader=True, now=NOW_A) == []
     with pytest.raises(ValueError, match='^Invalid field requested: "Bogus"$'):
-        R.sacct_lines([], fields="JobID,Bogus", now=NOW_A)
+        render_sacct.sacct_lines([], fields="JobID,Bogus", now=NOW_A)
 
 
 def test_sacct_case_insensitive_fields():
-    got = R.sacct_lines(sacct_jobs()[3:], fields="jobid,STATE,nodelist", parsable="P",
+    got = render_sacct.sacct_lines(sacct_jobs()[3:], fields="jobid,STATE,nodelist", parsable="P",
                         allocations_only=True, now=NOW_A)
     assert got == ["JobID|State|NodeList", "7896|COMPLETED|node[1-2]"]
 
 
 def test_sacct_long_list_job_row():
-    got = R.sacct_lines(sacct_jobs()[3:], long=True, parsable="P", now=NOW_A)
+    got = render_sacct.sacct_lines(sacct_jobs()[3:], long=True, parsable="P", now=NOW_A)
     assert got[0].startswith("JobID|JobIDRaw|JobName|Partition|MaxVMSize|")
     assert got[1] == ("7896|7896|ok_steps|debug||||||||||||||||||2|00:00:00|COMPLETED|0:0||Unknown|Unknown|"
                       "Unknown|2000M|0|||||||||billing=2,cpu=2,mem=2000M,node=2|"

@@ -1,0 +1,347 @@
+"""squeue's output, Slurm 22.05 byte for byte: default, `-l`, `-o`, `-O`, `-r`, `--start`; pending array
+tasks collapsed into one line. Pure: plain dicts in, lines out (see docs/api.md)."""
+
+
+from __future__ import annotations
+
+from slurmlet.cli import fmt as F
+from slurmlet.cli.fmt import Field
+
+TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+    JobDict = dict[str, Any]
+    NodeDict = dict[str, Any]
+    PartDict = dict[str, Any]
+
+
+
+from slurmlet.cli.jobfacts import (
+    alloc_node,
+    job_end_time,
+    job_exit,
+    job_id_str,
+    job_is_array,
+    job_min_cpus_node,
+    job_min_memory,
+    job_reason,
+    job_time_used,
+    job_tres_str,
+    now_or_clock,
+    null_or,
+)
+
+SQUEUE_DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+SQUEUE_LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+SQUEUE_START = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+SQUEUE_DEFAULT_SORT = "P,t,-p"
+
+
+class QRow:
+    """One squeue line: a job, or pending tasks of one array collapsed into one line."""
+
+    __slots__ = ("j", "now", "tasks", "reason")
+
+    def __init__(self, job: JobDict, now: float, tasks: str | None = None,
+                 reason: str | None = None) -> None:
+        self.j = job
+        self.now = now
+        self.tasks = tasks
+        self.reason = reason if reason is not None else job_reason(job)
+
+
+def _qg(key: str, default: Any = "(null)") -> Callable[[QRow], Any]:
+    """Getter for a plain job field, ``default`` when it is None."""
+    return lambda r: null_or(r.j.get(key), default)
+
+
+def _q_reason_list(r: QRow) -> str:
+    """``%R``: ``(Reason)`` for pending/failed/timed-out jobs, else the node list."""
+    state = r.j.get("state")
+    if state in ("PENDING", "TIMEOUT", "FAILED"):
+        return f"({r.reason})"
+    return r.j.get("nodes") or ""
+
+
+def _q_time_left(r: QRow) -> str:
+    """``%L``: time limit minus time used."""
+    limit = r.j.get("time_limit")
+    if limit is None:
+        return "UNLIMITED"
+    return F.fmt_secs_short(limit * 60 - job_time_used(r.j, r.now))
+
+
+def _q_end(r: QRow) -> str:
+    """``%e``: ``NONE`` for a running unlimited job, else the (expected) end time."""
+    end = job_end_time(r.j)
+    if (r.j.get("time_limit") is None and r.j.get("state") in ("RUNNING", "SUSPENDED")
+            and not r.j.get("end_time")):
+        return "NONE"
+    return F.fmt_time(end, "N/A")
+
+
+def _q_task_id(r: QRow) -> str:
+    """``%K``: the collapsed task string, the task id or ``N/A``."""
+    if r.tasks is not None:
+        return r.tasks
+    tid = r.j.get("array_task_id")
+    return "N/A" if tid is None else str(tid)
+
+
+def _q_array_job_id(r: QRow) -> str:
+    """``%F``: the array's job id (the job id itself for a plain job)."""
+    aj = r.j.get("array_job_id")
+    return str(aj if aj is not None and (r.tasks is not None or job_is_array(r.j)) else r.j["job_id"])
+
+
+def _q_prio_float(r: QRow) -> str:
+    """``%p``: priority normalised to [0, 1] as ``%16.14f``."""
+    return f"{(r.j.get('priority') or 0) / 0xFFFFFFFF:16.14f}"
+
+
+SQUEUE_FIELDS: dict[str, Field] = {
+    "a": Field("ACCOUNT", _qg("account")),
+    "A": Field("JOBID", lambda r: str(r.j["job_id"])),
+    "b": Field("TRES_PER_NODE", lambda r: r.j.get("tres_per_node") or "N/A"),
+    "B": Field("EXEC_HOST", lambda r: r.j.get("batch_host") or "n/a"),
+    "c": Field("MIN_CPUS", lambda r: job_min_cpus_node(r.j)),
+    "C": Field("CPUS", _qg("num_cpus", 0)),
+    "d": Field("MIN_TMP_DISK", lambda r: "0"),
+    "D": Field("NODES", _qg("num_nodes", 0)),
+    "e": Field("END_TIME", _q_end),
+    "E": Field("DEPENDENCY", lambda r: r.j.get("dependency") or "(null)"),
+    "f": Field("FEATURES", lambda r: r.j.get("features") or "(null)"),
+    "F": Field("ARRAY_JOB_ID", _q_array_job_id),
+    "g": Field("GROUP", _qg("group")),
+    "G": Field("GROUP", _qg("gid", 0)),
+    "h": Field("OVER_SUBSCRIBE", lambda r: "NO" if r.j.get("exclusive") else "OK"),
+    "H": Field("SOCKETS_PER_NODE", lambda r: "*"),
+    "i": Field("JOBID", lambda r: job_id_str(r.j, r.tasks)),
+    "I": Field("CORES_PER_SOCKET", lambda r: "*"),
+    "j": Field("NAME", _qg("name")),
+    "J": Field("THREADS_PER_CORE", lambda r: "*"),
+    "k": Field("COMMENT", _qg("comment")),
+    "K": Field("ARRAY_TASK_ID", _q_task_id),
+    "l": Field("TIME_LIMIT", lambda r: F.fmt_limit_short(r.j.get("time_limit"))),
+    "L": Field("TIME_LEFT", _q_time_left),
+    "m": Field("MIN_MEMORY", lambda r: job_min_memory(r.j)[1]),
+    "M": Field("TIME", lambda r: F.fmt_secs_short(job_time_used(r.j, r.now)), cut=False),
+    "n": Field("REQ_NODES", lambda r: r.j.get("req_nodes") or ""),
+    "N": Field("NODELIST", lambda r: r.j.get("nodes") or "", cut=False, hcut=False),
+    "o": Field("COMMAND", _qg("command")),
+    "O": Field("CONTIGUOUS", lambda r: "0"),
+    "p": Field("PRIORITY", _q_prio_float),
+    "P": Field("PARTITION", _qg("partition")),
+    "q": Field("QOS", _qg("qos")),
+    "Q": Field("PRIORITY", _qg("priority", 0)),
+    "r": Field("REASON", lambda r: r.reason),
+    "R": Field("NODELIST(REASON)", _q_reason_list, hcut=False),
+    "S": Field("START_TIME", lambda r: F.fmt_time(r.j.get("start_time") or r.j.get("expected_start"), "N/A")),
+    "t": Field("ST", lambda r: F.job_state_compact(r.j.get("state"))),
+    "T": Field("STATE", _qg("state")),
+    "u": Field("USER", _qg("user")),
+    "U": Field("UID", _qg("uid", 0)),
+    "v": Field("RESERVATION", _qg("reservation")),
+    "V": Field("SUBMIT_TIME", lambda r: F.fmt_time(r.j.get("submit_time"), "N/A")),
+    "w": Field("WCKEY", _qg("wckey")),
+    "W": Field("LICENSES", _qg("licenses")),
+    "x": Field("EXC_NODES", lambda r: r.j.get("exc_nodes") or ""),
+    "X": Field("CORE_SPEC", lambda r: "N/A"),
+    "y": Field("NICE", _qg("nice", 0)),
+    "Y": Field("SCHEDNODES", lambda r: r.j.get("sched_nodes") or "(null)", hcut=False),
+    "z": Field("S:C:T", lambda r: "*:*:*"),
+    "Z": Field("WORK_DIR", _qg("workdir")),
+}
+
+#: ``squeue -O`` names that are plain aliases of a ``-o`` letter.
+_SQUEUE_LONG_ALIASES: dict[str, str] = {
+    "account": "a", "jobid": "A", "gres": "b", "tres-per-node": "b", "batchhost": "B",
+    "mincpus": "c", "numcpus": "C", "mintmpdisk": "d", "numnodes": "D", "endtime": "e",
+    "dependency": "E", "feature": "f", "arrayjobid": "F", "groupname": "g", "groupid": "G",
+    "oversubscribe": "h", "shared": "h", "sockets": "H", "jobarrayid": "i", "cores": "I",
+    "name": "j", "threads": "J", "comment": "k", "arraytaskid": "K", "timelimit": "l",
+    "timeleft": "L", "minmemory": "m", "timeused": "M", "reqnodes": "n", "nodelist": "N",
+    "command": "o", "contiguous": "O", "priority": "p", "partition": "P", "qos": "q",
+    "prioritylong": "Q", "reason": "r", "reasonlist": "R", "starttime": "S",
+    "statecompact": "t", "state": "T", "userid": "U", "username": "u", "reservation": "v",
+    "submittime": "V", "wckey": "w", "licenses": "W", "corespec": "X", "nice": "y",
+    "schednodes": "Y", "sct": "z", "workdir": "Z",
+}
+
+
+def _q_std(which: str) -> Callable[[QRow], str]:
+    """Getter for stdout/stderr/stdin paths."""
+    return lambda r: r.j.get(which) or ("/dev/null" if which == "stdin" else "")
+
+
+_SQUEUE_LONG_ONLY: dict[str, Field] = {
+    "cluster": Field("CLUSTER", lambda r: r.j.get("cluster") or ""),
+    "numtasks": Field("TASKS", _qg("num_tasks", 0)),
+    "stdout": Field("STDOUT", _q_std("stdout")),
+    "stderr": Field("STDERR", _q_std("stderr")),
+    "stdin": Field("STDIN", _q_std("stdin")),
+    "tres": Field("TRES_ALLOC", lambda r: job_tres_str(r.j)),
+    "tres-alloc": Field("TRES_ALLOC", lambda r: job_tres_str(r.j)),
+    "cpus-per-task": Field("CPUS_PER_TASK", _qg("cpus_per_task", 1)),
+    "cpuspertask": Field("CPUS_PER_TASK", _qg("cpus_per_task", 1)),
+    "requeue": Field("REQUEUE", lambda r: 1 if r.j.get("requeue") else 0),
+    "restartcnt": Field("RESTARTCNT", _qg("restarts", 0)),
+    "exit_code": Field("EXIT_CODE", lambda r: job_exit(r.j)),
+    "derivedec": Field("DERIVED_EC", lambda r: job_exit(r.j, derived=True)),
+    "eligibletime": Field("ELIGIBLE_TIME", lambda r: F.fmt_time(r.j.get("eligible_time"), "N/A")),
+    "accruetime": Field("ACCRUE_TIME", lambda r: F.fmt_time(
+        r.j.get("accrue_time", r.j.get("eligible_time")), "N/A")),
+    "lastschedeval": Field("LAST_SCHED_EVAL", lambda r: F.fmt_time(
+        r.j.get("last_sched_eval") or r.j.get("start_time") or r.j.get("submit_time"), "N/A")),
+    "pendingtime": Field("PENDING_TIME", lambda r: _pending_time(r)),
+    "batchflag": Field("BATCH_FLAG", lambda r: 1 if r.j.get("batch", True) else 0),
+    "ntpernode": Field("NTASKS_PER_NODE", lambda r: null_or(r.j.get("ntasks_per_node"), "N/A")),
+    "maxnodes": Field("MAX_NODES", lambda r: r.j.get("nodes_max") or r.j.get("num_nodes") or 0),
+    "maxcpus": Field("MAX_CPUS", _qg("num_cpus", 0)),
+    "tres-per-job": Field("TRES_PER_JOB", lambda r: r.j.get("tres_per_job") or "N/A"),
+    "mcslabel": Field("MCSLABEL", lambda r: "N/A"),
+    "deadline": Field("DEADLINE", lambda r: "N/A"),
+    "network": Field("NETWORK", lambda r: "(null)"),
+    "allocnodes": Field("ALLOC_NODES", lambda r: alloc_node(r.j)[0]),
+    "allocsid": Field("ALLOC_SID", lambda r: alloc_node(r.j)[1]),
+    "reboot": Field("REBOOT", lambda r: 0),
+    "delayboot": Field("DELAY_BOOT", lambda r: "0:00"),
+}
+
+
+def _pending_time(r: QRow) -> int:
+    """``pendingtime``: seconds between eligibility and start (or now)."""
+    elig = r.j.get("eligible_time")
+    if not elig:
+        return 0
+    end = r.j.get("start_time") or r.now
+    return max(int(end - elig), 0)
+
+
+def squeue_long_table() -> dict[str, Field]:
+    """The ``squeue -O`` field table, keyed by lower-case name."""
+    table = {name: SQUEUE_FIELDS[letter] for name, letter in _SQUEUE_LONG_ALIASES.items()}
+    table.update(_SQUEUE_LONG_ONLY)
+    return table
+
+
+def _state_sort_key(letter: str) -> Callable[[QRow], Any]:
+    """Sort key for one ``squeue -S`` letter."""
+    keys: dict[str, Callable[[QRow], Any]] = {
+        "i": lambda r: (r.j.get("array_job_id") or r.j["job_id"], r.j.get("array_task_id") or -1),
+        "A": lambda r: r.j["job_id"],
+        "j": lambda r: r.j.get("name") or "",
+        "u": lambda r: r.j.get("user") or "",
+        "U": lambda r: r.j.get("uid") or 0,
+        "a": lambda r: r.j.get("account") or "",
+        "q": lambda r: r.j.get("qos") or "",
+        "P": lambda r: r.j.get("partition") or "",
+        "t": lambda r: F.job_state_compact(r.j.get("state")),
+        "T": lambda r: r.j.get("state") or "",
+        "p": lambda r: r.j.get("priority") or 0,
+        "Q": lambda r: r.j.get("priority") or 0,
+        "M": lambda r: job_time_used(r.j, r.now),
+        "l": lambda r: r.j["time_limit"] if r.j.get("time_limit") is not None else 1 << 62,
+        "D": lambda r: r.j.get("num_nodes") or 0,
+        "C": lambda r: r.j.get("num_cpus") or 0,
+        "S": lambda r: r.j.get("start_time") or r.j.get("expected_start") or 0,
+        "V": lambda r: r.j.get("submit_time") or 0,
+        "e": lambda r: job_end_time(r.j) or 0,
+        "N": lambda r: F.natural_key(r.j.get("nodes") or ""),
+        "r": lambda r: r.reason,
+        "y": lambda r: r.j.get("nice") or 0,
+    }
+    return keys.get(letter, lambda r: 0)
+
+
+def sort_rows(rows: list[QRow], spec: str) -> list[QRow]:
+    """Apply a squeue ``-S`` spec (``P,t,-p``) with stable sorts, last key first.
+
+    Ties keep the order the jobs came in, as Slurm's merge sort does.
+    """
+    keys = [k.strip() for k in spec.split(",") if k.strip()]
+    for key in reversed(keys):
+        rev = key.startswith("-")
+        letter = key.lstrip("+-")
+        if not letter:
+            continue
+        rows.sort(key=_state_sort_key(letter[0]), reverse=rev)
+    return rows
+
+
+def collapse_arrays(jobs: list[JobDict], now: float) -> list[QRow]:
+    """Build the squeue rows, collapsing the pending tasks of each job array.
+
+    Pending tasks sharing ``array_job_id``, name and partition become one row shown as
+    ``7885_[0-3]`` (``%2`` appended when ``array_max_tasks`` throttles the array); the
+    row stands where the array's own record (``job_id == array_job_id``) or else its
+    first pending task stands. Differing reasons are merged as ``Priority,Resources``.
+    """
+    groups: dict[tuple, list[JobDict]] = {}
+    for j in jobs:
+        if j.get("state") == "PENDING" and job_is_array(j):
+            groups.setdefault((j["array_job_id"], j.get("name"), j.get("partition")), []).append(j)
+    lead: dict[int, tuple] = {}
+    for key, members in groups.items():
+        rep = next((m for m in members if m["job_id"] == key[0]), members[0])
+        lead[id(rep)] = key
+    rows: list[QRow] = []
+    for j in jobs:
+        if j.get("state") == "PENDING" and job_is_array(j):
+            key = lead.get(id(j))
+            if key is None:
+                continue
+            members = groups[key]
+            tasks = F.fmt_ranges(int(m["array_task_id"]) for m in members)
+            throttle = j.get("array_max_tasks")
+            if throttle:
+                tasks += f"%{throttle}"
+            reasons: list[str] = []
+            for m in [j] + [m for m in members if m is not j]:
+                if job_reason(m) not in reasons:
+                    reasons.append(job_reason(m))
+            rows.append(QRow(j, now, tasks, ",".join(reasons)))
+        else:
+            rows.append(QRow(j, now))
+    return rows
+
+
+def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: str | None = None,
+                 noheader: bool = False, long: bool = False, now: float | None = None,
+                 array_collapse: bool = True, start: bool = False,
+                 sort: str | None = None) -> list[str]:
+    """Render ``squeue`` output lines (without newlines).
+
+    ``fmt`` is a ``-o`` format, ``long_fmt`` a ``-O`` format; otherwise the default,
+    ``-l`` (``long``) or ``--start`` format is used. ``array_collapse=False`` is ``-r``.
+    ``sort`` is a ``-S`` spec (default ``P,t,-p``); jobs that tie keep the input order.
+    ``start`` (``--start``) lists pending jobs only. Unknown ``-O`` names raise
+    ``ValueError('Invalid job format specification: NAME')``.
+    """
+    t = now_or_clock(now)
+    jobs = [j for j in jobs if not start or j.get("state") == "PENDING"]
+    rows = collapse_arrays(jobs, t) if array_collapse else [QRow(j, t) for j in jobs]
+    # --start lists jobs by expected start (those without an estimate last, by priority)
+    sort_rows(rows, sort or (SQUEUE_DEFAULT_SORT if not start else "-p"))
+    if start and not sort:
+        rows.sort(key=lambda r: (r.j.get("expected_start") is None, r.j.get("expected_start") or 0))
+    if long_fmt:
+        table = squeue_long_table()
+        specs = F.parse_long_format(long_fmt)
+        for sp in specs:
+            if sp.key is not None and sp.key not in table:
+                raise ValueError(f"Invalid job format specification: {sp.key}")
+    else:
+        table = SQUEUE_FIELDS
+        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
+        for sp in specs:
+            if sp.key is not None and sp.key not in table:
+                raise ValueError(f"Invalid job format specification: {sp.key}")
+    out: list[str] = []
+    if long and not noheader:
+        out.append(F.fmt_date_header(t))
+    if not noheader:
+        out.append(F.render_specs(specs, table, None))
+    out.extend(F.render_specs(specs, table, r) for r in rows)
+    return out
