@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         print("slurm-wlm 22.05.8")
         return 0
     if req["help"] or req["usage"]:
-        from slurmlet.cli.opts import help_text, usage_text
+        from slurmlet.cli.helptext import help_text, usage_text
         sys.stdout.write(help_text() if req["help"] else usage_text())
         return 0
     for line in req.get("warnings") or []:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slurmlet.cli import opts
+from slurmlet.cli import getopt, opts
 from slurmlet.cli.opts import OptError
 from slurmlet.controller import workload as wl
 from slurmlet.controller.api.schemas import JobSubmit
@@ -22,8 +22,8 @@ NOW = 1_800_000_000.0
 SCRIPT = "#!/bin/sh\ntrue\n"
 FAST = settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
-_SB = opts._table("sbatch")
-_SR = opts._table("srun")
+_SB = getopt.table("sbatch")
+_SR = getopt.table("srun")
 #: values that reach the option parsers' interesting branches, plus any text
 VALUES = st.one_of(
     st.text(max_size=12),
@@ -33,7 +33,7 @@ VALUES = st.one_of(
     st.integers(-10, 10**12).map(str))
 
 
-def _options(table: opts._Table) -> st.SearchStrategy[list[str]]:
+def _options(table: getopt.Table) -> st.SearchStrategy[list[str]]:
     longs = [name for name, _, _ in table.longs]
     one = st.one_of(
         st.sampled_from(longs).map(lambda n: f"--{n}"),

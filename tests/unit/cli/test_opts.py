@@ -14,7 +14,7 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from slurmlet.cli import opts
+from slurmlet.cli import helptext, opts
 from slurmlet.cli.opts import OptError
 
 CWD = "/home/u/work"
@@ -163,9 +163,9 @@ class TestGetopt:
         assert fails(["--time=abc", "--help"]).lines == ["sbatch: error: Invalid --time specification"]
 
     def test_help_texts(self):
-        assert opts.help_text().startswith("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0)")
-        assert "  -t, --time=minutes          time limit\n" in opts.help_text()
-        assert opts.usage_text().startswith("Usage: sbatch [-N nnodes] [-n ntasks]\n")
+        assert helptext.help_text().startswith("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0)")
+        assert "  -t, --time=minutes          time limit\n" in helptext.help_text()
+        assert helptext.usage_text().startswith("Usage: sbatch [-N nnodes] [-n ntasks]\n")
 
 
 # ============================================================ time limits
@@ -1095,4 +1095,4 @@ def test_import_is_cheap():
                          env={**os.environ, "PYTHONPATH": root})
     assert set(out.stdout.split()) <= {"__future__", "slurmlet", "slurmlet.cli", "slurmlet.cli.opts", "slurmlet.common",
                                       "slurmlet.common.grammar", "slurmlet.common.patterns",
-                                      "slurmlet.common.slurmtime"}
+                                      "slurmlet.common.slurmtime", "slurmlet.cli.getopt", "slurmlet.cli.optvalues"}

@@ -1034,4 +1034,5 @@ def test_module_stays_cheap_to_import():
     added = set(out.stdout.split())
     assert not added & {"re", "shlex", "time", "argparse", "typing", "datetime", "dataclasses"}
     assert added <= {"__future__", "slurmlet", "slurmlet.cli", "slurmlet.cli.opts", "slurmlet.cli.argv", "slurmlet.common",
-                     "slurmlet.common.grammar", "slurmlet.common.patterns", "slurmlet.common.slurmtime"}
+                     "slurmlet.common.grammar", "slurmlet.common.patterns", "slurmlet.common.slurmtime",
+                     "slurmlet.cli.getopt", "slurmlet.cli.optvalues"}
