@@ -93,10 +93,14 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     if sep < 0:
         raise Unreachable("malformed answer from the controller")
     header, data = raw[:sep].decode("latin-1"), raw[sep + 4:]
-    status = int(header.split(" ", 2)[1])
-    if "transfer-encoding: chunked" in header.lower():
-        data = _dechunk(data)
-    doc = jsonlite.loads(data) if data else None
+    try:
+        status = int(header.split(" ", 2)[1])
+        if "transfer-encoding: chunked" in header.lower():
+            data = _dechunk(data)
+        doc = jsonlite.loads(data) if data else None
+    except (ValueError, IndexError):  # not the controller's JSON (a proxy's error page, a cut answer)
+        first = header.split("\r\n", 1)[0][:100]
+        raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}") from None
     if status >= 400:
         detail = doc.get("detail") if isinstance(doc, dict) else None
         if isinstance(detail, dict):

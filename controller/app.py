@@ -16,9 +16,9 @@ from starlette.datastructures import Headers
 
 from . import auth, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps
-from .api.deps import finite, nodes_of
+from .api.deps import json_safe, nodes_of
 from .api.runs import MAX_CODE
-from .errors import Conflict, DomainError, NotFound
+from .errors import Conflict, DomainError, InvalidRequest, NotFound
 from .loops.reaper import reaper_loop
 from .loops.scheduler import scheduler_loop
 from .runtime import VERSION, Controller, Settings
@@ -84,9 +84,14 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        """FastAPI's 422 naming the fields; an Infinity or NaN the request held is shown as text
-        (JSON cannot carry it back: FastAPI's own handler failed with a 500)."""
-        return JSONResponse(status_code=422, content={"detail": finite(jsonable_encoder(exc.errors()))})
+        """FastAPI's 422 naming the fields; an Infinity, NaN or lone surrogate the request held is shown
+        as text (JSON cannot carry it back: FastAPI's own handler failed with a 500)."""
+        return JSONResponse(status_code=422, content={"detail": json_safe(jsonable_encoder(exc.errors()))})
+
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_request: Request, _exc: RecursionError) -> JSONResponse:
+        """A JSON body nested deeper than the parser goes: refused, not a 500."""
+        return JSONResponse(status_code=400, content={"detail": InvalidRequest("the JSON body nests too deeply").to_json()})
 
     # middleware, innermost first: authentication, then the body limit (an oversized request is refused
     # with 413 before 401), then the latency timing of metrics.install (outermost: it times everything)

@@ -133,9 +133,9 @@ class Launcher:
             proc = await asyncio.create_subprocess_exec(
                 "/bin/sh", "-c", identity.LAUNCH, script, workdir, *order.get("argv", []), stdin=stdin,
                 stdout=out, stderr=err, cwd="/", env=env, start_new_session=True, **identity.spawn_kwargs(order))
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: what exec cannot take (a NUL in an argument)
             log.warning("job %s: exec failed: %s", jid, e)
-            err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {e.strerror}\n".encode())
+            err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {getattr(e, 'strerror', None) or e}\n".encode())
             _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return

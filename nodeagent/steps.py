@@ -157,8 +157,9 @@ class StepRunner:
                     stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
                     **identity.spawn_kwargs(order))
-            except OSError as e:
-                pumps.append(self._task_failed(run, io, rank, 2, f"execve(): {req['argv'][0]}: {e.strerror}"))
+            except (OSError, ValueError) as e:  # ValueError: what exec cannot take (a NUL in an argument)
+                pumps.append(self._task_failed(run, io, rank, 2,
+                                               f"execve(): {req['argv'][0]}: {getattr(e, 'strerror', None) or e}"))
                 continue
             finally:
                 for f in set(files):

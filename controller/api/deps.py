@@ -48,11 +48,14 @@ def own_job(c: Controller, request: Request, job_id: int, denied: type[DomainErr
 
 
 def as_caller(request: Request, data: dict) -> None:
-    """A submission runs as its caller: only administrators (root) may name another user."""
+    """A submission runs as its caller: only administrators (root) may name another user, and only
+    operators may raise its priority with a negative nice (slurmctld: `Invalid --nice value`)."""
     who = caller(request)
     if who.known and who.level < 2 and (data.get("user") != who.user or
                                         (who.uid is not None and who.uid >= 0 and data.get("uid") != who.uid)):
         raise auth.Forbidden()
+    if who.known and who.level < 1 and (data.get("nice") or 0) < 0:
+        raise InvalidRequest("Invalid --nice value")
 
 
 async def read_body(request: Request) -> object:
@@ -74,14 +77,17 @@ def int_field(doc: dict, key: str) -> int:
         raise InvalidRequest(f"{key}: expected an integer, got {v!r}"[:200]) from None
 
 
-def finite(doc: object) -> object:
-    """`doc` with each float that JSON cannot hold (inf, nan) as its text."""
+def json_safe(doc: object) -> object:
+    """`doc` with what JSON cannot hold as text: a float inf or nan as its name, a lone surrogate as
+    its escape (a refused request's own values are echoed in its 422)."""
     if isinstance(doc, float) and not math.isfinite(doc):
         return str(doc)
+    if isinstance(doc, str):
+        return doc.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(doc, list):
-        return [finite(x) for x in doc]
+        return [json_safe(x) for x in doc]
     if isinstance(doc, dict):
-        return {k: finite(v) for k, v in doc.items()}
+        return {json_safe(k): json_safe(v) for k, v in doc.items()}
     return doc
 
 

@@ -210,9 +210,19 @@ async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False
 async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request):  # noqa: ANN202
     own_job(c, request, job_id, auth.InvalidUser)
     changes = body.model_dump(exclude_unset=True)
+    who = caller(request)
     if set(changes) & {"site_factor", "priority"}:  # what only operators may set
-        auth.require(caller(request), 1)
-    c.store.update_job(job_id, body.model_dump(exclude_unset=True))
+        auth.require(who, 1)
+    if who.level < 1 and ((changes.get("nice") or 0) < 0 or "time_limit" in changes):
+        # slurmctld's rules for users: no negative nice; a running job's time limit may only go down
+        # (a pending job's may go up too: the partition's MaxTime still holds it back)
+        row = c.store.get_row(job_id)
+        if (changes.get("nice") or 0) < 0:
+            raise auth.Forbidden()
+        new, old = changes["time_limit"] if "time_limit" in changes else None, row.time_limit
+        if "time_limit" in changes and row.state != "PENDING" and (old is not None and (new is None or new > old)):
+            raise auth.Forbidden()
+    c.store.update_job(job_id, changes)
     c.wake.set()
     return {"ok": True}
 

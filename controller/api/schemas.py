@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 MAX_SCRIPT = 4 * 1024 * 1024  # bytes; Slurm's default max_script_size
 MAX_ID = 2**31 - 1  #: job and step ids are integer columns (32 bits in PostgreSQL): a larger one names nothing
@@ -13,8 +13,41 @@ Id = Annotated[int, Field(ge=0, le=MAX_ID)]
 StepKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}\.[0-9]{1,10}$")]
 
 
+MAX_TEXT = 65536  #: characters in any string field but a script (a path, a name, an environment value)
+
+
+def check_text(v: object, where: str, limit: int = MAX_TEXT) -> None:
+    """Refuse what no daemon may be handed: a NUL (no path, argument or environment entry can hold
+    one), a lone surrogate (valid JSON, but no UTF-8: it could not be stored or shown), an absurd length."""
+    if isinstance(v, str):
+        if "\0" in v:
+            raise ValueError(f"{where}: contains a NUL character")
+        if len(v) > limit:
+            raise ValueError(f"{where}: longer than {limit} characters")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{where}: not valid UTF-8 (a lone surrogate)") from None
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            check_text(x, where, limit)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            check_text(k, where, limit)
+            check_text(x, where, limit)
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # no Infinity/NaN: JSON answers cannot hold them
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _text(cls, v: object, info: ValidationInfo) -> object:
+        name = info.field_name or ""
+        check_text(v, name, limit=2**31 if name == "script" else MAX_TEXT)  # (scripts: limits.check_script)
+        if name == "environment" and isinstance(v, dict) and any(not k or "=" in k for k in v):
+            raise ValueError("environment: a variable's name must be non-empty and hold no '='")
+        return v
 
 
 class JobSubmit(Strict):
@@ -36,7 +69,7 @@ class JobSubmit(Strict):
     gpus_per_task: int | None = Field(None, ge=0)
     exclusive: bool = False
     requeue: bool | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
+    environment: dict[str, str] = Field(default_factory=dict)  #: names without `=` (Strict checks)
     workdir: str = "/"
     submit_dir: str | None = None
     stdout: str | None = None

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, insert, select, update
 
 from slurmlet.controller.core import limits as L
+from slurmlet.controller.core.admit import (Submission, admit, needs_counts,
+                                             subtree)
+from slurmlet.controller.core.assoc import Assoc, Qos, Tree
 from slurmlet.controller.core.model import Reason
 from slurmlet.controller.errors import InvalidRequest
 
@@ -33,98 +35,10 @@ QOS_FLAGS = ("DenyOnLimit", "NoDecay", "OverPartQOS", "PartitionMaxNodes", "Part
 PREEMPT_MODES = ("cluster", "cancel", "requeue", "suspend", "off")
 
 #: job submission refusals, as slurmctld words them
-ERR_ACCOUNT = "Invalid account or account/partition combination specified"
-ERR_QOS = "Invalid qos specification"
-ERR_POLICY = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
 
 
 class AcctError(InvalidRequest):
     """A sacctmgr request that cannot be carried out."""
-
-
-@dataclass
-class Assoc:
-    id: int
-    account: str
-    user: str
-    partition: str
-    shares: int
-    priority: int | None
-    qos: list[str] | None
-    default_qos: str | None
-    limits: dict
-
-
-@dataclass
-class Qos:
-    id: int
-    name: str
-    description: str
-    priority: int
-    preempt: list[str]
-    preempt_mode: str
-    preempt_exempt_time: int | None
-    grace_time: int
-    flags: list[str]
-    usage_factor: float
-    limits: dict
-
-
-@dataclass
-class Tree:
-    """Everything sacctmgr manages, in memory."""
-
-    clusters: list[str] = field(default_factory=list)
-    accounts: dict[str, Any] = field(default_factory=dict)
-    users: dict[str, Any] = field(default_factory=dict)
-    assocs: list[Assoc] = field(default_factory=list)
-    qos: dict[str, Qos] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.by_key = {(a.account, a.user, a.partition): a for a in self.assocs}
-        self.by_id = {a.id: a for a in self.assocs}
-
-    def user_assoc(self, user: str, account: str, partition: str) -> Assoc | None:
-        return self.by_key.get((account, user, partition)) or self.by_key.get((account, user, ""))
-
-    def chain(self, a: Assoc) -> list[Assoc]:
-        """The association, then its account's and every ancestor account's, up to root."""
-        out = [a]
-        acct = a.account if a.user else (self.accounts[a.account].parent if a.account in self.accounts else None)
-        seen = set()
-        while acct and acct not in seen:
-            seen.add(acct)
-            got = self.by_key.get((acct, "", ""))
-            if got is not None:
-                out.append(got)
-            row = self.accounts.get(acct)
-            acct = row.parent if row is not None else None
-        return out
-
-    def inherited(self, a: Assoc, key: str) -> Any:
-        """An association limit as it applies: its own, else the nearest ancestor's."""
-        for x in self.chain(a):
-            if key in x.limits:
-                return x.limits[key]
-        return None
-
-    def allowed_qos(self, a: Assoc) -> list[str]:
-        for x in self.chain(a):
-            if x.qos is not None:
-                return x.qos
-        return ["normal"] if "normal" in self.qos else []
-
-    def default_qos(self, a: Assoc) -> str | None:
-        for x in self.chain(a):
-            if x.default_qos:
-                return x.default_qos
-        allowed = self.allowed_qos(a)
-        if "normal" in allowed:
-            return "normal"
-        return allowed[0] if len(allowed) == 1 else None
-
-    def user_accounts(self, user: str) -> list[str]:
-        return sorted({a.account for a in self.assocs if a.user == user})
 
 
 def enforce_flags(config: Any) -> set[str]:
@@ -197,90 +111,22 @@ class AccountStore:
     # ---------------------------------------------------------------- admission
     def admit(self, *, user: str, account: str | None, partition: str, qos: str | None, enforce: set[str],
               time_limit: int | None, tres: dict[str, int], bill: float, n_jobs: int = 1) -> tuple[str, str, int | None]:
-        """The account, QOS and time limit a submission gets, or a refusal with Slurm's message.
-
-        Without enforcement an unknown user or account is let through (account: the user's
-        default account, else the user name; QOS: normal)."""
+        """The account, QOS and time limit a submission gets (core/admit.py decides on the in-memory
+        tree and, when submit limits apply, the counts of active jobs), or a refusal with Slurm's message."""
         t = self.tree()
-        urow = t.users.get(user)
-        if not account:
-            account = urow.default_account if urow is not None else None
-        a = t.user_assoc(user, account, partition) if account else None
-        if "associations" in enforce and a is None:
-            raise InvalidRequest(ERR_ACCOUNT)
-        if a is None:
-            return account or user, qos or "normal", time_limit
-        if not qos:
-            qos = t.default_qos(a) or "normal"
-        if "associations" in enforce or "qos" in enforce:
-            if qos not in t.qos or qos not in t.allowed_qos(a):
-                raise InvalidRequest(ERR_QOS)
-        if "limits" in enforce:
-            q = t.qos.get(qos)
-            max_wall = q.limits.get("MaxWall") if q is not None else None
-            if max_wall is None:
-                max_wall = t.inherited(a, "MaxWall")
-            if time_limit is None and max_wall is not None:
-                time_limit = max_wall  # a job without --time gets the QOS's or association's MaxWall
-            self._submit_limits(t, a, q, user, n_jobs)
-            if q is not None and "DenyOnLimit" in q.flags:
-                # refused outright what would otherwise wait: past a per-job limit, or a job that
-                # alone goes past its QOS's per-user or group TRES limits
-                why = self.per_job_reason(t, a, q, tres, bill, time_limit)
-                for kind, key in (("MaxPerUser", "MaxTRESPerUser"), ("Grp", "GrpTRES")):
-                    for name, cap in (q.limits.get(key) or {}).items():
-                        if why is None and L.need(name, tres, bill) > cap:
-                            why = L.reason("QOS", kind, name)
-                if why is not None:
-                    raise InvalidRequest(ERR_POLICY, pre=[why.value])
-        return account, qos, time_limit
+        active = self._active_counts() if "limits" in enforce and needs_counts(t) else {}
+        v = admit(Submission(user=user, account=account, partition=partition, qos=qos, enforce=frozenset(enforce),
+                             time_limit=time_limit, tres=tres, bill=bill, n_jobs=n_jobs), t, active)
+        if v.error is not None:
+            raise InvalidRequest(v.error, pre=list(v.pre))
+        return v.account, v.qos, v.time_limit
 
-    def _submit_limits(self, t: Tree, a: Assoc, q: Qos | None, user: str, n: int) -> None:
-        """MaxSubmitJobs(PerUser) and GrpSubmitJobs: pending and running jobs count, arrays task by task."""
-        checks: list[tuple[Any, int, str]] = []
-        if q is not None:
-            if q.limits.get("MaxSubmitJobsPerUser") is not None:
-                checks.append(((J.c.qos == q.name) & (J.c.user == user), q.limits["MaxSubmitJobsPerUser"],
-                               "QOSMaxSubmitJobPerUserLimit"))
-            if q.limits.get("GrpSubmitJobs") is not None:
-                checks.append((J.c.qos == q.name, q.limits["GrpSubmitJobs"], "QOSGrpSubmitJobsLimit"))
-        max_submit = t.inherited(a, "MaxSubmitJobs")
-        if max_submit is not None:
-            checks.append(((J.c.user == user) & (J.c.account == a.account), max_submit, "AssocMaxSubmitJobLimit"))
-        for x in t.chain(a):
-            if x.limits.get("GrpSubmitJobs") is not None:
-                accts = self._subtree(t, x.account) if not x.user else [x.account]
-                cond = J.c.account.in_(accts) if not x.user else (J.c.account == x.account) & (J.c.user == x.user)
-                checks.append((cond, x.limits["GrpSubmitJobs"], "AssocGrpSubmitJobsLimit"))
-        if not checks:
-            return
+    def _active_counts(self) -> dict[tuple[str, str, str], int]:
+        """Pending, running and suspended jobs by (account, user, QOS): what submit limits count."""
         with self.engine.connect() as c:
-            for cond, cap, why in checks:
-                have = c.execute(select(func.count()).select_from(J).where(
-                    cond, J.c.state.in_(("PENDING", "RUNNING", "SUSPENDED")))).scalar()
-                if have + n > cap:
-                    raise InvalidRequest(ERR_POLICY, pre=[why])
-
-    @staticmethod
-    def _subtree(t: Tree, account: str) -> list[str]:
-        out, todo = [], [account]
-        while todo:
-            name = todo.pop()
-            out.append(name)
-            todo.extend(n for n, r in t.accounts.items() if r.parent == name)
-        return out
-
-    @staticmethod
-    def per_job_reason(t: Tree, a: Assoc, q: Qos | None, tres: dict[str, int], bill: float,
-                       time_limit: int | None) -> Reason | None:
-        """Why a job can never start under its QOS's or association's per-job limits."""
-        if q is not None:
-            why = L.per_job_reason("QOS", q.limits.get("MaxTRESPerJob") or {}, q.limits.get("MaxWall"), tres,
-                                   time_limit, bill)
-            if why is not None:
-                return why
-        return L.per_job_reason("Assoc", t.inherited(a, "MaxTRES") or {}, t.inherited(a, "MaxWall"), tres,
-                                time_limit, bill)
+            rows = c.execute(select(J.c.account, J.c.user, J.c.qos, func.count()).where(
+                J.c.state.in_(("PENDING", "RUNNING", "SUSPENDED"))).group_by(J.c.account, J.c.user, J.c.qos))
+            return {(r[0], r[1], r[2]): r[3] for r in rows}
 
     # ---------------------------------------------------------------- running limits
     def job_limits(self, t: Tree, *, user: str, account: str, partition: str, qos: str
@@ -498,7 +344,7 @@ class AccountStore:
                         if org is not None:
                             avals["organization"] = org
                         if parent is not None:
-                            if parent not in t.accounts or n in self._subtree(t, parent) or parent in self._subtree(t, n):
+                            if parent not in t.accounts or n in subtree(t, parent) or parent in subtree(t, n):
                                 raise AcctError(f" Parent account '{parent}' doesn't exist or would make a loop.")
                             avals["parent"] = parent
                         if avals:
@@ -552,7 +398,7 @@ class AccountStore:
                 for n in names:
                     if n not in t.accounts or n == "root":
                         continue
-                    sub = self._subtree(t, n)
+                    sub = subtree(t, n)
                     if busy(J.c.account.in_(sub)):
                         raise AcctError("Job(s) active, cancel job(s) before remove")
                     c.execute(delete(AS).where(AS.c.account.in_(sub)))

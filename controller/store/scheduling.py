@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any, Iterable
 
 from slurmlet.controller.core import fairshare
+from slurmlet.controller.core.admit import per_job_reason
 from slurmlet.controller.core.limits import Counter, alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import (
     Node,
@@ -137,7 +138,7 @@ class Scheduling:
                 vkey = (r.user, r.account, r.partition, r.qos, req, r.time_limit)
                 if vkey not in verdicts:
                     tres = request_tres(req, def_mem)
-                    verdicts[vkey] = self.accounts.per_job_reason(
+                    verdicts[vkey] = per_job_reason(
                         tree, a, q, tres, billing(tres, self.billing_weights(r.partition)), r.time_limit)
                 why = verdicts[vkey]
                 if why is not None:

@@ -236,3 +236,36 @@ def test_dependency_lists_are_read_with_the_users_rights(mu: Cluster, users, bas
     text = (out / "deps.out").read_text()
     assert job["state"] == "FAILED"
     assert "cannot read /etc/shadow: Permission denied" in text and "root:" not in text and "ran" not in text
+
+
+def _patch(c: Cluster, user: pwd.struct_passwd | None, job_id: int, changes: dict) -> httpx.Response:
+    uid, name = (user.pw_uid, user.pw_name) if user else (0, "root")
+    key = cred.read_key(str(c.key_file))
+    return httpx.patch(f"{c.url}/api/v1/jobs/{job_id}", json=changes, timeout=30,
+                       headers={cred.HEADER: cred.sign(key, uid, name)})
+
+
+def test_users_may_not_raise_their_priority_nor_a_running_jobs_time_limit(mu: Cluster, users, base: Path):
+    """As a real 22.05 answers an ordinary user (tests/data/slurm-2205-permissions.md): a negative
+    nice is refused at submission and in an update, a running job's time limit may go down only;
+    a pending job's may go up. An administrator may do all of it."""
+    u1 = users[0]
+    out = home(base, u1)
+    r = submit(mu, u1, "#!/bin/sh\ntrue\n", nice=-10)
+    assert r.status_code == 400 and r.json()["detail"]["error"] == "Invalid --nice value"
+    r = submit(mu, u1, "#!/bin/sh\nsleep 300\n", time_limit=10, stdout=str(out / "long.out"))
+    assert r.status_code == 201, r.text
+    job = r.json()["job_id"]
+    mu.wait_state(job, "RUNNING")
+    for changes in ({"nice": -5}, {"time_limit": 20}, {"time_limit": None}):
+        r = _patch(mu, u1, job, changes)
+        assert (r.status_code, r.json()["detail"]["error"]) == (403, "Access/permission denied"), changes
+    assert mu.job(job)["time_limit"] == 10
+    assert _patch(mu, u1, job, {"time_limit": 5, "nice": 5}).status_code == 200
+    assert (mu.job(job)["time_limit"], mu.job(job)["nice"]) == (5, 5)
+    assert _patch(mu, None, job, {"time_limit": 30, "nice": -5}).status_code == 200  # root may
+    r = submit(mu, u1, "#!/bin/sh\ntrue\n", time_limit=10, hold=True)
+    held = r.json()["job_id"]
+    assert _patch(mu, u1, held, {"time_limit": 20}).status_code == 200  # pending: it may go up
+    assert mu.job(held)["time_limit"] == 20
+    mu.run(["scancel", str(job), str(held)])
