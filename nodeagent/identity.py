@@ -64,6 +64,17 @@ def job_umask(order: dict) -> int | None:
     return int(v, 8)
 
 
+def _become(ident: tuple[int, int, list[int]] | None, umask: int | None) -> None:
+    """In a forked child: drop to the job's user (groups, then gid, then uid) and take its umask."""
+    if ident is not None:
+        uid, gid, groups = ident
+        os.setgroups(groups)
+        os.setgid(gid)
+        os.setuid(uid)
+    if umask is not None:
+        os.umask(umask)
+
+
 def _in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, work, path: str):  # noqa: ANN001, ANN202
     """Run `work()` in a forked child that has become the job's user (as the agent itself when
     `ident` is None) with the job's umask: the descriptor it returns comes back over a socket pair
@@ -76,13 +87,7 @@ def _in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, work,
         code = 0
         try:
             parent.close()
-            if ident is not None:
-                uid, gid, groups = ident
-                os.setgroups(groups)
-                os.setgid(gid)
-                os.setuid(uid)
-            if umask is not None:
-                os.umask(umask)
+            _become(ident, umask)
             fd = work()
             if fd is None:
                 child.sendall(b"ok")
@@ -133,13 +138,7 @@ def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
         code = 0
         try:
             os.close(r)
-            if ident is not None:
-                uid, gid, groups = ident
-                os.setgroups(groups)
-                os.setgid(gid)
-                os.setuid(uid)
-            if umask is not None:
-                os.umask(umask)
+            _become(ident, umask)
             result = fn(*args)
             os.write(w, b"" if result is None else str(result).encode())
         except BaseException as e:  # noqa: BLE001 - reported to the parent, never raised into its code
