@@ -71,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1
     import uvicorn
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+    # agents sync over one kept-alive connection each: uvicorn's default 5 s idle limit races an agent that
+    # comes back after a busy moment (its request meets the closing connection: a read error, a back-off)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False,
+                timeout_keep_alive=75)
     return 0
 
 
