@@ -113,7 +113,7 @@ class Intake:
             nodes="", active=False, exit_code=0, exit_signal=0, restarts=0,
             requeue=self.config.job_requeue if requeue is None else bool(requeue),
             comment=body.get("comment") or None, dependency=dep_text,
-            # a held job's reason from the start: no scheduling pass is owed to it (app.wakes_scheduler)
+            # a held job's reason from the start: no scheduling pass is owed to it (api/jobs.py, wakes_scheduler)
             reason="JobHeldUser" if body.get("hold") else "Dependency" if dep_text else "None",
         )
         return row, spec, n_jobs
