@@ -47,7 +47,8 @@ def job_body(workdir: str, *, hold: bool = True, name: str = "load", partition: 
 
 def _signer(key: bytes, uid: int, user: str):  # noqa: ANN202
     async def sign(request: httpx.Request) -> None:
-        request.headers[cred.HEADER] = cred.sign(key, uid, user)
+        binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
+        request.headers[cred.HEADER] = cred.sign(key, uid, user, binding)
     return sign
 
 

@@ -54,15 +54,16 @@ def _split(url: str) -> tuple[str, int]:
 
 
 def request(method: str, path: str, body: object = None, *, url: str | None = None,
-            timeout: float = 30.0, headers: dict[str, str] | None = None) -> object:
+            timeout: float = 30.0, headers: dict[str, str] | None = None, signed: bool = False) -> object:
     """One JSON request; returns the decoded answer or raises ControllerError / Unreachable
-    (no connection, or the connection lost before a whole answer came)."""
+    (no connection, or the connection lost before a whole answer came). Changes carry a credential
+    for this one request (common/cred.py); reads only when `signed` (what only an owner may read)."""
     host, port = _split(url or controller_url())
     payload = b"" if body is None else jsonlite.dumps(body).encode()
     auth = ""
-    if method != "GET":  # changes carry a credential signed with the cluster key (common/cred.py)
+    if method != "GET" or signed:
         from slurmlet.common import cred
-        c = cred.header_for_me()
+        c = cred.header_for_me(cred.bind(method, path, payload))
         if c is not None:
             auth = f"{cred.HEADER}: {c}\r\n"
     for k, v in (headers or {}).items():

@@ -2,11 +2,14 @@
 
 The cluster key is a file of random bytes that the controller, the agents and whoever may speak for
 users share (`slurmlet up` writes one, mode 0600, and exports SLURMLET_KEY_FILE). A credential names
-a uid and a user at a time, with a nonce, and carries an HMAC-SHA256 of them under the key:
+a uid and a user at a time, with a nonce and the digest of the one request it is for (method,
+target and body: `bind`), and carries an HMAC-SHA256 of them under the key:
 
-    X-Slurmlet-Cred: v1:<uid>:<user>:<unix time>:<nonce>:<hex mac>
+    X-Slurmlet-Cred: v2:<uid>:<user>:<unix time>:<nonce>:<bind>:<hex mac>
 
-The controller accepts one for CRED_TTL seconds. REST clients use JWTs instead (`scontrol token`,
+The controller accepts one only for the request it names, at most CRED_TTL seconds old and at most
+CRED_SKEW seconds ahead of its clock, and only once (it remembers the nonces it has seen for their
+lifetime): a credential read off the wire cannot be replayed, nor moved to another request. REST clients use JWTs instead (`scontrol token`,
 sent as X-SLURM-USER-TOKEN like slurmrestd's); both are checked in controller/auth.py.
 Users who may not read the key get credentials from `slurmlet credd` (nodeagent/credd.py) over a
 Unix socket, which signs for the uid the kernel reports for the caller (munged's way).
@@ -20,7 +23,8 @@ import os
 import time
 
 HEADER = "X-Slurmlet-Cred"
-CRED_TTL = 300.0  #: seconds a credential stays valid (munge's default TTL)
+CRED_TTL = 120.0  #: seconds a credential stays valid after it is made
+CRED_SKEW = 10.0  #: seconds a credential may be dated ahead of the controller's clock
 DEFAULT_KEY = "/etc/slurmlet/slurmlet.key"
 DEFAULT_SOCKET = "/run/slurmlet/cred.sock"  #: slurmlet credd's, for users who may not read the key
 
@@ -55,27 +59,37 @@ def _mac(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def sign(key: bytes, uid: int, user: str, now: float | None = None) -> str:
-    """A credential for (uid, user) now."""
-    body = f"v1:{uid}:{user}:{int(time.time() if now is None else now)}:{os.urandom(6).hex()}"
+def bind(method: str, target: str, body: bytes = b"") -> str:
+    """The digest that ties a credential to one request: its method, its target (path and query,
+    as sent) and its body."""
+    import hashlib
+    h = hashlib.sha256(f"{method.upper()} {target}\n".encode("utf-8", "surrogateescape"))
+    h.update(body)
+    return h.hexdigest()[:32]
+
+
+def sign(key: bytes, uid: int, user: str, binding: str, now: float | None = None) -> str:
+    """A credential for (uid, user) now, for the request whose `bind()` is `binding`."""
+    body = f"v2:{uid}:{user}:{int(time.time() if now is None else now)}:{os.urandom(8).hex()}:{binding}"
     return f"{body}:{_mac(key, body)}"
 
 
-def verify(key: bytes, cred: str, now: float | None = None) -> tuple[int, str] | None:
-    """(uid, user) of a valid, fresh credential; None otherwise."""
+def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tuple[int, str, str] | None:
+    """(uid, user, nonce) of a valid, fresh credential made for the request whose `bind()` is
+    `binding`; None otherwise. Whether the nonce was seen before is the caller's to check."""
     import hmac
     body, _, mac = cred.rpartition(":")
     parts = body.split(":")
-    if len(parts) != 5 or parts[0] != "v1" or not hmac.compare_digest(mac, _mac(key, body)):
+    if len(parts) != 6 or parts[0] != "v2" or not hmac.compare_digest(mac.encode(), _mac(key, body).encode()):
         return None
     try:
         uid, ts = int(parts[1]), int(parts[3])
     except ValueError:
         return None
     t = time.time() if now is None else now
-    if abs(t - ts) > CRED_TTL:
+    if not t - CRED_TTL <= ts <= t + CRED_SKEW or not hmac.compare_digest(parts[5].encode(), binding.encode()):
         return None
-    return uid, parts[2]
+    return uid, parts[2], parts[4]
 
 
 def current_user() -> tuple[int, str]:
@@ -87,19 +101,21 @@ def current_user() -> tuple[int, str]:
         return uid, os.environ.get("USER") or str(uid)
 
 
-def header_for_me() -> str | None:
-    """The credential the CLI sends: signed for the calling user with the key it can read, else
-    one from the local credential service (`slurmlet credd`), else None."""
+def header_for_me(binding: str) -> str | None:
+    """The credential the CLI sends with the request whose `bind()` is `binding`: signed for the
+    calling user with the key it can read, else one from the local credential service
+    (`slurmlet credd`), else None."""
     key = read_key()
     if key is None:
-        return from_credd()
+        return from_credd(binding)
     uid, user = current_user()
-    return sign(key, uid, user)
+    return sign(key, uid, user, binding)
 
 
-def from_credd(path: str | None = None) -> str | None:
-    """A credential for this process's user from `slurmlet credd` on its Unix socket
-    ($SLURMLET_CRED_SOCKET, else DEFAULT_SOCKET); None when none answers."""
+def from_credd(binding: str, path: str | None = None) -> str | None:
+    """A credential for this process's user, for the request whose `bind()` is `binding`, from
+    `slurmlet credd` on its Unix socket ($SLURMLET_CRED_SOCKET, else DEFAULT_SOCKET); None when
+    none answers. The request: the binding and a newline; the answer: the credential and a newline."""
     path = path or os.environ.get("SLURMLET_CRED_SOCKET") or DEFAULT_SOCKET
     if not os.path.exists(path):
         return None
@@ -108,6 +124,7 @@ def from_credd(path: str | None = None) -> str | None:
     try:
         s.settimeout(5.0)
         s.connect(path)
+        s.sendall(binding.encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
             chunk = s.recv(512)
@@ -119,4 +136,4 @@ def from_credd(path: str | None = None) -> str | None:
     finally:
         s.close()
     line = data.decode(errors="replace").strip()
-    return line if line.startswith("v1:") else None
+    return line if line.startswith("v2:") else None

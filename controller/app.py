@@ -14,6 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 
+from slurmlet.common import cred
+
 from . import auth, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps
 from .api.deps import json_safe, nodes_of
@@ -39,7 +41,17 @@ class _Authenticate:
             await self.app(scope, receive, send)
             return
         c = scope["app"].state.ctl
-        who = auth.authenticate(c.settings.key, Headers(scope=scope), c.clock(), c.store.admin_level)
+        headers = Headers(scope=scope)
+        binding = ""
+        if c.settings.key is not None and cred.HEADER in headers:  # bound to the body too: read it first
+            body, receive = await _read_whole(receive)
+            if body is None:
+                return  # the client went away
+            target = scope.get("raw_path") or scope["path"].encode()
+            if scope.get("query_string"):
+                target += b"?" + scope["query_string"]
+            binding = cred.bind(scope["method"], target.decode("utf-8", "surrogateescape"), body)
+        who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
         if who is None:
             if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
                 await JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})(
@@ -48,6 +60,21 @@ class _Authenticate:
             who = auth.Caller(None, None, 0)
         scope.setdefault("state", {})["caller"] = who
         await self.app(scope, receive, send)
+
+
+async def _read_whole(receive):  # noqa: ANN001, ANN202
+    """The request's body (bounded by limits.BodyLimit, outside) and a `receive` that hands it on;
+    (None, receive) when the client went away first."""
+    parts = []
+    while True:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            return None, receive
+        parts.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            break
+    body = b"".join(parts)
+    return body, limits.replaying(body, receive)
 
 
 def create_app(settings: Settings) -> FastAPI:

@@ -107,17 +107,36 @@ def uid_of(user: str) -> int | None:
         return None
 
 
-def authenticate(key: bytes | None, headers, now: float, level_of) -> Caller | None:  # noqa: ANN001
+class Nonces:
+    """The nonces of the credentials accepted in their lifetime: a credential is good once."""
+
+    def __init__(self) -> None:
+        self.until: dict[str, float] = {}  #: nonce -> when its credential expires
+        self.high = 4096  #: the size at which expired nonces are dropped
+
+    def first_use(self, nonce: str, now: float) -> bool:
+        if len(self.until) >= self.high:
+            self.until = {n: t for n, t in self.until.items() if t >= now}
+            self.high = max(4096, 2 * len(self.until))
+        if nonce in self.until:
+            return False
+        self.until[nonce] = now + cred.CRED_TTL + cred.CRED_SKEW
+        return True
+
+
+def authenticate(key: bytes | None, headers, now: float, level_of, binding: str = "",  # noqa: ANN001
+                 nonces: Nonces | None = None) -> Caller | None:
     """The caller a request's headers prove; OPEN without a key; None when they prove nobody.
-    `level_of(user)` is the sacctmgr AdminLevel of a user (0, 1 or 2)."""
+    `level_of(user)` is the sacctmgr AdminLevel of a user (0, 1 or 2); `binding` is the request's
+    `cred.bind()`, `nonces` the credentials already used."""
     if key is None:
         return OPEN
     c = headers.get(cred.HEADER)
     if c:
-        got = cred.verify(key, c, now)
-        if got is None:
+        got = cred.verify(key, c, binding, now)
+        if got is None or (nonces is not None and not nonces.first_use(got[2], now)):
             return None
-        uid, user = got
+        uid, user, _ = got
         return Caller(uid, user, 2 if uid == 0 else level_of(user))
     token = headers.get(TOKEN_HEADER)
     if token:

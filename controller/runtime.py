@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import auth
 from .config import ClusterConfig
 from .errors import InvalidRequest
 from .store.engine import make_engine
@@ -90,6 +91,7 @@ class Controller:
         self.config = settings.config
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
+        self.nonces = auth.Nonces()  #: credentials already used (each is good for one request)
         self.store.accounts.ensure_defaults(self.clock())
         self.wake = asyncio.Event()
         self.node_events: dict[str, asyncio.Event] = {}

@@ -329,9 +329,11 @@ KEY: bytes | None = None
 
 
 async def _sign(request: httpx.Request) -> None:
-    """Agents speak for the node as root, with the cluster key (munge's role)."""
+    """Agents speak for the node as root, with the cluster key (munge's role), one credential per
+    request (bound to its method, target and body)."""
     if KEY is not None:
-        request.headers[cred.HEADER] = cred.sign(KEY, 0, "root")
+        binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
+        request.headers[cred.HEADER] = cred.sign(KEY, 0, "root", binding)
 
 
 async def _fetch(url: str) -> bytes:

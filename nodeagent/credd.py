@@ -1,10 +1,11 @@
 """`slurmlet credd`: the local credential service (munged's role) for users who may not read the
 cluster key.
 
-It holds the key and listens on a Unix socket that everyone may connect to. For each connection it
+It holds the key and listens on a Unix socket that everyone may connect to. Each connection sends
+one line, the binding of the request it wants a credential for (`cred.bind`: 32 hex digits); credd
 asks the kernel who is on the other end (SO_PEERCRED: the peer's uid, which the peer cannot forge)
-and answers one line: a credential signed for that uid and its user name (common/cred.py), or an
-error line starting with `error:`. The CLI asks it when it cannot read the key itself
+and answers one line: a credential signed for that uid and its user name, for that request only
+(common/cred.py), or an error line starting with `error:`. The CLI asks it when it cannot read the key itself
 (`$SLURMLET_CRED_SOCKET`, else /run/slurmlet/cred.sock); agents pass the socket on to jobs so that
 `srun`, `scancel` and the rest work inside a job that runs as its user.
 """
@@ -41,14 +42,36 @@ def user_name(uid: int) -> str:
         return str(uid)  # a uid without a passwd entry (a container's user): its number
 
 
+#: how long a caller has to send its request line
+READ_TIMEOUT = 5.0
+
+
+def read_binding(sock: socket.socket) -> str | None:
+    """The binding a caller sends (32 lowercase hex digits and a newline); None for anything else,
+    a line too long, or nothing within READ_TIMEOUT."""
+    sock.settimeout(READ_TIMEOUT)
+    data = b""
+    while b"\n" not in data and len(data) <= 64:
+        chunk = sock.recv(65)
+        if not chunk:
+            break
+        data += chunk
+    line = data.partition(b"\n")[0]
+    if len(line) != 32 or not all(c in b"0123456789abcdef" for c in line):
+        return None
+    return line.decode()
+
+
 class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         key: bytes = self.server.key  # type: ignore[attr-defined]
         try:
             uid = peer_uid(self.request)
-            line = cred.sign(key, uid, user_name(uid))
-        except OSError as e:  # not a Unix socket peer we can identify: no credential
-            line = f"error: cannot identify the caller: {e.strerror or e}"
+            binding = read_binding(self.request)
+            line = (cred.sign(key, uid, user_name(uid), binding) if binding is not None
+                    else "error: expected the request's binding (32 hex digits) and a newline")
+        except OSError as e:  # not a Unix socket peer we can identify, or one that sent nothing: no credential
+            line = f"error: no credential: {e.strerror or e}"
         try:
             self.request.sendall(line.encode() + b"\n")
         except OSError:

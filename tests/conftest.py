@@ -32,6 +32,24 @@ def wait_until(pred: Callable[[], object], timeout: float = 20.0, interval: floa
     raise AssertionError(f"timed out after {timeout}s waiting for {what or pred}; last value: {last!r}")
 
 
+def signed(key: bytes, uid: int, user: str):  # noqa: ANN201
+    """An httpx auth that signs each request with its own credential for (uid, user), bound to the
+    request as the CLI binds its own (common/cred.py)."""
+    import httpx
+
+    from slurmlet.common import cred
+
+    class _Signed(httpx.Auth):
+        requires_request_body = True
+
+        def auth_flow(self, request: httpx.Request):  # noqa: ANN202
+            binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
+            request.headers[cred.HEADER] = cred.sign(key, uid, user, binding)
+            yield request
+
+    return _Signed()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -152,10 +152,11 @@ async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN
                                 states=body.states or ["PENDING", "RUNNING", "SUSPENDED"], now=now)
         ids = [r.id for r in rows]
     results = list(bad)
+    who = caller(request)  # who cancelled, for accounting: the credential's uid (the body's only without a key)
     for jid in ids:
         try:
             own_job(c, request, jid)
-            host = c.store.cancel(jid, now, signal=body.signal, uid=body.uid)
+            host = c.store.cancel(jid, now, signal=body.signal, uid=who.uid if who.known else body.uid)
             c.notify([host])
             results.append({"job_id": jid, "ok": True})
         except DomainError as e:

@@ -118,16 +118,21 @@ class BodyLimit:
                 break
         body = b"".join(parts)
         del parts
-        given = False
+        await self.app(scope, replaying(body, receive), send)
 
-        async def replay() -> dict:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await self.app(scope, replay, send)
+def replaying(body: bytes, receive: Any) -> Any:  # noqa: ANN401
+    """An ASGI `receive` that gives `body` whole first (read by a middleware), then `receive`'s."""
+    given = False
+
+    async def replay() -> dict:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _refuse(receive: Any, send: Any, err: TooLarge, more: bool = True) -> None:  # noqa: ANN401

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from slurmlet.common import cred
-from tests.conftest import Cluster, serve, wait_until
+from tests.conftest import Cluster, serve, signed, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -30,17 +30,33 @@ def key(c: Cluster) -> bytes:
     return cred.read_key(str(c.key_file))
 
 
-def as_user(c: Cluster, uid: int, user: str) -> dict:
-    return {cred.HEADER: cred.sign(key(c), uid, user)}
+def as_user(c: Cluster, uid: int, user: str) -> httpx.Auth:
+    """Each request signed for (uid, user), as the CLI signs."""
+    return signed(key(c), uid, user)
 
 
-def call(c: Cluster, method: str, path: str, body: object = None, headers: dict | None = None) -> httpx.Response:
-    return httpx.request(method, c.url + path, json=body, headers=headers or {}, timeout=30)
+def raw_cred(c: Cluster, method: str, path: str, body: object, uid: int, user: str, *, k: bytes | None = None,
+             now: float | None = None) -> dict:
+    """A credential header for exactly this request (as `call` sends it)."""
+    req = httpx.Request(method, c.url + path, json=body)
+    binding = cred.bind(method, req.url.raw_path.decode(), req.content)
+    return {cred.HEADER: cred.sign(k or key(c), uid, user, binding, now=now)}
 
 
-def submit(c: Cluster, uid: int, user: str, headers: dict | None = None, **kw) -> httpx.Response:
-    body = dict(JOB, user=user, uid=uid, gid=uid, group=user, **kw)
-    return call(c, "POST", "/api/v1/jobs", body, headers if headers is not None else as_user(c, uid, user))
+def call(c: Cluster, method: str, path: str, body: object = None, who: dict | httpx.Auth | None = None) -> httpx.Response:
+    """`who`: headers to send as they are, or an auth that signs the request."""
+    if isinstance(who, httpx.Auth):
+        return httpx.request(method, c.url + path, json=body, auth=who, timeout=30)
+    return httpx.request(method, c.url + path, json=body, headers=who or {}, timeout=30)
+
+
+def job_body(uid: int, user: str, **kw) -> dict:
+    return dict(JOB, user=user, uid=uid, gid=uid, group=user, **kw)
+
+
+def submit(c: Cluster, uid: int, user: str, headers: dict | httpx.Auth | None = None, **kw) -> httpx.Response:
+    return call(c, "POST", "/api/v1/jobs", job_body(uid, user, **kw),
+                headers if headers is not None else as_user(c, uid, user))
 
 
 def jobs(c: Cluster) -> int:
@@ -52,12 +68,14 @@ def test_changes_need_a_valid_credential_reads_do_not(sec: Cluster):
     before = jobs(c)
     r = submit(c, 0, "root", headers={})
     assert r.status_code == 401 and r.json()["detail"]["error"] == "Authentication failure"
-    forged = cred.sign(b"not the cluster key", 0, "root")
-    assert submit(c, 0, "root", headers={cred.HEADER: forged}).status_code == 401
-    stale = cred.sign(key(c), 0, "root", now=time.time() - 2 * cred.CRED_TTL)
-    assert submit(c, 0, "root", headers={cred.HEADER: stale}).status_code == 401
-    tampered = as_user(c, 1000, "alice")[cred.HEADER].replace(":1000:alice:", ":0:root:")
-    assert submit(c, 0, "root", headers={cred.HEADER: tampered}).status_code == 401
+    root = job_body(0, "root")
+    forged = raw_cred(c, "POST", "/api/v1/jobs", root, 0, "root", k=b"not the cluster key")
+    assert submit(c, 0, "root", headers=forged).status_code == 401
+    stale = raw_cred(c, "POST", "/api/v1/jobs", root, 0, "root", now=time.time() - 2 * cred.CRED_TTL)
+    assert submit(c, 0, "root", headers=stale).status_code == 401
+    alice = raw_cred(c, "POST", "/api/v1/jobs", root, 1000, "alice")
+    tampered = {cred.HEADER: alice[cred.HEADER].replace(":1000:alice:", ":0:root:")}
+    assert submit(c, 0, "root", headers=tampered).status_code == 401
     # agents too must hold the key
     assert call(c, "POST", "/api/v1/nodes/node1/sync", {"running": [], "finished": []}).status_code == 401
     assert jobs(c) == before  # nothing refused was stored
@@ -66,6 +84,37 @@ def test_changes_need_a_valid_credential_reads_do_not(sec: Cluster):
     r = c.run(["sbatch", "--wrap", "true"], env={"SLURMLET_KEY_FILE": "/nonexistent"})
     assert r.returncode == 1 and r.stderr.strip() == "sbatch: error: Batch job submission failed: Authentication failure"
     assert c.run(["squeue"], env={"SLURMLET_KEY_FILE": "/nonexistent"}).returncode == 0
+
+
+def test_a_credential_is_good_for_one_request_once(sec: Cluster):
+    """Bound to method, target and body, used once, dated at most CRED_SKEW ahead: one read off the
+    wire can be neither replayed nor moved to another request."""
+    c = sec
+    before = jobs(c)
+    held = job_body(0, "root", hold=True)
+    once = raw_cred(c, "POST", "/api/v1/jobs", held, 0, "root")
+    r = submit(c, 0, "root", headers=once, hold=True)
+    assert r.status_code == 201, r.text
+    jid = r.json()["job_id"]
+    assert submit(c, 0, "root", headers=once, hold=True).status_code == 401  # replayed
+    # moved: to another body, another target, another method
+    fresh = raw_cred(c, "POST", "/api/v1/jobs", held, 0, "root")
+    assert submit(c, 0, "root", headers=fresh, hold=True, name="other").status_code == 401
+    fresh = raw_cred(c, "POST", f"/api/v1/jobs/{jid}/release", None, 0, "root")
+    assert call(c, "POST", f"/api/v1/jobs/{jid}/requeue", None, fresh).status_code == 401
+    assert call(c, "DELETE", f"/api/v1/jobs/{jid}/release", None, fresh).status_code in (401, 405)
+    ahead = raw_cred(c, "POST", "/api/v1/jobs", held, 0, "root", now=time.time() + 60)
+    assert submit(c, 0, "root", headers=ahead, hold=True).status_code == 401
+    assert jobs(c) == before + 1  # only the first was stored
+    assert c.job(jid)["held"] is not None
+    # who cancelled comes from the credential, not from what the request says
+    r = submit(c, 1000, "alice", hold=True)
+    assert r.status_code == 201
+    mine = r.json()["job_id"]
+    res = call(c, "POST", "/api/v1/jobs/cancel", {"ids": [mine], "uid": 0}, as_user(c, 1000, "alice")).json()
+    assert res["results"] == [{"job_id": mine, "ok": True}]
+    assert c.job(mine)["cancelled_by"] == 1000
+    c.run(["scancel", str(jid)])
 
 
 def test_users_act_on_their_own_jobs_operators_on_all(sec: Cluster):
@@ -234,7 +283,8 @@ def alice_signer(sec: Cluster):
 
     class Handler(socketserver.BaseRequestHandler):
         def handle(self) -> None:
-            self.request.sendall(cred.sign(k, 1000, "alice").encode() + b"\n")
+            from slurmlet.nodeagent.credd import read_binding
+            self.request.sendall(cred.sign(k, 1000, "alice", read_binding(self.request)).encode() + b"\n")
 
     srv = socketserver.ThreadingUnixStreamServer(str(d / "cred.sock"), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

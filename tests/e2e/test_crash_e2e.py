@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from slurmlet.common import cred
-from tests.conftest import Cluster, pg_available, pg_schema_url, wait_until
+from tests.conftest import Cluster, pg_available, pg_schema_url, signed, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -58,8 +58,8 @@ class Submitter:
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(CLIENTS)]
 
     def post(self, h: httpx.Client, body: dict, key: str, user: str | None = None) -> httpx.Response:
-        return h.post("/api/v1/jobs", json=body, headers={
-            cred.HEADER: cred.sign(self.key, self.uid, user or self.user), "Idempotency-Key": key})
+        return h.post("/api/v1/jobs", json=body, headers={"Idempotency-Key": key},
+                      auth=signed(self.key, self.uid, user or self.user))
 
     def _run(self, i: int) -> None:
         try:

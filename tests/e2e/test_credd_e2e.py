@@ -27,7 +27,7 @@ def credd(cc: Cluster):
     sock = d / "cred.sock"
     proc = subprocess.Popen([str(BIN / "slurmlet"), "credd", "--socket", str(sock), "--key-file", str(cc.key_file)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_until(lambda: cred.from_credd(str(sock)) is not None or proc.poll() is not None, what="credd answering")
+    wait_until(lambda: cred.from_credd(ANY, str(sock)) is not None or proc.poll() is not None, what="credd answering")
     assert proc.poll() is None, proc.stdout.read()
     yield sock
     proc.terminate()
@@ -36,16 +36,30 @@ def credd(cc: Cluster):
     d.rmdir()
 
 
+#: the binding of some request, for credentials asked for here and not sent
+ANY = cred.bind("POST", "/api/v1/jobs", b"{}")
+
+
 def without_key(sock: Path | None) -> dict:
     """The environment of a user who cannot read the key (and maybe has a credd socket)."""
     return {"SLURMLET_KEY_FILE": "/nonexistent/slurmlet.key", "SLURMLET_CRED_SOCKET": str(sock or "/nonexistent.sock")}
 
 
 def test_credd_signs_for_its_caller(cc: Cluster, credd: Path):
-    got = cred.from_credd(str(credd))
+    got = cred.from_credd(ANY, str(credd))
     assert got is not None
-    assert cred.verify(cred.read_key(str(cc.key_file)), got) == cred.current_user()
+    assert cred.verify(cred.read_key(str(cc.key_file)), got, ANY)[:2] == cred.current_user()
+    assert cred.verify(cred.read_key(str(cc.key_file)), got, cred.bind("GET", "/")) is None  # for that request only
     assert oct(credd.stat().st_mode & 0o777) == "0o666"  # anyone may ask: the kernel says who asks
+    # a caller that sends no binding, or something else, gets an error line, and credd goes on
+    import socket
+    for line in (b"\n", b"x" * 200 + b"\n", b"GET /\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(str(credd))
+            s.sendall(line)
+            assert s.recv(512).startswith(b"error: ")
+    assert cred.from_credd(ANY, str(credd)) is not None
 
 
 def test_a_user_without_the_key_submits_through_credd(cc: Cluster, credd: Path):
@@ -70,7 +84,7 @@ def test_a_stale_socket_is_replaced_and_a_live_one_kept(cc: Cluster, credd: Path
     s.close()  # a socket file nobody listens on: what a killed credd leaves
     proc = subprocess.Popen([str(BIN / "slurmlet"), "credd", "--socket", str(stale), "--key-file", str(cc.key_file)])
     try:
-        wait_until(lambda: cred.from_credd(str(stale)) is not None, what="credd on the stale socket")
+        wait_until(lambda: cred.from_credd(ANY, str(stale)) is not None, what="credd on the stale socket")
     finally:
         proc.terminate()
         proc.wait(10)
@@ -84,7 +98,14 @@ def test_another_user_gets_a_credential_for_themself_only(cc: Cluster, credd: Pa
     """A process of uid 65534 (nobody), which cannot read the key, gets a credential naming 65534,
     whatever it claims; the job it submits with it is nobody's and root's scancel rights are not its."""
     import pwd
+    import httpx
     nobody = pwd.getpwuid(65534).pw_name
+    as_nobody = httpx.Request("POST", f"{cc.url}/api/v1/jobs", json={
+        "script": "#!/bin/sh\nsleep 30\n", "workdir": "/tmp", "uid": 65534, "user": nobody, "gid": 65534,
+        "group": "nogroup", "hold": True})
+    as_root = httpx.Request("POST", f"{cc.url}/api/v1/jobs", json={
+        "script": "#!/bin/sh\ntrue\n", "workdir": "/tmp", "uid": 0, "user": "root", "gid": 0, "group": "root"})
+    bindings = [cred.bind("POST", "/api/v1/jobs", r.content) for r in (as_nobody, as_root)]
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: drop to nobody without exec (this interpreter may live where nobody can't read)
@@ -95,26 +116,23 @@ def test_another_user_gets_a_credential_for_themself_only(cc: Cluster, credd: Pa
             os.setuid(65534)
             os.environ["USER"] = "root"  # a lie credd does not believe
             readable = cred.read_key(str(cc.key_file)) is not None
-            got = cred.from_credd(str(credd)) or ""
-            os.write(wr, f"{readable}\n{got}\n".encode())
+            got = [cred.from_credd(b, str(credd)) or "" for b in bindings]
+            os.write(wr, f"{readable}\n{got[0]}\n{got[1]}\n".encode())
         finally:
             os._exit(0)
     os.close(wr)
     with os.fdopen(rd) as f:
-        readable, got = f.read().splitlines()
+        readable, got, got_root = f.read().splitlines()
     os.waitpid(pid, 0)
     assert readable == "False"
-    assert cred.verify(cred.read_key(str(cc.key_file)), got) == (65534, nobody)
-    import httpx
-    r = httpx.post(f"{cc.url}/api/v1/jobs", headers={cred.HEADER: got},
-                   json={"script": "#!/bin/sh\nsleep 30\n", "workdir": "/tmp", "uid": 65534, "user": nobody,
-                         "gid": 65534, "group": "nogroup", "hold": True})
+    assert cred.verify(cred.read_key(str(cc.key_file)), got, bindings[0])[:2] == (65534, nobody)
+    as_nobody.headers[cred.HEADER] = got
+    r = httpx.Client().send(as_nobody)
     assert r.status_code == 201, r.text
     jid = r.json()["job_id"]
     assert cc.job(jid)["user"] == nobody
     # claiming to be root with nobody's credential is refused
-    r = httpx.post(f"{cc.url}/api/v1/jobs", headers={cred.HEADER: got},
-                   json={"script": "#!/bin/sh\ntrue\n", "workdir": "/tmp", "uid": 0, "user": "root", "gid": 0,
-                         "group": "root"})
+    as_root.headers[cred.HEADER] = got_root
+    r = httpx.Client().send(as_root)
     assert r.status_code == 403, r.text
     cc.run(["scancel", str(jid)])

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Cluster, serve
+from tests.conftest import Cluster, serve, signed
 
 pytestmark = pytest.mark.e2e
 schemathesis = pytest.importorskip("schemathesis")
@@ -31,9 +31,17 @@ def fuzz_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from serve(Cluster(tmp_path_factory.mktemp("fuzz"), nodes=1))
 
 
-def _cred(c: Cluster) -> dict[str, str]:
+def _cred(c: Cluster):  # noqa: ANN202
+    """A requests auth (schemathesis calls with requests) signing each request as this process's user."""
     from slurmlet.common import cred
-    return {cred.HEADER: cred.sign(cred.read_key(str(c.key_file)), *cred.current_user())}
+    key = cred.read_key(str(c.key_file))
+
+    def sign(r):  # noqa: ANN001, ANN202
+        body = r.body or b""
+        body = body.encode() if isinstance(body, str) else body
+        r.headers[cred.HEADER] = cred.sign(key, *cred.current_user(), cred.bind(r.method, r.path_url, body))
+        return r
+    return sign
 
 
 def _no_waits(case) -> None:  # noqa: ANN001
@@ -58,7 +66,7 @@ def test_openapi_no_5xx(fuzz_cluster: Cluster) -> None:
                       suppress_health_check=list(HealthCheck))
             def one(case) -> None:  # noqa: ANN001
                 _no_waits(case)
-                r = case.call(base_url=c.url, headers=_cred(c), timeout=15)
+                r = case.call(base_url=c.url, auth=_cred(c), timeout=15)
                 if r.status_code >= 500:
                     failures.append(f"{r.status_code} {case.method} {case.formatted_path} query={case.query} "
                                     f"body={str(case.body)[:300]}: {r.text[:300]}")
@@ -85,7 +93,10 @@ RAW_ROUTES = [("POST", "/api/v1/runs"), ("POST", "/api/v1/code"), ("PUT", "/api/
 def test_raw_json_routes_no_5xx(fuzz_cluster: Cluster, method: str, path: str) -> None:
     """Routes without a body model: any JSON, or bytes that are no JSON at all, is a 4xx."""
     import httpx
+
+    from slurmlet.common import cred
     c = fuzz_cluster
+    key = cred.read_key(str(c.key_file))
     docs = JSON | st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=6)
     bodies = docs.map(lambda d: httpx.Request("GET", "/", json=d).content) | st.binary(max_size=64)
     failures: list[str] = []
@@ -94,8 +105,8 @@ def test_raw_json_routes_no_5xx(fuzz_cluster: Cluster, method: str, path: str) -
     @settings(max_examples=4 * FUZZ_EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     def one(body: bytes) -> None:
-        r = httpx.request(method, c.url + path, content=body,
-                          headers={**_cred(c), "content-type": "application/json"}, timeout=15)
+        r = httpx.request(method, c.url + path, content=body, auth=signed(key, *cred.current_user()),
+                          headers={"content-type": "application/json"}, timeout=15)
         if r.status_code >= 500:
             failures.append(f"{r.status_code} {method} {path} {body[:200]!r}: {r.text[:200]}")
 

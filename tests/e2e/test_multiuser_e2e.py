@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from slurmlet.common import cred
-from tests.conftest import Cluster, serve, wait_until
+from tests.conftest import Cluster, serve, signed, wait_until
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"),
@@ -83,7 +83,7 @@ def submit(c: Cluster, user: pwd.struct_passwd | None, script: str, *, uid: int 
     body = {"script": script, "name": "t", "partition": "debug", "environment": {}, "workdir": "/tmp", "argv": [],
             "user": name, "uid": uid, "gid": user.pw_gid if gid is None else gid, "group": name, **kw}
     key = cred.read_key(str(c.key_file))
-    return httpx.post(c.url + "/api/v1/jobs", json=body, headers={cred.HEADER: cred.sign(key, uid, name)}, timeout=30)
+    return httpx.post(c.url + "/api/v1/jobs", json=body, auth=signed(key, uid, name), timeout=30)
 
 
 def run(c: Cluster, user: pwd.struct_passwd | None, script: str, **kw) -> dict:
@@ -190,8 +190,7 @@ def _entry(name: str, kind: bytes = tarfile.REGTYPE, mode: int = 0o644, data: by
 
 def _upload(c: Cluster, user: pwd.struct_passwd, data: str) -> str:
     key = cred.read_key(str(c.key_file))
-    r = httpx.post(c.url + "/api/v1/code", json={"data": data}, timeout=30,
-                   headers={cred.HEADER: cred.sign(key, user.pw_uid, user.pw_name)})
+    r = httpx.post(c.url + "/api/v1/code", json={"data": data}, timeout=30, auth=signed(key, user.pw_uid, user.pw_name))
     assert r.status_code == 200, r.text
     return r.json()["id"]
 
@@ -241,8 +240,7 @@ def test_dependency_lists_are_read_with_the_users_rights(mu: Cluster, users, bas
 def _patch(c: Cluster, user: pwd.struct_passwd | None, job_id: int, changes: dict) -> httpx.Response:
     uid, name = (user.pw_uid, user.pw_name) if user else (0, "root")
     key = cred.read_key(str(c.key_file))
-    return httpx.patch(f"{c.url}/api/v1/jobs/{job_id}", json=changes, timeout=30,
-                       headers={cred.HEADER: cred.sign(key, uid, name)})
+    return httpx.patch(f"{c.url}/api/v1/jobs/{job_id}", json=changes, timeout=30, auth=signed(key, uid, name))
 
 
 def test_users_may_not_raise_their_priority_nor_a_running_jobs_time_limit(mu: Cluster, users, base: Path):

@@ -8,7 +8,7 @@ import pytest
 
 from slurmlet.common import cred
 from slurmlet.controller.api.schemas import MAX_BATCH
-from tests.conftest import Cluster, serve
+from tests.conftest import Cluster, serve, signed
 
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +21,9 @@ def bc(tmp_path_factory: pytest.TempPathFactory):
 
 
 def post(c: Cluster, jobs: list[dict], uid: int = 0, user: str = "root", headers: dict | None = None) -> httpx.Response:
-    h = {cred.HEADER: cred.sign(cred.read_key(str(c.key_file)), uid, user), **(headers or {})}
-    return httpx.post(c.url + "/api/v1/jobs/batch", json={"jobs": jobs}, headers=h, timeout=60)
+    """Signed for (uid, user), unless `headers` bring a credential of their own."""
+    auth = None if headers and cred.HEADER in headers else signed(cred.read_key(str(c.key_file)), uid, user)
+    return httpx.post(c.url + "/api/v1/jobs/batch", json={"jobs": jobs}, headers=headers, auth=auth, timeout=60)
 
 
 def job(user: str = "root", uid: int = 0, **kw) -> dict:
