@@ -94,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
     if isinstance(code, dict):
         root = os.path.join(os.path.dirname(os.path.abspath(args.file)), str(code.get("root_path") or "."))
         try:
-            body["code"] = http.request("POST", "/api/v1/code", {"data": pack(root)}, timeout=300)["id"]
+            body["code"] = http.request("POST", "/api/v1/code", {"data": pack(root), "uid": os.getuid()},
+                                        timeout=300)["id"]
         except OSError as e:
             return _fail(f"code_source.root_path: cannot pack {root}: {e.strerror or e}")
     run_id = http.submit_once("/api/v1/runs", body)["job_id"]  # a retry after a lost answer: the same run

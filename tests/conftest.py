@@ -190,12 +190,12 @@ class Cluster:
         return bad
 
     # -- API and CLI
-    def api(self, method: str, path: str, body: object = None) -> object:
+    def api(self, method: str, path: str, body: object = None, signed: bool = False) -> object:
         from slurmlet.cli import http
         saved = os.environ.get("SLURMLET_KEY_FILE")
         os.environ["SLURMLET_KEY_FILE"] = str(self.key_file)  # signed as this process's user, like the CLI
         try:
-            return http.request(method, path, body, url=self.url)
+            return http.request(method, path, body, url=self.url, signed=signed)
         finally:
             if saved is None:
                 os.environ.pop("SLURMLET_KEY_FILE", None)

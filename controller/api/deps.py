@@ -58,6 +58,18 @@ def as_caller(request: Request, data: dict) -> None:
         raise InvalidRequest("Invalid --nice value")
 
 
+def own_code(c: Controller, request: Request, data: dict, prefix: str = "") -> None:
+    """A job may name only packed code (`code`, an air run's code_source) that its own user uploaded:
+    a hash of someone else's code is no way to read it."""
+    code = data.get("code")
+    if code is None:
+        return
+    who = caller(request)
+    uid = who.uid if who.known and who.uid is not None and who.level < 2 else data.get("uid")
+    if not isinstance(code, str) or not isinstance(uid, int) or not c.store.has_code(code, uid):
+        raise InvalidRequest(prefix + "code_source: the packed code was not uploaded")
+
+
 async def read_body(request: Request) -> object:
     """The request's JSON body; 400 when it is no JSON (not a 500)."""
     try:

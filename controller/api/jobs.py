@@ -20,7 +20,7 @@ from ..errors import DomainError, InvalidRequest
 from ..store.jobs import JobStore, request_of
 from ..views import validate_submit
 from . import limits
-from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_job, parse_ids, split_list)
+from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_code, own_job, parse_ids, split_list)
 from .schemas import CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
     limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
     data = body.model_dump()
     as_caller(request, data)
+    own_code(c, request, data)
     key, digest, replay = (None, None, None) if data.get("test_only") else _replayed(c, request, data, 201)
     if replay is not None:
         return replay
@@ -61,6 +62,7 @@ async def submit_batch(c: CtlDep, body: JobBatch, request: Request):  # noqa: AN
             limits.check_script(job.script, c.config)
             data = job.model_dump()
             as_caller(request, data)
+            own_code(c, request, data)
             if data.get("test_only"):
                 raise InvalidRequest("test_only: not accepted in a batch")
             datas.append(validate_submit(data, c.config, nodes))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from ..errors import InvalidRequest
+from .. import auth
+from ..errors import InvalidRequest, NotFound
 from ..views import validate_submit
 from . import limits
-from .deps import CtlDep, as_json, int_field, read_body, as_caller
+from .deps import CtlDep, as_caller, as_json, caller, int_field, own_code, read_body
 from .jobs import _replayed
 from .schemas import JobSubmit
 
@@ -24,17 +25,19 @@ async def submit_run(c: CtlDep, request: Request):  # noqa: ANN202
     doc = await read_body(request)
     if not isinstance(doc, dict):
         raise InvalidRequest("expected a JSON object")
-    w = wl.parse(doc.get("workload"))
     code = doc.get("code")
-    if code is not None and (not isinstance(code, str) or not c.store.has_code(code)):
-        raise InvalidRequest("invalid workload: code_source: the packed code was not uploaded")
     uid, gid = int_field(doc, "uid"), int_field(doc, "gid")
     as_caller(request, {"user": str(doc.get("user") or "root"), "uid": uid})
+    own_code(c, request, {"code": code, "uid": uid}, "invalid workload: ")
+    w = wl.parse(doc.get("workload"))
     body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
                        uid=uid, gid=gid,
                        group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"),
                        code=code)
-    missing = c.store.missing_secrets(w.secrets)
+    user = str(doc.get("user") or "root")
+    # the user's own secrets, or their accounts' (at launch: the job's account's)
+    missing = c.store.missing_secrets(w.secrets, [f"user:{user}"] + [
+        f"account:{a}" for a in c.store.accounts.tree().user_accounts(user)])
     if missing:
         raise InvalidRequest("invalid workload: " + "; ".join(
             f"secrets.{n}: no secret {w.secrets[n]} (slurmlet secrets put {w.secrets[n].replace('/', ' ')})"
@@ -77,10 +80,21 @@ async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
     if len(data) > MAX_CODE:
         raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {MAX_CODE}",
                               limit=MAX_CODE, size=len(data))
-    return {"id": c.store.put_code(data, c.clock())}
+    return {"id": c.store.put_code(data, c.clock(), _uploader(request, int_field(doc, "uid")))}
+
+
+def _uploader(request: Request, uid: int) -> int:
+    """Whose code an upload is, or whose a run may name: the caller's (the body's uid only on a
+    controller without a key)."""
+    who = caller(request)
+    return who.uid if who.known and who.uid is not None else uid
 
 
 @router.get("/api/v1/code/{sha}")
-async def get_code(c: CtlDep, sha: str):  # noqa: ANN202
+async def get_code(c: CtlDep, sha: str, request: Request):  # noqa: ANN202
+    """A run's packed code, for the agents (root) and operators, and for whoever uploaded it."""
     from fastapi.responses import Response
+    who = caller(request)
+    if who.level < 1 and not (who.known and who.uid is not None and c.store.has_code(sha, who.uid)):
+        raise (auth.Unauthenticated() if not who.known else NotFound(f"no code {sha}"))
     return Response(c.store.get_code(sha), media_type="application/gzip")

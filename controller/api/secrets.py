@@ -1,32 +1,64 @@
-"""Secrets for air runs (`slurmlet secrets`): stored by name, never returned."""
+"""Secrets for air runs (`slurmlet secrets`): stored by name, never returned, each with an owner.
+
+A secret belongs to the user who stored it, or, stored with `?account=NAME` by a member of that
+account, to the account (every member's runs may use it). Nobody else reads, replaces, deletes or
+lists it; administrators list every secret's name and owner and may act for a user (`?user=NAME`).
+Without a cluster key (an open controller) the request's `?user=` names the user, as everywhere."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from .. import auth
 from ..errors import InvalidRequest
-from .deps import CtlDep, as_json, read_body
+from .deps import CtlDep, as_json, caller, read_body
 
 router = APIRouter()
 
 
+def owner_of(c: CtlDep, request: Request, account: str | None, user: str | None) -> str:
+    """The owner a request acts for: an account its caller belongs to, else its caller."""
+    who = caller(request)
+    if not who.known and who.level < 2:
+        raise auth.Unauthenticated()
+    if account:
+        if who.level < 2 and account not in c.store.accounts.tree().user_accounts(who.user or ""):
+            raise auth.Forbidden()
+        return f"account:{account}"
+    if who.known and not (who.level >= 2 and user):
+        return f"user:{who.user}"
+    return f"user:{user or 'root'}"
+
+
+def visible_owners(c: CtlDep, request: Request) -> list[str] | None:
+    """Whose secrets a caller may list: their own and their accounts'; an administrator's, all (None)."""
+    who = caller(request)
+    if who.level >= 2:
+        return None
+    if not who.known:
+        raise auth.Unauthenticated()
+    return [f"user:{who.user}"] + [f"account:{a}" for a in c.store.accounts.tree().user_accounts(who.user or "")]
+
+
 @router.put("/api/v1/secrets/{scope}/{key}")
-async def put_secret(c: CtlDep, scope: str, key: str, request: Request):  # noqa: ANN202
+async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
+                     user: str | None = None):  # noqa: ANN202
     """Store a secret for air runs; its value is never returned."""
     doc = await read_body(request)
     if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
         raise InvalidRequest("expected {\"value\": \"...\"}")
-    c.store.put_secret(scope, key, doc["value"], c.clock())
+    c.store.put_secret(owner_of(c, request, account, user), scope, key, doc["value"], c.clock())
     return {"ok": True}
 
 
 @router.delete("/api/v1/secrets/{scope}/{key}")
-async def delete_secret(c: CtlDep, scope: str, key: str, request: Request):  # noqa: ANN202
-    c.store.delete_secret(scope, key)
+async def delete_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
+                        user: str | None = None):  # noqa: ANN202
+    c.store.delete_secret(owner_of(c, request, account, user), scope, key)
     return {"ok": True}
 
 
 @router.get("/api/v1/secrets")
-async def list_secrets(c: CtlDep):  # noqa: ANN202
-    """Names only."""
-    return as_json({"secrets": c.store.secret_names()})
+async def list_secrets(c: CtlDep, request: Request):  # noqa: ANN202
+    """Names (and owners) only, of the secrets the caller may use."""
+    return as_json({"secrets": c.store.secret_names(visible_owners(c, request))})

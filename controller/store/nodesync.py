@@ -69,7 +69,8 @@ class NodeSync:
                     order = self._launch_order(r, name)
                     refs = json.loads(r.spec).get("secrets")
                     if refs:  # resolved at launch only: they are stored nowhere else
-                        order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs)}
+                        owners = [f"user:{r.user}"] + ([f"account:{r.account}"] if r.account else [])
+                        order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs, owners)}
                     alloc_nodes = [a["node"] for a in order["alloc"]]
                     order["node_addrs"] = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_(alloc_nodes))).all())
                     orders.append(order)

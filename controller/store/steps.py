@@ -90,12 +90,25 @@ def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
     if row.state == "RUNNING":
         c.execute(update(S).where(S.c.job_id == job_id, S.c.step_id == step_id, S.c.state == "RUNNING")
                   .values(state="CANCELLED"))
+        forget_environment(c, (S.c.job_id == job_id) & (S.c.step_id == step_id))
     return [x["node"] for x in json.loads(row.layout)]
 
 
 def end_job_steps(c: Any, job_id: int, now: float) -> None:
     """The job is over: steps still running are cancelled (their tasks are killed)."""
+    forget_environment(c, (S.c.job_id == job_id) & (S.c.state == "RUNNING"))
     c.execute(update(S).where(S.c.job_id == job_id, S.c.state == "RUNNING").values(state="CANCELLED"))
+
+
+def forget_environment(c: Any, where: Any) -> None:  # noqa: ANN401
+    """Steps that end keep no environment: it held what the job's user keeps from others (their
+    tokens, a run's secrets), and nothing reads it once the tasks have started."""
+    for r in c.execute(select(S.c.job_id, S.c.step_id, S.c.request).where(where)).all():
+        req = json.loads(r.request)
+        if req.get("environment"):
+            req["environment"] = {}
+            c.execute(update(S).where(S.c.job_id == r.job_id, S.c.step_id == r.step_id)
+                      .values(request=json.dumps(req)))
 
 
 def record(c: Any, node: str, reports: list[dict], now: float) -> None:
@@ -120,6 +133,9 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             sig = max((v[1] for v in codes), default=0)
             state = row.state if row.state != "RUNNING" else ("FAILED" if code or sig else "COMPLETED")
             vals.update(state=state, exit_code=code, exit_signal=sig, end_time=rep.get("end_time") or now)
+            req = json.loads(row.request)
+            if req.get("environment"):
+                vals["request"] = json.dumps(dict(req, environment={}))
         c.execute(update(S).where(S.c.job_id == row.job_id, S.c.step_id == row.step_id).values(**vals))
 
 

@@ -138,10 +138,12 @@ node_scripts = Table(
 Index("ix_node_scripts_node_state", node_scripts.c.node, node_scripts.c.state)
 
 #: secrets for air runs (`slurmlet secrets put SCOPE KEY`): injected into a run's environment at
-#: launch, never returned by the API
+#: launch, never returned by the API. Each belongs to a user (`user:NAME`) or to an account
+#: (`account:NAME`, for its members): `scope/key` names one per owner
 secrets = Table(
     "secrets",
     metadata,
+    Column("owner", String(136), primary_key=True),
     Column("scope", String(128), primary_key=True),
     Column("key", String(128), primary_key=True),
     Column("value", Text, nullable=False),
@@ -155,6 +157,15 @@ code_blobs = Table(
     Column("sha", String(64), primary_key=True),
     Column("data", LargeBinary, nullable=False),
     Column("created", Float, nullable=False),
+)
+
+#: who uploaded each code blob (the same bytes uploaded by two users belong to both): only they,
+#: and the agents, may read it or run it
+code_owners = Table(
+    "code_owners",
+    metadata,
+    Column("sha", String(64), primary_key=True),
+    Column("uid", Integer, primary_key=True),
 )
 
 #: earlier runs of requeued jobs (sacct -D): what each incarnation was, once it ended

@@ -249,7 +249,7 @@ def test_every_mutating_endpoint_refuses_a_caller_without_credentials(sec: Clust
     def snapshot() -> tuple:  # (earlier tests' jobs may still be ending: their ids, not their states)
         return ([j["job_id"] for j in c.api("GET", "/api/v1/jobs?history=1")["jobs"]],
                 [n["name"] for n in c.api("GET", "/api/v1/nodes")["nodes"]],
-                c.api("GET", "/api/v1/accounting/qos"), c.api("GET", "/api/v1/secrets"))
+                c.api("GET", "/api/v1/accounting/qos"), c.api("GET", "/api/v1/secrets", signed=True))
 
     before = snapshot()
     routes = [(m.upper(), p) for p, ops in spec["paths"].items() for m in ops if m in ("post", "put", "patch", "delete")]

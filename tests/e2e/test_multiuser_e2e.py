@@ -267,3 +267,58 @@ def test_users_may_not_raise_their_priority_nor_a_running_jobs_time_limit(mu: Cl
     assert _patch(mu, u1, held, {"time_limit": 20}).status_code == 200  # pending: it may go up
     assert mu.job(held)["time_limit"] == 20
     mu.run(["scancel", str(job), str(held)])
+
+
+def _as(c: Cluster, user: pwd.struct_passwd) -> httpx.Auth:
+    return signed(cred.read_key(str(c.key_file)), user.pw_uid, user.pw_name)
+
+
+def test_secrets_belong_to_their_user_or_account(mu: Cluster, users, base: Path):
+    u1, u2 = users
+    out1, out2 = home(base, u1), home(base, u2)
+    url = mu.url + "/api/v1/secrets/team/tok"
+
+    def names(user: pwd.struct_passwd) -> list[tuple[str, str]]:
+        r = httpx.get(mu.url + "/api/v1/secrets", auth=_as(mu, user), timeout=30)
+        assert r.status_code == 200, r.text
+        return [(f"{s['scope']}/{s['key']}", s["owner"]) for s in r.json()["secrets"]]
+
+    assert httpx.put(url, json={"value": "one-s3cret"}, auth=_as(mu, u1), timeout=30).status_code == 200
+    assert names(u1) == [("team/tok", f"user:{u1.pw_name}")]
+    # another user neither lists, deletes nor replaces it; the same name is a secret of their own
+    assert names(u2) == [] and httpx.get(mu.url + "/api/v1/secrets", timeout=30).status_code == 401
+    assert httpx.delete(url, auth=_as(mu, u2), timeout=30).status_code == 404
+    assert httpx.put(url, json={"value": "two-s3cret"}, auth=_as(mu, u2), timeout=30).status_code == 200
+    assert names(u2) == [("team/tok", f"user:{u2.pw_name}")]
+    show = '#!/bin/sh\necho "tok=$TOK"\n'
+    assert run(mu, u1, show, secrets={"TOK": "team/tok"}, stdout=str(out1 / "sec.out"))["state"] == "COMPLETED"
+    assert run(mu, u2, show, secrets={"TOK": "team/tok"}, stdout=str(out2 / "sec.out"))["state"] == "COMPLETED"
+    assert (out1 / "sec.out").read_text() == "tok=one-s3cret\n" and (out2 / "sec.out").read_text() == "tok=two-s3cret\n"
+    # an account's secret: stored by a member, used by its members' runs, out of others' reach
+    assert mu.run(["sacctmgr", "-i", "add", "account", "mlteam"]).returncode == 0
+    assert mu.run(["sacctmgr", "-i", "add", "user", u1.pw_name, "Account=mlteam"]).returncode == 0
+    shared = mu.url + "/api/v1/secrets/team/shared?account=mlteam"
+    assert httpx.put(shared, json={"value": "team-s3cret"}, auth=_as(mu, u2), timeout=30).status_code == 403
+    assert httpx.put(shared, json={"value": "team-s3cret"}, auth=_as(mu, u1), timeout=30).status_code == 200
+    assert ("team/shared", "account:mlteam") in names(u1) and ("team/shared", "account:mlteam") not in names(u2)
+    job = run(mu, u1, '#!/bin/sh\necho "shared=$S"\n', secrets={"S": "team/shared"}, account="mlteam",
+              stdout=str(out1 / "shared.out"))
+    assert job["state"] == "COMPLETED" and (out1 / "shared.out").read_text() == "shared=team-s3cret\n"
+    job = run(mu, u2, '#!/bin/sh\necho "shared=$S"\n', secrets={"S": "team/shared"}, stdout=str(out2 / "shared.out"))
+    assert (out2 / "shared.out").read_text() == "shared=\n"
+    assert httpx.delete(shared, auth=_as(mu, u2), timeout=30).status_code == 403
+
+
+def test_uploaded_code_is_its_uploaders_only(mu: Cluster, users, base: Path):
+    u1, u2 = users
+    sha = _upload(mu, u1, _tar([_entry("mine.txt", mode=0o644, data=b"u1's code\n")]))
+    assert httpx.get(f"{mu.url}/api/v1/code/{sha}", timeout=30).status_code == 401
+    assert httpx.get(f"{mu.url}/api/v1/code/{sha}", auth=_as(mu, u2), timeout=30).status_code == 404
+    assert httpx.get(f"{mu.url}/api/v1/code/{sha}", auth=_as(mu, u1), timeout=30).status_code == 200
+    # nor may another user's job name it (its agent would unpack it for them)
+    r = submit(mu, u2, '#!/bin/sh\ncat "$CODE_SOURCE_PATH/mine.txt"\n', code=sha)
+    assert r.status_code == 400 and "code_source: the packed code was not uploaded" in r.text
+    r = httpx.post(mu.url + "/api/v1/runs", auth=_as(mu, u2), timeout=30, json={
+        "workload": {"command": "cat mine.txt"}, "code": sha, "user": u2.pw_name, "uid": u2.pw_uid, "gid": u2.pw_gid,
+        "group": u2.pw_name, "cwd": "/tmp"})
+    assert r.status_code == 400 and "code_source: the packed code was not uploaded" in r.text
