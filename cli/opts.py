@@ -468,6 +468,13 @@ def _abs_in(workdir: str, path: str) -> str:
     return path if path.startswith("/") else workdir.rstrip("/") + "/" + path
 
 
+def umask_text() -> str:
+    """This process's umask as sbatch and srun send it in SLURM_UMASK: four octal digits."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return f"{mask:04o}"
+
+
 def build_submit(o: dict, *, script: str, default_name: str, script_args: list[str], env: dict[str, str],
                  cwd: str, user: str | None = None, uid: int | None = None, gid: int | None = None,
                  group: str | None = None, host: str | None = None, now: float | None = None,
@@ -492,6 +499,7 @@ def build_submit(o: dict, *, script: str, default_name: str, script_args: list[s
     export = o.get("export")
     environment = export_environment(export if isinstance(export, str) else None, env)
     environment["SLURM_PRIO_PROCESS"] = str(prio_process)
+    environment.setdefault("SLURM_UMASK", umask_text())  # files made for the job honour it (see identity.py)
     environment["SLURM_SUBMIT_DIR"] = cwd
     environment["SLURM_SUBMIT_HOST"] = host
     if array is None and o.get("array"):

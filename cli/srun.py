@@ -44,6 +44,8 @@ def _step(req: dict) -> int:
     srv.listen(256)
     host = os.environ.get("SLURMLET_NODE_ADDR") or "127.0.0.1"
     env = req.get("environment") or dict(os.environ)
+    from slurmlet.cli.opts import umask_text
+    env.setdefault("SLURM_UMASK", umask_text())
     body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
             "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"] or 1,
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},

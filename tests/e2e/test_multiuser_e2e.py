@@ -322,3 +322,17 @@ def test_uploaded_code_is_its_uploaders_only(mu: Cluster, users, base: Path):
         "workload": {"command": "cat mine.txt"}, "code": sha, "user": u2.pw_name, "uid": u2.pw_uid, "gid": u2.pw_gid,
         "group": u2.pw_name, "cwd": "/tmp"})
     assert r.status_code == 400 and "code_source: the packed code was not uploaded" in r.text
+
+
+def test_sbatch_sends_the_submitters_umask(mu: Cluster, base: Path):
+    """sbatch sends its umask (SLURM_UMASK); the job's files are made under it, and the batch
+    script does not see the variable, as under slurmstepd; srun's tasks do."""
+    d = base / "umask-sbatch"
+    d.mkdir()
+    script = d / "job.sh"
+    script.write_text('#!/bin/sh\necho "batch=${SLURM_UMASK:-unset}"\ntouch made\nsrun sh -c \'echo "step=$SLURM_UMASK"\'\n')
+    r = mu.run(["sh", "-c", f"umask 027; exec sbatch --parsable --wait -o {d}/out -D {d} {script}"])
+    assert r.returncode == 0, r.stderr
+    assert (d / "out").read_text() == "batch=unset\nstep=0027\n"
+    assert stat.S_IMODE((d / "out").stat().st_mode) == 0o640
+    assert stat.S_IMODE((d / "made").stat().st_mode) == 0o640

@@ -107,7 +107,7 @@ class TestGetopt:
         j = wrap(*argv)
         if field == "environment":
             assert {k: v for k, v in j["environment"].items() if not k.startswith("SLURM_SUBMIT")
-                    and k != "SLURM_PRIO_PROCESS"} == value
+                    and k not in ("SLURM_PRIO_PROCESS", "SLURM_UMASK")} == value
         elif field:
             assert j[field] == value
         else:
@@ -681,8 +681,14 @@ class TestExport:
 
     def test_sbatch_adds_its_variables(self):
         j = wrap("--export=NONE", env=self.ENV)
+        old = os.umask(0o027)
+        try:
+            assert wrap("--export=NONE", env=self.ENV)["environment"]["SLURM_UMASK"] == "0027"  # the submitter's
+        finally:
+            os.umask(old)
         assert j["environment"] == {"SLURM_CONF": "/c", "SLURM_PRIO_PROCESS": "0", "SLURM_SUBMIT_DIR": CWD,
-                                    "SLURM_SUBMIT_HOST": "login1"}
+                                    "SLURM_SUBMIT_HOST": "login1", "SLURM_UMASK": f"{old:04o}"}
+        assert wrap(env={**self.ENV, "SLURM_UMASK": "0077"})["environment"]["SLURM_UMASK"] == "0077"  # kept
         assert wrap(env=self.ENV)["environment"]["FOO"] == "foo"
         assert "FOO" not in wrap(env={**self.ENV, "SBATCH_EXPORT": "NONE"})["environment"]
         assert wrap("--export=ALL", env={**self.ENV, "SBATCH_EXPORT": "NONE"})["environment"]["FOO"] == "foo"

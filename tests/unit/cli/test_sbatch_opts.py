@@ -750,7 +750,7 @@ class TestExport:
 
     def environment(self, *argv: str) -> dict[str, str]:
         env = wrapped(*argv, env=self.ENV)["environment"]
-        added = ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST")
+        added = ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURM_UMASK")
         return {k: v for k, v in env.items() if k not in added}
 
     def test_all_is_the_default(self):
