@@ -73,7 +73,7 @@ async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
     doc = await read_body(request)
     try:
         data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
-    except (KeyError, TypeError, binascii.Error):
+    except (KeyError, TypeError, ValueError):  # binascii.Error, and a str that is not ASCII
         raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
     if not data:
         raise InvalidRequest("code_source: the packed code is empty")

@@ -12,12 +12,28 @@ from fastapi import APIRouter, Request
 from .. import auth
 from ..errors import InvalidRequest
 from .deps import CtlDep, as_json, caller, read_body
+from .schemas import MAX_TEXT, check_text
 
 router = APIRouter()
 
 
+def _checked(**fields: str | None) -> None:
+    """400 for a name or value no store or environment can hold (NUL, lone surrogate, over length;
+    a scope or key with a slash or a space, as `slurmlet secrets` refuses them)."""
+    for where, v in fields.items():
+        if v is None:
+            continue
+        try:
+            check_text(v, where, 128 if where != "value" else MAX_TEXT)
+        except ValueError as e:
+            raise InvalidRequest(str(e)) from None
+        if where in ("scope", "key") and (not v or "/" in v or any(ch.isspace() for ch in v)):
+            raise InvalidRequest(f"{where} {v!r}: no slashes or spaces")
+
+
 def owner_of(c: CtlDep, request: Request, account: str | None, user: str | None) -> str:
     """The owner a request acts for: an account its caller belongs to, else its caller."""
+    _checked(account=account, user=user)
     who = caller(request)
     if not who.known and who.level < 2:
         raise auth.Unauthenticated()
@@ -47,6 +63,7 @@ async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account:
     doc = await read_body(request)
     if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
         raise InvalidRequest("expected {\"value\": \"...\"}")
+    _checked(scope=scope, key=key, value=doc["value"])
     c.store.put_secret(owner_of(c, request, account, user), scope, key, doc["value"], c.clock())
     return {"ok": True}
 
@@ -54,6 +71,7 @@ async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account:
 @router.delete("/api/v1/secrets/{scope}/{key}")
 async def delete_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
                         user: str | None = None):  # noqa: ANN202
+    _checked(scope=scope, key=key)
     c.store.delete_secret(owner_of(c, request, account, user), scope, key)
     return {"ok": True}
 
