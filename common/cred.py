@@ -74,9 +74,9 @@ def sign(key: bytes, uid: int, user: str, binding: str, now: float | None = None
     return f"{body}:{_mac(key, body)}"
 
 
-def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tuple[int, str, str] | None:
-    """(uid, user, nonce) of a valid, fresh credential made for the request whose `bind()` is
-    `binding`; None otherwise. Whether the nonce was seen before is the caller's to check."""
+def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tuple[int, str, str, int] | None:
+    """(uid, user, nonce, time made) of a valid, fresh credential made for the request whose
+    `bind()` is `binding`; None otherwise. Whether the nonce was seen before is the caller's to check."""
     import hmac
     body, _, mac = cred.rpartition(":")
     parts = body.split(":")
@@ -89,7 +89,7 @@ def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tup
     t = time.time() if now is None else now
     if not t - CRED_TTL <= ts <= t + CRED_SKEW or not hmac.compare_digest(parts[5].encode(), binding.encode()):
         return None
-    return uid, parts[2], parts[4]
+    return uid, parts[2], parts[4], ts
 
 
 def current_user() -> tuple[int, str]:

@@ -108,13 +108,18 @@ def uid_of(user: str) -> int | None:
 
 
 class Nonces:
-    """The nonces of the credentials accepted in their lifetime: a credential is good once."""
+    """The nonces of the credentials accepted in their lifetime: a credential is good once. They
+    are kept in memory, so credentials made before `since` (the controller's start, to the second)
+    are refused: one used with the controller that ran before cannot be used again with this one."""
 
-    def __init__(self) -> None:
+    def __init__(self, since: float = 0.0) -> None:
         self.until: dict[str, float] = {}  #: nonce -> when its credential expires
         self.high = 4096  #: the size at which expired nonces are dropped
+        self.since = int(since)
 
-    def first_use(self, nonce: str, now: float) -> bool:
+    def first_use(self, nonce: str, now: float, made: int | None = None) -> bool:
+        if made is not None and made < self.since:
+            return False
         if len(self.until) >= self.high:
             self.until = {n: t for n, t in self.until.items() if t >= now}
             self.high = max(4096, 2 * len(self.until))
@@ -134,9 +139,9 @@ def authenticate(key: bytes | None, headers, now: float, level_of, binding: str 
     c = headers.get(cred.HEADER)
     if c:
         got = cred.verify(key, c, binding, now)
-        if got is None or (nonces is not None and not nonces.first_use(got[2], now)):
+        if got is None or (nonces is not None and not nonces.first_use(got[2], now, got[3])):
             return None
-        uid, user, _ = got
+        uid, user, _, _ = got
         return Caller(uid, user, 2 if uid == 0 else level_of(user))
     token = headers.get(TOKEN_HEADER)
     if token:

@@ -91,7 +91,7 @@ class Controller:
         self.config = settings.config
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
-        self.nonces = auth.Nonces()  #: credentials already used (each is good for one request)
+        self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
         self.store.accounts.ensure_defaults(self.clock())
         self.wake = asyncio.Event()
         self.node_events: dict[str, asyncio.Event] = {}

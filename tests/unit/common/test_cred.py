@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from slurmlet.common import cred
 
@@ -12,8 +13,8 @@ FOR = cred.bind("POST", "/api/v1/jobs", b'{"script": "x"}')
 def test_a_signed_credential_verifies_and_a_changed_one_does_not():
     key = os.urandom(32).hex().encode()
     c = cred.sign(key, 1000, "alice", FOR)
-    uid, user, nonce = cred.verify(key, c, FOR)
-    assert (uid, user) == (1000, "alice") and len(nonce) == 16
+    uid, user, nonce, made = cred.verify(key, c, FOR)
+    assert (uid, user) == (1000, "alice") and len(nonce) == 16 and abs(made - time.time()) < 60
     assert cred.verify(key, c.replace(":1000:", ":0:"), FOR) is None
     assert cred.verify(b"another key", c, FOR) is None
     assert cred.sign(key, 1000, "alice", FOR) != c  # a nonce of its own each time
@@ -46,3 +47,10 @@ def test_a_nonce_is_good_once_for_its_credentials_lifetime():
     later = cred.CRED_TTL + cred.CRED_SKEW + 10.0
     n.high = 0
     assert n.first_use("d", later) and "a" not in n.until  # expired ones are forgotten
+
+
+def test_credentials_made_before_the_controller_started_are_refused():
+    """Nonces live in memory: one used with the controller before a restart is refused by this one."""
+    from slurmlet.controller.auth import Nonces
+    n = Nonces(since=1000.7)
+    assert not n.first_use("a", 1001.0, made=999) and n.first_use("b", 1001.0, made=1000)
