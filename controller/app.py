@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.datastructures import Headers
 
 from slurmlet.common import cred
@@ -20,10 +21,11 @@ from . import auth, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps
 from .api.deps import json_safe, nodes_of
 from .api.runs import MAX_CODE
-from .errors import Conflict, DomainError, InvalidRequest, NotFound
+from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
 from .loops.reaper import reaper_loop
 from .loops.scheduler import scheduler_loop
 from .runtime import VERSION, Controller, Settings
+from .store.guard import describe
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -114,6 +116,13 @@ def create_app(settings: Settings) -> FastAPI:
         """FastAPI's 422 naming the fields; an Infinity, NaN or lone surrogate the request held is shown
         as text (JSON cannot carry it back: FastAPI's own handler failed with a 500)."""
         return JSONResponse(status_code=422, content={"detail": json_safe(jsonable_encoder(exc.errors()))})
+
+    @app.exception_handler(OperationalError)
+    async def _db_refused(_request: Request, exc: OperationalError) -> JSONResponse:
+        """The database refused the request for its own sake (locked, read-only, unreachable): 503
+        naming it, not a 500; nothing of the request was recorded."""
+        err = Unavailable(f"the database {describe(ctl().store.engine)} refused the request: {exc.orig}")
+        return JSONResponse(status_code=err.status, content={"detail": err.to_json()})
 
     @app.exception_handler(RecursionError)
     async def _too_deep(_request: Request, _exc: RecursionError) -> JSONResponse:

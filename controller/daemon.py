@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--key-file", default=None,
                     help="the cluster key: changes need a credential or token signed with it (default "
                          "$SLURMLET_KEY_FILE or /etc/slurmlet/slurmlet.key; without one, requests are trusted)")
+    ap.add_argument("--init-db", action="store_true",
+                    help="make a new, empty database where the state directory records one that is now missing "
+                         "or empty (without it, such a start is refused); a database with data is kept")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -63,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     host, port = parse_listen(args.listen)
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key)
-    from slurmlet.controller.store.engine import make_engine
+    from slurmlet.controller.store.history import open_database
     from slurmlet.controller.store.migrate import SchemaError
-    try:  # the database's schema first (made, or upgraded keeping its data): a refusal is one line
-        make_engine(settings.db_url).dispose()
+    try:  # the database first (made, or upgraded keeping its data; never silently made anew): a refusal is one line
+        open_database(state_dir, settings.db_url, init=args.init_db)
     except SchemaError as e:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1

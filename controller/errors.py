@@ -3,7 +3,8 @@
     DomainError
     ├── InvalidRequest    (400) the request cannot be satisfied as asked
     ├── NotFound          (404) no such job / node / partition
-    └── Conflict          (409) the object is in a state that forbids the change
+    ├── Conflict          (409) the object is in a state that forbids the change
+    └── Unavailable       (503) the controller cannot record anything now (its database)
 """
 
 from __future__ import annotations
@@ -41,3 +42,9 @@ class Conflict(DomainError):
     """Job/step already completing or completed"""
 
     status = 409
+
+
+class Unavailable(DomainError):
+    """The controller's database cannot be written"""
+
+    status = 503

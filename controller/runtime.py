@@ -15,6 +15,7 @@ from . import auth
 from .config import ClusterConfig
 from .errors import InvalidRequest
 from .store.engine import make_engine
+from .store.guard import FileGuard, sqlite_path, watch
 from .store.jobs import JobStore
 
 log = logging.getLogger("slurmlet.controller")
@@ -83,6 +84,40 @@ class Stats:
     started: float = field(default_factory=time.time)
 
 
+@dataclass
+class DbHealth:
+    """The controller's own outages. While its database refuses writes (locked, read-only, gone) or
+    its event loop stands still, the agents' heartbeats are not recorded: that silence is the
+    controller's, not the nodes'. The reaper counts a node's silence from `since` at the earliest
+    (loops/reaper.py), and not at all while `failing`."""
+
+    #: when the controller began to hear its nodes: its start, or the end of its last outage
+    since: float
+    #: when the current outage began (None: the database works)
+    failing: float | None = None
+    why: str = ""
+
+    def failed(self, now: float, why: str) -> None:
+        """A transaction was refused for the database's sake."""
+        if self.failing is None:
+            self.failing = now
+            log.error("the database refuses changes (%s): the nodes' silence is not counted until it takes them "
+                      "again", why, extra={"action": "database"})
+        self.why = why
+
+    def worked(self, now: float) -> None:
+        """A change was committed: an outage ends here, and every node gets SlurmdTimeout from now."""
+        if self.failing is not None:
+            log.warning("the database takes changes again after %.1f s: the nodes' silence counts from now",
+                        now - self.failing, extra={"action": "database"})
+            self.failing = None
+            self.since = max(self.since, now)
+
+    def away(self, now: float) -> None:
+        """The controller itself stood still until `now` (its loop did not run): nothing was heard."""
+        self.since = max(self.since, now)
+
+
 class Controller:
     """The daemon's live state: the store, the wake-up events and the scheduling pass."""
 
@@ -92,6 +127,10 @@ class Controller:
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
         self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
+        self.db = DbHealth(since=self.clock())
+        path = sqlite_path(self.store.engine)
+        watch(self.store.engine, lambda why: self.db.failed(self.clock(), why), lambda: self.db.worked(self.clock()),
+              FileGuard(path) if path else None)
         self.store.accounts.ensure_defaults(self.clock())
         self.wake = asyncio.Event()
         self.node_events: dict[str, asyncio.Event] = {}

@@ -51,6 +51,8 @@ def main(argv: list[str]) -> int:
     try:
         if args.cmd == "upgrade":
             logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+            from slurmlet.controller.store import history
+            history.check(os.path.abspath(args.state_dir), url)  # a lost database is not made anew here either
             engine = make_engine(url, migrate=False)
             before, after = migrate.prepare(engine)
             engine.dispose()

@@ -154,6 +154,9 @@ def up(argv: list[str]) -> int:
     ap.add_argument("--port", type=int, default=6817, help="controller port (0: any free port)")
     ap.add_argument("--db", help="database URL (default: SQLite in the state directory)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for all nodes to be idle")
+    ap.add_argument("--init-db", action="store_true",
+                    help="make a new, empty database where the state directory records one that is now missing "
+                         "or empty (without it, `up` refuses to start such a cluster)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a slurm.conf line to add to the generated configuration (repeatable), e.g. "
                          "--set AccountingStorageEnforce=associations,limits,qos")
@@ -226,11 +229,20 @@ def up(argv: list[str]) -> int:
         if not _port_free(port):
             print(f"slurmlet up: error: port {port} is in use (another controller?); use --port", file=sys.stderr)
             return 1
+        from slurmlet.controller.store import history
+        from slurmlet.controller.store.engine import sqlite_url
+        try:  # the controller would refuse too, in its log: say it here, in one line
+            history.check(state, args.db or sqlite_url(state), init=args.init_db)
+        except history.LostDatabase as e:
+            print(f"slurmlet up: error: {e}", file=sys.stderr)
+            return 1
         url = f"http://127.0.0.1:{port}"
         cmd = [slurmlet, "controller", "--spec" if args.spec else "--config", conf_path,
                "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--key-file", key_file]
         if args.db:
             cmd += ["--db", args.db]
+        if args.init_db:
+            cmd.append("--init-db")
         pids["controller"] = _spawn(cmd, os.path.join(state, "controller.log"), env)
         meta = {"url": url, "config": conf_path, "nodes": node_names}
         _write_json(meta_path, meta)

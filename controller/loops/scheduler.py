@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.plan import plan
+from ..errors import Unavailable
 
 if TYPE_CHECKING:
     from ..runtime import Controller
@@ -118,6 +119,8 @@ async def scheduler_loop(ctl: Controller) -> None:
         t0 = time.monotonic()
         try:
             run_pass(ctl, backfill=bf_due)
+        except Unavailable:  # the database is gone: said once, loudly, where it was found
+            await asyncio.sleep(interval)
         except Exception:  # a failing pass must not kill the daemon; log loudly and go on
             log.exception("scheduling pass failed", extra={"action": "schedule"})
             await asyncio.sleep(interval)
