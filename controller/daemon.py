@@ -64,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("slurmlet.controller").warning(
             "no cluster key (--key-file): every request is trusted as the user it names")
     host, port = parse_listen(args.listen)
+    os.umask(0o077)  # what the controller makes (the database, its journal, database.json) is its own
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key)
+    from slurmlet.controller.store.engine import private_state
+    private_state(state_dir, None if args.db else settings.db_url.removeprefix("sqlite:///"))
     from slurmlet.controller.store.history import open_database
     from slurmlet.controller.store.migrate import SchemaError
     try:  # the database first (made, or upgraded keeping its data; never silently made anew): a refusal is one line

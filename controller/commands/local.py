@@ -81,7 +81,9 @@ def _write_json(path: str, data: object) -> None:
 
 
 def _spawn(argv: list[str], log_path: str, env: dict[str, str]) -> int:
-    with open(log_path, "ab") as log:
+    """Start a daemon in its own session, its output appended to `log_path` (readable by us only:
+    the logs name users, jobs and paths)."""
+    with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              start_new_session=True, env=env)
     return p.pid

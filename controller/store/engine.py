@@ -20,6 +20,22 @@ def sqlite_url(state_dir: str) -> str:
     return f"sqlite:///{os.path.join(os.path.abspath(state_dir), 'slurmlet.db')}"
 
 
+def private_state(state_dir: str, db_path: str | None) -> None:
+    """The state directory and the database are the controller's user's: others may pass through
+    the directory (under `slurmlet up` it holds the agents' spools, which jobs reach, and credd's
+    socket) but not list it (0711), and no one else reads the database files (0600; the controller
+    makes new ones under umask 077). Directories and files of another owner are left as they are."""
+    me = os.geteuid()
+    for path, mode in [(state_dir, 0o711)] + [(db_path + suffix, 0o600) for suffix in
+                                                ("", "-wal", "-shm", "-journal") if db_path]:
+        try:
+            st = os.stat(path)
+            if st.st_uid == me and st.st_mode & 0o777 != mode:
+                os.chmod(path, mode)
+        except OSError:
+            pass  # not there (yet): made under the umask
+
+
 def _wal(cur) -> None:  # noqa: ANN001 - a sqlite3 cursor
     """PRAGMA journal_mode=WAL. Switching a database to WAL (once: it stays) needs it to itself, and
     SQLite answers 'database is locked' at once, without its busy timeout, while another connection

@@ -333,6 +333,28 @@ def test_sbatch_sends_the_submitters_umask(mu: Cluster, base: Path):
     script.write_text('#!/bin/sh\necho "batch=${SLURM_UMASK:-unset}"\ntouch made\nsrun sh -c \'echo "step=$SLURM_UMASK"\'\n')
     r = mu.run(["sh", "-c", f"umask 027; exec sbatch --parsable --wait -o {d}/out -D {d} {script}"])
     assert r.returncode == 0, r.stderr
-    assert (d / "out").read_text() == "batch=unset\nstep=0027\n"
+    assert (d / "out").read_text() == "batch=unset\nstep=0027\n", (mu.root / "agent-node1.log").read_text()[-3000:]
     assert stat.S_IMODE((d / "out").stat().st_mode) == 0o640
     assert stat.S_IMODE((d / "made").stat().st_mode) == 0o640
+
+
+def test_the_state_directory_and_database_are_the_controllers_only(mu: Cluster, users):
+    """Another local user can neither list the state directory nor read the database (secrets,
+    scripts and environments are in it); a database made with wider modes is narrowed at start."""
+    u1 = users[0]
+    state = mu.root / "state"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o711
+    files = list(state.glob("slurmlet.db*"))
+    assert files and all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files), files
+    for argv in (["ls", str(state)], ["cat", str(state / "slurmlet.db")]):
+        r = subprocess.run(["setpriv", f"--reuid={u1.pw_uid}", f"--regid={u1.pw_gid}", "--clear-groups", *argv],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "Permission denied" in r.stderr, (argv, r.stdout[:200], r.stderr)
+    # a state directory from before (0755, a 0644 database): narrowed by the next start
+    mu.stop_proc("controller")
+    state.chmod(0o755)
+    (state / "slurmlet.db").chmod(0o644)
+    mu.start_controller()
+    wait_until(mu.ping, 30, what="the controller back")
+    assert stat.S_IMODE(state.stat().st_mode) == 0o711
+    assert stat.S_IMODE((state / "slurmlet.db").stat().st_mode) == 0o600
