@@ -23,6 +23,9 @@ from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
 
+#: the exit "signal" slurmctld records for a batch job whose input could not be opened (ExitCode 0:53)
+STDIN_FAILED = 53
+
 
 @dataclass
 class Job:
@@ -98,6 +101,14 @@ class Launcher:
         script = None
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
         mode = "ab" if order.get("open_mode") == "append" else "wb"
+        stdin_path = order.get("stdin") or os.devnull
+        try:  # first, as the job's user, as slurmstepd does: a job whose input it cannot read never starts
+            stdin = identity.open_as(stdin_path, "rb", order)
+        except OSError as e:
+            log.warning("job %s: could not open stdin file %s: %s", jid, stdin_path, e.strerror or e)
+            self._record(jid, gen, {"job_id": jid, "exit_code": 0, "signal": STDIN_FAILED, "launch_failed": True,
+                                    "restarts": gen})
+            return
         try:
             script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
             with open(script, "w") as f:
@@ -109,6 +120,7 @@ class Launcher:
             err = out if err_path == out_path else identity.open_as(err_path, mode, order)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
+            stdin.close()
             _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
@@ -119,11 +131,6 @@ class Launcher:
                       f"going to /tmp instead\n".encode())
             err.flush()
             workdir = "/tmp"
-        stdin_path = order.get("stdin") or os.devnull
-        try:
-            stdin = identity.open_as(stdin_path, "rb", order)
-        except OSError:
-            stdin = open(os.devnull, "rb")
         # on disk before the job can run: a crash at any moment leaves nothing unrecorded
         rec = {"kind": "batch", "job_id": jid, "restarts": gen, "token": new_token(), "procs": []}
         self.records.save(f"job{jid}", rec)

@@ -179,9 +179,9 @@ class NodeSync:
         elif fin.get("timeout"):
             vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)
-        elif fin.get("launch_failed"):
-            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="FAILED",
-                        exit_code=code or 1, exit_signal=0)
+        elif fin.get("launch_failed"):  # (with a signal: its input could not be opened, Slurm's 0:53)
+            vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end,
+                        batch_state="CANCELLED" if sig else "FAILED", exit_code=0 if sig else code or 1, exit_signal=sig)
         elif sig:
             vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=sig)

@@ -358,3 +358,24 @@ def test_the_state_directory_and_database_are_the_controllers_only(mu: Cluster, 
     wait_until(mu.ping, 30, what="the controller back")
     assert stat.S_IMODE(state.stat().st_mode) == 0o711
     assert stat.S_IMODE((state / "slurmlet.db").stat().st_mode) == 0o600
+
+
+def test_an_input_file_the_user_cannot_read_fails_the_job_at_launch(mu: Cluster, users, base: Path):
+    """As a real 22.05 does (tests/data/slurm-2205-permissions.md): the job never starts, FAILED with
+    JobLaunchFailure and ExitCode 0:53, its output file not made; the input is never read as root."""
+    u1 = users[0]
+    out = home(base, u1)
+    secret = base / "root-only.txt"
+    secret.write_text("root's\n")
+    secret.chmod(0o600)
+    job = run(mu, u1, "#!/bin/sh\necho start\ncat\n", stdin=str(secret), stdout=str(out / "stdin.out"))
+    assert (job["state"], job["reason"], job["exit_code"], job["exit_signal"]) == ("FAILED", "JobLaunchFailure", 0, 53)
+    assert [s["state"] for s in job["steps"] if s["step"] == "batch"] == ["CANCELLED"]
+    assert not (out / "stdin.out").exists()
+    # readable, it is the job's input
+    mine = out / "mine.txt"
+    mine.write_text("mine\n")
+    os.chown(mine, u1.pw_uid, u1.pw_gid)
+    mine.chmod(0o600)
+    job = run(mu, u1, "#!/bin/sh\ncat\n", stdin=str(mine), stdout=str(out / "stdin.out"))
+    assert job["state"] == "COMPLETED" and (out / "stdin.out").read_text() == "mine\n"
