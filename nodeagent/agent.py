@@ -389,17 +389,18 @@ def main(argv: list[str] | None = None) -> int:
                   slurmd_timeout=cfg.get("slurmd_timeout"))
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     # the fence kills this agent's jobs if it dies and no agent takes over before SlurmdTimeout runs out
+    # (it watches this process through a pidfd: a pipe's end of file proved unreliable, its write end
+    # was seen closed within 0.1 s of the agent's start while the agent ran on)
     fence = subprocess.Popen([sys.executable, "-m", "slurmlet.nodeagent.fence", "--spool", spool, "--after",
                               str(fence_after(cfg.get("slurmd_timeout"), agent.launcher.kill_wait)),
-                              "--kill-wait", str(agent.launcher.kill_wait)],
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, cwd="/")
+                              "--kill-wait", str(agent.launcher.kill_wait), "--agent", str(os.getpid())],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True, cwd="/")
     try:
         asyncio.run(agent.run())
     except KeyboardInterrupt:
         pass
-    with contextlib.suppress(OSError):  # (not after a crash: then the fence's input just ends)
-        fence.stdin.write(b"q")  # a clean exit: the jobs were stopped, the fence has nothing to do
-        fence.stdin.close()
+    fence.terminate()  # a clean exit: the jobs were stopped, the fence has nothing to do
+    fence.wait()
     return 0
 
 

@@ -2,9 +2,9 @@
 and no agent takes its spool over in time, the jobs it left running are killed before the
 controller takes the node for dead and runs them elsewhere, so no job runs twice at once.
 
-The agent starts it in a session of its own with a pipe on its stdin, and writes `q` into it
-before a clean exit. End of input without `q` means the agent is gone (killed, crashed). The fence
-then waits `--after` seconds, watching the spool's lock: an agent started on the spool meanwhile
+The agent starts it in a session of its own and, before a clean exit, ends it with SIGTERM. The
+fence watches its parent, the agent, through a pidfd (polling its parent pid where pidfds are
+missing): when the agent is gone without that (killed, crashed), the fence waits `--after` seconds, watching the spool's lock: an agent started on the spool meanwhile
 takes over (it kills and reports what was left, see records.py) and the fence exits. Otherwise it
 kills every process of the spool's unfinished records, their whole trees (SIGTERM, SIGKILL after
 `--kill-wait`), marks the records `fenced` with the time, and exits. The agent chooses `--after` so
@@ -71,16 +71,32 @@ def fence(spool: str, after: float, kill_wait: float) -> int:
     return killed
 
 
+def wait_for_exit(pid: int) -> None:
+    """Return once process `pid`, this process's parent, has exited (however it exits)."""
+    import select
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfds here (Linux < 5.3): poll whose child we are
+        while os.getppid() == pid:
+            time.sleep(0.1)
+        return
+    try:
+        if os.getppid() != pid:  # it was gone before the pidfd was taken: the pid may be another's
+            return
+        select.select([fd], [], [])  # readable once it has exited
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m slurmlet.nodeagent.fence")
     ap.add_argument("--spool", required=True)
     ap.add_argument("--after", type=float, required=True)
     ap.add_argument("--kill-wait", type=float, default=30.0)
+    ap.add_argument("--agent", type=int, required=True, help="the agent's pid (this process's parent)")
     args = ap.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    data = sys.stdin.buffer.read()  # until the agent exits, however it exits
-    if data.endswith(b"q"):
-        return 0
+    wait_for_exit(args.agent)  # a clean exit ends the fence first (SIGTERM)
     fence(args.spool, args.after, args.kill_wait)
     return 0
 

@@ -120,3 +120,16 @@ def test_a_second_agent_under_the_same_name_is_reported(fresh_cluster, tmp_path:
     c.stop_proc("agent-twin", signal.SIGKILL)
     jid = c.sbatch("--wrap", "true")
     c.wait_state(jid, "COMPLETED", timeout=30)
+
+
+def test_an_agent_that_stays_dead_leaves_no_job_running_when_its_node_is_taken_for_dead(fresh_cluster, tmp_path):
+    """The fence (nodeagent/fence.py): the jobs of an agent killed and not restarted end before the
+    controller takes the node for dead (SlurmdTimeout) and requeues them; they never run twice at once."""
+    c = fresh_cluster(nodes=2, extra_conf="SlurmdTimeout=8\n").start()
+    jid, pid, out = start_job(c, tmp_path, "fenced", "--requeue", "-w", "node1")
+    c.stop_proc("agent-node1", signal.SIGKILL)  # and nobody starts it again
+    assert running(pid)
+    # the controller takes node1 for dead: the job is requeued (and may already be running on node2)
+    wait_until(lambda: c.job(jid)["restarts"] >= 1, 60, what="the job requeued")
+    assert not running(pid), "the first run still runs while the job is requeued"
+    assert "overlap" not in out.read_text()
