@@ -260,10 +260,12 @@ def up(argv: list[str]) -> int:
                                os.path.join(state, "credd.log"), env)
         _write_json(os.path.join(state, "pids.json"), pids)
     addrs = add_hosts(node_names, state)
+    spawned_at, spawned = time.time(), set()
     for name in node_names:
         key = f"agent:{name}"
         if pids.get(key) and _alive(pids[key]):
             continue
+        spawned.add(name)
         cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name),
                "--key-file", key_file]
         if name in addrs and not (conf.node(name) and conf.node(name).addr):
@@ -279,7 +281,7 @@ def up(argv: list[str]) -> int:
                 cmd += ["--gpus", str(nc.gpus)]
         pids[key] = _spawn(cmd, os.path.join(state, f"agent-{name}.log"), env)
         _write_json(os.path.join(state, "pids.json"), pids)
-    if not _wait(lambda: _all_idle(url, node_names), args.timeout):
+    if not _wait(lambda: _all_idle(url, node_names, spawned, spawned_at), args.timeout):
         print(f"slurmlet up: error: nodes did not all come up; see {state}/agent-*.log", file=sys.stderr)
         return 1
     os.makedirs(os.path.dirname(POINTER), exist_ok=True)
@@ -324,13 +326,15 @@ def _ping(url: str) -> bool:
     return _get(url, "/api/v1/ping") is not None
 
 
-def _all_idle(url: str, names: list[str]) -> bool:
+def _all_idle(url: str, names: list[str], spawned: set[str] = frozenset(), since: float = 0.0) -> bool:
+    """Every node up, and each agent of `spawned` registered since `since` (a restarted cluster's
+    database shows its nodes up from before: only their new agents' registration says they are)."""
     doc = _get(url, "/api/v1/nodes")
     if doc is None:
         return False
-    nodes = doc["nodes"]
-    state = {n["name"]: n["state"] for n in nodes}
-    return all(state.get(n) in ("IDLE", "MIXED", "ALLOCATED") for n in names)
+    nodes = {n["name"]: n for n in doc["nodes"]}
+    return all(n in nodes and nodes[n]["state"] in ("IDLE", "MIXED", "ALLOCATED") and
+               (n not in spawned or (nodes[n].get("slurmd_start_time") or 0) >= since) for n in names)
 
 
 def _wait(pred, timeout: float) -> bool:  # noqa: ANN001

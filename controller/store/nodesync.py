@@ -23,6 +23,7 @@ class NodeSync:
     def node_sync(self, name: str, body: dict, now: float) -> list[dict]:
         """One agent round trip: register/heartbeat, apply its reports, return its orders."""
         with self.engine.begin() as c:
+            heard = c.execute(select(N.c.last_seen).where(N.c.name == name)).scalar()  # before this sync
             self._upsert_node(c, name, body, now)
             # steps first: a job's end cancels its steps still running, not those that just ended
             steps.record(c, name, body.get("steps_finished") or [], now)
@@ -38,11 +39,16 @@ class NodeSync:
                                            {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
             rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
             if body.get("resources"):
-                # a (re)starting agent runs nothing we do not hear about: those jobs were lost with it
-                for r in rows:
-                    if r.id not in running and r.id not in done:
-                        self._node_failed(c, r, now)
-                rows = [r for r in rows if r.id in running or r.id in done]
+                # a (re)starting agent runs nothing we do not hear about: the jobs its predecessor could
+                # have started were lost with it. A job that started after the node was last heard from
+                # was never ordered to any agent (orders go out in syncs): it is launched now, not failed
+                # (a cluster restarted, its nodes still up in the database, has jobs placed on them
+                # before their new agents register)
+                lost = [r for r in rows if r.id not in running and r.id not in done and
+                        (heard is None or r.start_time is None or r.start_time <= heard)]
+                for r in lost:
+                    self._node_failed(c, r, now)
+                rows = [r for r in rows if r not in lost]
             orders: list[dict] = []
             active_ids = set()
             for r in rows:
