@@ -85,6 +85,9 @@ def create_app(settings: Settings) -> FastAPI:
         ctl = Controller(settings)
         app.state.ctl = ctl
         ctl.store.reset_controller_scripts()
+        gone = ctl.store.forget_unconfigured_nodes()
+        if gone:
+            log.warning("slurm.conf names these nodes no more: forgotten: %s", ", ".join(gone))
         for w in settings.config.warnings:
             log.warning("slurm.conf: %s (ignored)", w)
         task = asyncio.create_task(scheduler_loop(ctl))

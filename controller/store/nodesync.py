@@ -270,6 +270,22 @@ class NodeSync:
         with self.engine.begin() as c:
             return scripts.claim_controller(c)
 
+    def forget_unconfigured_nodes(self) -> list[str]:
+        """At the controller's start: nodes slurm.conf no longer names (and no pool brought) are gone,
+        as in Slurm, unless a job still holds them. Returns their names."""
+        names = {n.name for n in self.config.nodes}
+        if not names:
+            return []
+        with self.engine.begin() as c:
+            held = {a["node"] for (alloc,) in c.execute(select(J.c.alloc).where(J.c.active.is_(True)))
+                    for a in json.loads(alloc or "[]")}
+            gone = [r.name for r in c.execute(select(N.c.name, N.c.pool))
+                    if r.pool is None and r.name not in names and r.name not in held]
+            if gone:
+                c.execute(N.delete().where(N.c.name.in_(gone)))
+        self._capacity_rows = None
+        return gone
+
     def reset_controller_scripts(self) -> None:
         with self.engine.begin() as c:
             scripts.reset_controller(c)

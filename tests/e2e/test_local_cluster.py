@@ -151,3 +151,32 @@ def test_a_cluster_started_again_on_its_state_directory_runs_the_next_job(tmp_pa
         assert r.stdout.splitlines() == ["wrap|COMPLETED", "wrap|COMPLETED"]
     finally:
         slurmlet("down")
+
+
+def test_a_new_node_shape_is_refused_while_the_cluster_runs_and_applied_at_its_next_start(tmp_path: Path):
+    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("SLURMLET_CONTROLLER", None)
+    state = tmp_path / "state"
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=env, timeout=120)
+
+    assert run("slurmlet", "up", "--nodes", "3", "--state-dir", str(state), "--port", "0").returncode == 0
+    try:
+        r = run("slurmlet", "up", "--nodes", "2", "--cpus-per-node", "4", "--state-dir", str(state))
+        assert (r.returncode, r.stderr) == (1, f"slurmlet up: error: the cluster in {state} runs 3 nodes of 8 CPUs, "
+                                               f"16000 MB; stop it (slurmlet down --state-dir {state}) to start it "
+                                               f"with 2 nodes of 4 CPUs, 16000 MB\n")
+        assert run("slurmlet", "up", "--state-dir", str(state)).returncode == 0  # the same shape: fine
+        assert run("slurmlet", "down", "--state-dir", str(state)).returncode == 0
+        r = run("slurmlet", "up", "--nodes", "2", "--cpus-per-node", "4", "--gpus-per-node", "1",
+                "--state-dir", str(state), "--port", "0")
+        assert r.returncode == 0, r.stderr
+        assert run("sinfo", "-h", "-N", "-o", "%N %c %t %G").stdout.splitlines() == [
+            "node1 4 idle gpu:H100:1", "node2 4 idle gpu:H100:1"]
+        assert run("slurmlet", "down", "--state-dir", str(state)).returncode == 0
+        # and without shape options, the state directory's shape
+        assert run("slurmlet", "up", "--state-dir", str(state), "--port", "0").returncode == 0
+        assert run("sinfo", "-h", "-N", "-o", "%N %c").stdout.splitlines() == ["node1 4", "node2 4"]
+    finally:
+        run("slurmlet", "down", "--state-dir", str(state))
