@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -124,7 +125,52 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         env["PATH"] = bin_dir + os.pathsep + os.defpath
     elif bin_dir and bin_dir not in path.split(os.pathsep):
         env["PATH"] = path + os.pathsep + bin_dir
+    if bin_dir:  # a login shell's /etc/profile resets PATH: PROFILE_HOOK puts this back
+        env["SLURMLET_BIN"] = bin_dir
     return env
+
+
+#: where the agent (as root) writes PROFILE_HOOK: login shells source /etc/profile.d/*.sh
+PROFILE_D = "/etc/profile.d"
+#: a job whose script starts a login shell (`#!/bin/bash -l`, common where `module` is loaded that
+#: way) has its PATH reset by /etc/profile; this finds the slurmlet commands again. Only shells that
+#: carry SLURMLET_BIN (jobs: batch_environment sets it) are touched.
+PROFILE_HOOK = """\
+# Written by slurmlet's node agent: a job's login shell (#!/bin/bash -l) keeps the Slurm commands.
+# Only jobs carry SLURMLET_BIN (the directory of slurmlet's commands); other shells are left alone.
+if [ -n "${SLURMLET_BIN:-}" ] && [ -d "$SLURMLET_BIN" ]; then
+  case ":$PATH:" in
+    *":$SLURMLET_BIN:"*) ;;
+    *) PATH="$SLURMLET_BIN:$PATH"; export PATH ;;
+  esac
+fi
+"""
+
+
+def install_profile_hook(directory: str = PROFILE_D) -> str | None:
+    """Write PROFILE_HOOK into `directory` (once; the same text for every agent and cluster on the
+    host, so none of them removes it). Returns the path, or None where it cannot be written (the agent
+    is not root, the directory is missing): then login shells in jobs lose the commands."""
+    path = os.path.join(directory, "slurmlet.sh")
+    try:
+        with open(path) as f:
+            if f.read() == PROFILE_HOOK:
+                return path
+    except OSError:
+        pass
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        return None
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as f:
+            f.write(PROFILE_HOOK)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        return None
+    return path
 
 
 #: Prolog's and Epilog's search path: fixed, never the job's (the scripts run as root)
