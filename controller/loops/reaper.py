@@ -63,16 +63,16 @@ async def reaper_loop(ctl: Any, interval: float = 1.0) -> None:
             log.exception("reaping silent nodes failed", extra={"action": "reap"})
             continue
         if others is not None:
-            log.warning("jobs of silent nodes ended or requeued", extra={"action": "reap"})
-            ctl.notify(others)
+            log.warning("%s", others, extra={"action": "reap"})  # the nodes by name, each job and its fate
+            ctl.notify(others.others)
             ctl.jobs_changed()
             ctl.wake.set()
 
 
-def reap_silent(ctl: Any, now: float) -> set[str] | None:
+def reap_silent(ctl: Any, now: float) -> Any:  # noqa: ANN401 - store.Reaped | None
     """End the jobs of nodes silent for SlurmdTimeout (store.reap), unless the controller's own
     outage may explain their silence (`may_reap`). Returns store.reap's answer: None when no job
-    changed, else the nodes whose agents must stop what is left of those jobs."""
+    changed, else what it did (nodes, jobs, and the nodes whose agents must stop what is left)."""
     if not may_reap(now, ctl.config.slurmd_timeout, ctl.db.since, ctl.db.failing):
         return None
     return ctl.store.reap(now)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from slurmlet.common.scripts import exit_code_env
@@ -16,6 +17,20 @@ from .base import KILL_WHY
 from .tables import jobs as J
 from .tables import nodes as N
 from .tables import steps as S
+
+
+@dataclass
+class Reaped:
+    """What `reap` did: the others nodes of the jobs it ended (their agents must stop what is left),
+    the silent nodes they lost, and each job's fate (`requeued`, or the state it ended in)."""
+
+    others: set[str]
+    silent: set[str]
+    jobs: dict[int, str]
+
+    def __str__(self) -> str:
+        fates = ", ".join(f"{jid} {fate}" for jid, fate in sorted(self.jobs.items()))
+        return f"{', '.join(sorted(self.silent))} not responding: jobs {fates}"
 
 
 class NodeSync:
@@ -299,25 +314,29 @@ class NodeSync:
         out, self.notify_hosts = self.notify_hosts, set()
         return out
 
-    def _node_failed(self, c: Any, r: Any, now: float) -> None:
-        """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL."""
+    def _node_failed(self, c: Any, r: Any, now: float) -> str:
+        """The job's node lost it: requeue when allowed (JobRequeue / --requeue), else NODE_FAIL.
+        Returns what became of it: `requeued`, or the state it ended in."""
         steps.end_job_steps(c, r.id, now)
         self._end_scripts(c, r, 0, 9, now)
         if r.pending_action == "cancel":
             c.execute(update(J).where(J.c.id == r.id).values(active=False, pending_action=None,
                                                               batch_state="CANCELLED", batch_exit_signal=9))
-        elif r.pending_action == "preempt":
+            return r.state
+        if r.pending_action == "preempt":
             c.execute(update(J).where(J.c.id == r.id).values(
                 state="PREEMPTED", active=False, end_time=now, pending_action=None, batch_state="CANCELLED",
                 batch_exit_signal=9))
-        elif r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
-                                                                                    "preempt_requeue"):
+            return "PREEMPTED"
+        if r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
+                                                                                  "preempt_requeue"):
             self._archive_run(c, r, "NODE_FAIL", now, 0, 9)
             c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
-        else:
-            c.execute(update(J).where(J.c.id == r.id).values(
-                state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
-                batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
+            return "requeued"
+        c.execute(update(J).where(J.c.id == r.id).values(
+            state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
+            batch_state="CANCELLED", batch_exit_code=0, batch_exit_signal=9, exit_code=0, exit_signal=0))
+        return "NODE_FAIL"
 
     def _lost(self, c: Any, node: str, rep: dict, now: float) -> None:
         """The restarted agent of `node` found the job's batch script (or its tasks of a step) left
@@ -339,24 +358,24 @@ class NodeSync:
         self._node_failed(c, r, now)
         self.notify_hosts.update(nodes - {node})  # their agents stop what is left of it
 
-    def reap(self, now: float) -> set[str] | None:
+    def reap(self, now: float) -> Reaped | None:
         """Jobs on a node whose agent has been silent for SlurmdTimeout lose it: requeued when allowed,
-        else NODE_FAIL (see `_node_failed`). Returns None when no job changed, else the job's other nodes
-        (their agents must stop what is left of it)."""
+        else NODE_FAIL (see `_node_failed`). Returns None when no job changed, else which nodes were
+        silent, what became of each job, and the job's other nodes (their agents must stop what is
+        left of it)."""
         limit = now - self.config.slurmd_timeout
         with self.engine.begin() as c:
             silent = set(c.execute(select(N.c.name).where(N.c.last_seen < limit)).scalars())
             if not silent:
                 return None
-            changed = False
-            alive: set[str] = set()
+            out = Reaped(set(), set(), {})
             for r in c.execute(select(J).where(J.c.active.is_(True)).with_for_update()).all():
                 nodes = {a["node"] for a in json.loads(r.alloc or "[]")}
                 if nodes & silent:
-                    self._node_failed(c, r, now)
-                    changed = True
-                    alive |= nodes - silent
-        return alive if changed else None
+                    out.jobs[r.id] = self._node_failed(c, r, now)
+                    out.silent |= nodes & silent
+                    out.others |= nodes - silent
+        return out if out.jobs else None
 
 
     def set_node_state(self, name: str, state: str, reason: str | None, now: float) -> None:

@@ -97,7 +97,10 @@ def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
 def end_job_steps(c: Any, job_id: int, now: float) -> None:
     """The job is over: steps still running are cancelled (their tasks are killed)."""
     forget_environment(c, (S.c.job_id == job_id) & (S.c.state == "RUNNING"))
-    c.execute(update(S).where(S.c.job_id == job_id, S.c.state == "RUNNING").values(state="CANCELLED"))
+    # ended now, whether or not their nodes report (a dead node never does: no End=Unknown forever)
+    c.execute(update(S).where(S.c.job_id == job_id, S.c.state == "RUNNING").values(state="CANCELLED",
+                                                                                     end_time=now))
+    c.execute(update(S).where(S.c.job_id == job_id, S.c.end_time.is_(None)).values(end_time=now))
 
 
 def forget_environment(c: Any, where: Any) -> None:  # noqa: ANN401

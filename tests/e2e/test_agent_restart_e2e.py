@@ -133,3 +133,38 @@ def test_an_agent_that_stays_dead_leaves_no_job_running_when_its_node_is_taken_f
     wait_until(lambda: c.job(jid)["restarts"] >= 1, 60, what="the job requeued")
     assert not running(pid), "the first run still runs while the job is requeued"
     assert "overlap" not in out.read_text()
+
+
+def test_a_node_that_stops_answering_is_named_and_its_job_and_steps_end(fresh_cluster, tmp_path: Path):
+    """An agent gone for good under a 2-node job with a step running on both nodes: after
+    SlurmdTimeout the controller logs the node by name with the job and its fate, the job ends
+    NODE_FAIL (--no-requeue), its step ends with an End time in sacct, and `sbatch --wait` returns
+    instead of hanging."""
+    import subprocess
+    import time
+    c = fresh_cluster(nodes=2, extra_conf="SlurmdTimeout=8\n").start()
+    started = tmp_path / "started"
+    script = f"#!/bin/sh\ntouch {started}\nsrun -N2 sleep 300\n"
+    (tmp_path / "job.sh").write_text(script)
+    waiter = subprocess.Popen([str(BIN / "sbatch"), "--wait", "--parsable", "--no-requeue", "-N2",
+                               "-o", str(tmp_path / "job.out"), str(tmp_path / "job.sh")], env=c.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: started.exists(), 60, what="the job started")
+        jid = int(wait_until(lambda: c.run(["squeue", "-h", "-o", "%i"]).stdout.strip(), 30, what="its id"))
+        wait_until(lambda: any(s["step"] == 0 for s in c.job(jid)["steps"]), 30, what="its step running")
+        c.stop_proc("agent-node2", signal.SIGKILL)
+        t0 = time.monotonic()
+        out, err = waiter.communicate(timeout=120)
+        assert time.monotonic() - t0 < 110
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+    assert waiter.returncode != 0, (out, err)
+    assert c.job(jid)["state"] == "NODE_FAIL"
+    log = (c.root / "controller.log").read_text()
+    assert f"node2 not responding: jobs {jid} NODE_FAIL" in log
+    r = c.run(["sacct", "-j", str(jid), "-n", "-P", "-o", "JobID,State,End"])
+    rows = {line.split("|")[0]: line.split("|")[1:] for line in r.stdout.splitlines()}
+    assert rows[str(jid)][0] == "NODE_FAIL" and rows[f"{jid}.0"][0] == "CANCELLED", r.stdout
+    assert all(end != "Unknown" for _, end in rows.values()), r.stdout

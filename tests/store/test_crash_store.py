@@ -62,7 +62,11 @@ def test_a_lost_job_ends_node_fail_and_is_requeued_after_the_delay(store: JobSto
                                   "running": []}, 5.0)
     else:  # node1 silent for SlurmdTimeout
         store.node_sync("node2", {"running": []}, 14.0)
-        assert store.reap(14.0) == set()  # jobs changed; no other node to tell
+        reaped = store.reap(14.0)
+        assert reaped.others == set() and reaped.silent == {"node1"}  # no other node to tell
+        assert reaped.jobs == {keep: "requeued", lose: "NODE_FAIL"}
+        assert str(reaped).startswith("node1 not responding: jobs ")  # the log line names them
+        assert f"{keep} requeued" in str(reaped) and f"{lose} NODE_FAIL" in str(reaped)
     now = 14.0 if how == "reap" else 5.0
     assert state(store, lose) == ("NODE_FAIL", "NodeDown", 0, None)
     assert state(store, keep) == ("PENDING", "BeginTime", 1, now + 120)
