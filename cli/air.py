@@ -104,17 +104,43 @@ def _run(args: argparse.Namespace) -> int:
     return _watch(run_id) if args.watch else 0
 
 
+def git_ignored(root: str) -> tuple[set[str], tuple[str, ...]]:
+    """What git ignores under `root` (its .gitignore files, .git/info/exclude, the global excludes):
+    (files, directories ending in /), relative to `root`; nothing when `root` is in no git work tree
+    or git is missing."""
+    import subprocess
+    try:
+        r = subprocess.run(["git", "-C", root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                            "--directory"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return set(), ()
+    if r.returncode != 0:
+        return set(), ()
+    paths = [p.decode("utf-8", "surrogateescape") for p in r.stdout.split(b"\0") if p]
+    return {p for p in paths if not p.endswith("/")}, tuple(p for p in paths if p.endswith("/"))
+
+
 def pack(root: str) -> str:
-    """`root` as a .tar.gz (without .git), base64: what each node unpacks as CODE_SOURCE_PATH."""
+    """`root` as a .tar.gz, base64: what each node unpacks as CODE_SOURCE_PATH. Left out: `.git`,
+    `.air` (the runs' logs) and whatever git ignores there (checkpoints, caches, outputs of earlier
+    runs), so that a run gets the code, not what runs left beside it."""
     import base64
     import io
     import tarfile
     if not os.path.isdir(root):
         raise FileNotFoundError(2, "not a directory", root)
+    files, dirs = git_ignored(root)
+
+    def keep(ti: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        rel = ti.name[2:] if ti.name.startswith("./") else ""
+        parts = rel.split("/")
+        if ".git" in parts or parts[0] == ".air" or rel in files or (rel + "/").startswith(dirs):
+            return None
+        return ti
+
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(root, arcname=".", filter=lambda ti: None if ti.name.split("/")[1:2] == [".git"] or
-                ti.name.endswith("/.git") or "/.git/" in ti.name or ti.name.split("/")[1:2] == [".air"] else ti)
+        tar.add(root, arcname=".", filter=keep)
     return base64.b64encode(buf.getvalue()).decode()
 
 

@@ -63,7 +63,12 @@ def test_two_nodes_one_process_group_loss_falls_and_checkpoints(local):
     assert "process group: backend gloo, world size 4, all_reduce(sum of ranks) = 6 (expected 6)" in text
     ls = losses(text)
     assert len(ls) >= 4 and ls[-1] < ls[0] / 10
-    assert sorted(p.name for p in (work / "checkpoints").iterdir()) == ["ckpt-20.pt", "ckpt-40.pt"]
+    assert sorted(p.name for p in (work / "checkpoints" / jid).iterdir()) == ["ckpt-20.pt", "ckpt-40.pt"]
+    # the next submission trains from the start: its own checkpoint directory
+    out = run(env, work, "sbatch", "--parsable", "--wait", "--export=ALL,NPROC_PER_NODE=2,STEPS=20",
+              "-o", "sft-%j.out", "llama-sft.sbatch")
+    text = (work / f"sft-{out.strip()}.out").read_text()
+    assert "resumed from" not in text and "step 0 loss" in text
     sacct = run(env, work, "sacct", "-j", jid, "-n", "-P", "-o", "JobID,State,NodeList")
     assert sacct.splitlines() == [f"{jid}|COMPLETED|node[1-2]", f"{jid}.batch|COMPLETED|node1",
                                   f"{jid}.0|COMPLETED|node[1-2]"]
@@ -73,7 +78,7 @@ def test_a_requeued_run_resumes_from_its_checkpoint(local):
     env, work = local
     jid = run(env, work, "sbatch", "--parsable", "--export=ALL,NPROC_PER_NODE=2,STEPS=60,STEP_SLEEP=0.1",
               "-o", "sft-%j.out", "llama-sft.sbatch").strip()
-    wait_until(lambda: (work / "checkpoints" / "ckpt-20.pt").exists(), 120, what="the first checkpoint")
+    wait_until(lambda: (work / "checkpoints" / jid / "ckpt-20.pt").exists(), 120, what="the first checkpoint")
     run(env, work, "scontrol", "requeue", jid)
     out = work / f"sft-{jid}.out"
     wait_until(lambda: "done" in out.read_text().splitlines(), 180, what="the second run to finish")
