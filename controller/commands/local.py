@@ -125,22 +125,29 @@ def generated_conf(nodes: int, cpus: int, memory: int, gpus: int, gpu_type: str 
 HOSTS = os.environ.get("SLURMLET_HOSTS_FILE", "/etc/hosts")
 
 
-def node_addresses(names: list[str]) -> dict[str, str]:
-    """Each local node's own loopback address, 127.0.1.N, so that node names resolve apart."""
-    return {name: f"127.0.1.{i}" for i, name in enumerate(names, 1) if i < 255}
+def node_addresses(names: list[str], state: str) -> dict[str, str]:
+    """Each local node's own loopback address, 127.X.Y.N, so that node names resolve apart; X.Y is
+    the cluster's own (from its state directory), so that two local clusters' nodes (and the
+    rendezvous of their jobs) do not share addresses."""
+    import hashlib
+    h = int.from_bytes(hashlib.sha256(state.encode("utf-8", "surrogateescape")).digest()[:4], "big")
+    x, y = 1 + h % 254, (h >> 8) % 256
+    return {name: f"127.{x}.{y}.{i}" for i, name in enumerate(names, 1) if i < 255}
 
 
 def add_hosts(names: list[str], state: str) -> dict[str, str]:
     """Hosts entries for the local nodes (so `scontrol show hostnames ... | head -n1` works as
     `--master_addr`); returns the addresses to give the agents, or {} when the hosts file cannot
-    be written (the agents then use 127.0.0.1)."""
-    addrs = node_addresses(names)
+    be written (the agents then use 127.0.0.1). Each cluster's lines carry its mark, and a name
+    another cluster already has gets a line too (after it: the first one resolves), so that
+    `down` takes this cluster's lines away and the names of every other cluster still resolve."""
+    addrs = node_addresses(names, state)
     mark = f"# slurmlet {state}"
     try:
         with open(HOSTS) as f:
             lines = f.read().splitlines()
-        known = {w for line in lines for w in line.split("#")[0].split()[1:]}
-        new = [f"{addr}\t{name}\t{mark}" for name, addr in addrs.items() if name not in known]
+        mine = {w for line in lines if line.endswith(mark) for w in line.split("#")[0].split()[1:]}
+        new = [f"{addr}\t{name}\t{mark}" for name, addr in addrs.items() if name not in mine]
         if new:
             with open(HOSTS, "a") as f:
                 f.write("".join(line + "\n" for line in new))
@@ -331,14 +338,21 @@ def up(argv: list[str]) -> int:
     if not _wait(lambda: _all_idle(url, node_names, spawned, spawned_at), args.timeout):
         print(f"slurmlet up: error: nodes did not all come up; see {state}/agent-*.log", file=sys.stderr)
         return 1
+    # the CLI's default cluster (without SLURMLET_CONTROLLER) and key: this one, unless another cluster
+    # that still answers holds them (then this one is reached through the exports printed below)
     os.makedirs(os.path.dirname(POINTER), exist_ok=True)
-    with open(POINTER, "w") as f:
-        f.write(url + "\n")
-    link = os.path.join(os.path.dirname(POINTER), "key")  # the CLI's default key: this cluster's
+    held = None
     with contextlib.suppress(OSError):
-        os.remove(link)
-    with contextlib.suppress(OSError):
-        os.symlink(key_file, link)
+        with open(POINTER) as f:
+            held = f.read().strip() or None
+    if held is None or held == url or _get(held, "/api/v1/ping") is None:
+        with open(POINTER, "w") as f:
+            f.write(url + "\n")
+        link = os.path.join(os.path.dirname(POINTER), "key")
+        with contextlib.suppress(OSError):
+            os.remove(link)
+        with contextlib.suppress(OSError):
+            os.symlink(key_file, link)
     print(f"export SLURMLET_CONTROLLER={url}")
     print(f"export SLURMLET_KEY_FILE={key_file}")
     print(f"export SLURMLET_CRED_SOCKET={sock}")
@@ -421,6 +435,9 @@ def down(argv: list[str]) -> int:
         with open(POINTER) as f:
             if f.read().strip() == url:
                 os.remove(POINTER)
+                link = os.path.join(os.path.dirname(POINTER), "key")
+                if os.path.realpath(link) == os.path.join(state, "slurmlet.key"):
+                    os.remove(link)
     except (OSError, ValueError):
         pass
     print(f"slurmlet: stopped {len(order)} processes", file=sys.stderr)

@@ -180,3 +180,55 @@ def test_a_new_node_shape_is_refused_while_the_cluster_runs_and_applied_at_its_n
         assert run("sinfo", "-h", "-N", "-o", "%N %c").stdout.splitlines() == ["node1 4", "node2 4"]
     finally:
         run("slurmlet", "down", "--state-dir", str(state))
+
+
+def test_two_clusters_on_one_host_do_not_touch_each_other(tmp_path: Path):
+    """Two local clusters side by side (their own state directories): their nodes have addresses of
+    their own, the default-controller pointer stays with the first, and taking the first down while
+    the second runs a 2-node job leaves the second whole: the job runs on, its node names resolve."""
+    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("SLURMLET_CONTROLLER", None)
+    a, b = tmp_path / "a", tmp_path / "b"
+
+    def up(state: Path) -> dict[str, str]:
+        r = subprocess.run([str(BIN / "slurmlet"), "up", "--nodes", "2", "--state-dir", str(state), "--port", "0"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+        exports.pop("PATH")  # ("...:$PATH", for a shell to expand)
+        return dict(env, **exports)
+
+    def cli(e: dict, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=e,
+                              cwd=tmp_path, timeout=60)
+
+    def addrs(e: dict) -> set[str]:
+        out = cli(e, "scontrol", "show", "node").stdout
+        return {w.split("=", 1)[1] for w in out.split() if w.startswith("NodeAddr=")}
+
+    ea = up(a)
+    try:
+        eb = up(b)
+        try:
+            assert (tmp_path / ".slurmlet" / "controller").read_text().strip() == ea["SLURMLET_CONTROLLER"]
+            assert len(addrs(ea)) == len(addrs(eb)) == 2 and not addrs(ea) & addrs(eb)
+            go = tmp_path / "go"
+            r = cli(eb, "sbatch", "--parsable", "-N2", "-o", str(tmp_path / "b.out"), "--wrap",
+                    f"while [ ! -e {go} ]; do sleep 0.1; done; getent hosts node1 >/dev/null && echo resolves; "
+                    "srun -N2 printenv SLURMD_NODENAME | sort")
+            assert r.returncode == 0, r.stderr
+            jid = r.stdout.strip()
+            wait_until(lambda: cli(eb, "squeue", "-h", "-j", jid, "-o", "%T").stdout.strip() == "RUNNING", 60,
+                       what="b's job running")
+            assert cli(ea, "slurmlet", "down", "--state-dir", str(a)).returncode == 0
+            assert not (tmp_path / ".slurmlet" / "controller").exists()  # it was a's
+            go.touch()
+            wait_until(lambda: cli(eb, "sacct", "-X", "-n", "-j", jid, "-o", "State").stdout.strip() == "COMPLETED",
+                       60, what="b's job completed")
+            assert (tmp_path / "b.out").read_text().splitlines() == ["resolves", "node1", "node2"]
+        finally:
+            cli(eb, "slurmlet", "down", "--state-dir", str(b))
+    finally:
+        cli(ea, "slurmlet", "down", "--state-dir", str(a))
+    hosts = Path("/etc/hosts").read_text()
+    assert str(a) not in hosts and str(b) not in hosts
