@@ -223,12 +223,20 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
                             env=dict(os.environ), cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                             gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None,
                             prog="srun")
+        body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
         job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
         rc = wait_for(job_id)
         with open(out.name, "rb") as f:
             data = f.read()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
+        job = http.request("GET", f"/api/v1/jobs/{job_id}")
+        if job.get("state") == "NODE_FAIL":
+            down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
+                    if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]
+            import hostlist
+            print(f"srun: error: Node failure on {hostlist.collect_hostlist(down or job.get('node_list', []))}",
+                  file=sys.stderr)
         return rc
     finally:
         os.unlink(out.name)

@@ -168,3 +168,22 @@ def test_a_node_that_stops_answering_is_named_and_its_job_and_steps_end(fresh_cl
     rows = {line.split("|")[0]: line.split("|")[1:] for line in r.stdout.splitlines()}
     assert rows[str(jid)][0] == "NODE_FAIL" and rows[f"{jid}.0"][0] == "CANCELLED", r.stdout
     assert all(end != "Unknown" for _, end in rows.values()), r.stdout
+
+
+def test_srun_outside_an_allocation_reports_a_node_failure(fresh_cluster):
+    """srun -N2 whose second node's agent dies: the job ends NODE_FAIL (never requeued: not a batch
+    job, as in Slurm) and srun says `srun: error: Node failure on node2` and exits, instead of waiting."""
+    import subprocess
+    c = fresh_cluster(nodes=2, extra_conf="SlurmdTimeout=8\n").start()
+    p = subprocess.Popen([str(BIN / "srun"), "-N2", "sleep", "300"], env=c.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: any(s["step"] == 0 for j in c.api("GET", "/api/v1/jobs")["jobs"] for s in j["steps"]),
+                   60, what="the step running")
+        c.stop_proc("agent-node2", signal.SIGKILL)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode != 0
+    assert "srun: error: Node failure on node2" in err.splitlines(), err
