@@ -110,10 +110,23 @@ def test_restarted_agent_loses_its_jobs_to_requeue(store: JobStore):
     lose = store.submit(body(requeue=False), 1.0)
     schedule(store, 2.0)
     assert {store.public(store.get_row(j))["batch_host"] for j in (keep, lose)} == {"node1"}
+    orders = store.node_sync("node1", {"running": [], "finished": []}, 2.5)  # the agent is told to start them
+    assert sorted(o["job_id"] for o in orders if o["op"] == "launch") == sorted([keep, lose])
     # the agent restarts: it registers again and runs nothing
     store.node_sync("node1", {"resources": RES, "running": [], "finished": []}, 3.0)
     assert store.public(store.get_row(keep))["state"] == "PENDING"
     assert store.public(store.get_row(lose))["state"] == "NODE_FAIL"
+
+
+def test_a_job_placed_after_the_node_was_last_heard_from_is_launched_by_its_new_agent(store: JobStore):
+    """A cluster started again: the database shows node1 up from before, a job is placed on it before
+    its new agent registers; no agent was ever told to start it, so the registration launches it."""
+    register(store)
+    jid = store.submit(body(requeue=False), 5.0)
+    schedule(store, 6.0)
+    orders = store.node_sync("node1", {"resources": RES, "running": [], "finished": []}, 7.0)
+    assert store.public(store.get_row(jid))["state"] == "RUNNING"
+    assert [o["job_id"] for o in orders if o["op"] == "launch"] == [jid]
 
 
 def test_orphans_are_killed_and_unknown_nodes_refused(store: JobStore):
