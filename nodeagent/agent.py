@@ -199,8 +199,12 @@ class Agent:
                     await asyncio.sleep(pause)
                     backoff = min(backoff * 2, self.max_backoff)
                     continue
-                if resp.status_code == 404:
-                    self.registered = False  # the controller forgot us (new database): register again
+                if resp.status_code == 404:  # the controller forgot us (a new database): register again
+                    self.registered = False
+                    n = self.launcher.forget_finished()
+                    if n:
+                        log.warning("the controller does not know node %s (a new database?): registering again, "
+                                    "forgetting %d ended jobs of the old one", self.name, n)
                     continue
                 if resp.status_code >= 400:
                     log.error("sync refused: %s %s", resp.status_code, resp.text)

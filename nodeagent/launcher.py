@@ -91,6 +91,15 @@ class Launcher:
             self.finished.pop(i, None)
             self.records.remove(f"job{i}")
 
+    def forget_finished(self) -> int:
+        """The controller no longer knows this node (a new database, `--init-db`): the jobs that ended
+        here belong to the old one, and their ids may be the new one's. Forget them (their unsent
+        reports too), so that a new job under an old id runs. Returns how many there were."""
+        n = len(self.done_ids) + len(self.finished)
+        self.ack(list(self.finished))
+        self.done_ids.clear()
+        return n
+
     async def launch(self, order: dict, env: dict[str, str], epilog_env: dict[str, str] | None = None) -> None:
         """Start the batch script of `order` with the job environment `env`; `epilog_env` is the
         environment the batch host's Epilog gets when the job ends (see env.script_environment)."""
