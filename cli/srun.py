@@ -39,17 +39,22 @@ def _step(req: dict) -> int:
     from slurmlet.cli import http
     o = req["opts"]
     job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
-    srv = socket.socket()
-    srv.bind(("0.0.0.0", 0))
-    srv.listen(256)
-    host = os.environ.get("SLURMLET_NODE_ADDR") or "127.0.0.1"
     env = req.get("environment") or dict(os.environ)
+    # started by an srun outside any allocation (see _allocate_and_run): the tasks stream straight to it
+    relay = env.pop(RELAY, None) if os.environ.get(RELAY) else None
+    if relay:
+        srv, io_addr = None, relay
+    else:
+        srv = socket.socket()
+        srv.bind(("0.0.0.0", 0))
+        srv.listen(256)
+        io_addr = f"{os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
     body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
             "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"] or 1,
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
-            "cwd": req["workdir"] or os.getcwd(), "io": f"{host}:{srv.getsockname()[1]}",
+            "cwd": req["workdir"] or os.getcwd(), "io": io_addr,
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist"))}
     try:
@@ -57,6 +62,8 @@ def _step(req: dict) -> int:
     except http.ControllerError as e:
         print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         return 1
+    if srv is None:
+        return _relayed(job_id, step["step_id"])
     io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
@@ -86,6 +93,11 @@ def _step(req: dict) -> int:
             except (http.Unreachable, http.ControllerError):
                 break
             time.sleep(0.02)
+    return _report(io)
+
+
+def _report(io: "_StepIO") -> int:
+    """Say which tasks failed, as srun does; the highest exit code (128 + signal for a signal)."""
     worst = 0
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
@@ -96,6 +108,24 @@ def _step(req: dict) -> int:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
             worst = max(worst, code)
     return worst
+
+
+#: the address of an srun outside any allocation (host:port), in its job's environment: the srun that
+#: runs as the job's script gives it to the step, whose tasks then stream to the first srun directly
+RELAY = "SLURMLET_SRUN_IO"
+
+
+def _relayed(job_id: int, sid: int) -> int:
+    """The step streams to the srun outside (which reports each task's end); wait for it to end and
+    exit with its exit code, as the job's script."""
+    import time
+    from slurmlet.cli import http
+    while True:
+        got = http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")
+        if got["state"] != "RUNNING":
+            break
+        time.sleep(0.2)
+    return got.get("exit_code") or (128 + got["exit_signal"] if got.get("exit_signal") else 0)
 
 
 def _hosts(expr: object) -> list[str]:
@@ -205,38 +235,61 @@ class _StepIO:
 
 
 def _allocate_and_run(req: dict, argv: list[str]) -> int:
-    """Outside an allocation: a job whose script is this very srun, which then runs as a step on
-    the job's nodes; its output (and exit code) is relayed here once the job ends."""
+    """Outside an allocation: a job whose script is this very srun, which runs the command as a step
+    on the job's nodes; the step's tasks stream their output and exit codes over the network to this
+    srun as they come (it listens; $SLURMLET_SRUN_IO in the job's environment says where), as Slurm's
+    srun does. The address it gives: $SLURMLET_SRUN_ADDR, else this host's name (the nodes must
+    resolve it: a login node's name does)."""
     import shlex
-    import tempfile
+    import signal
+    import socket
     from slurmlet.cli import http
-    from slurmlet.cli.opts import build_submit
     from slurmlet.cli.common import current_user
-    from slurmlet.cli.sbatch import wait_for
+    from slurmlet.cli.opts import build_submit
     o = dict(req["opts"])
-    out = tempfile.NamedTemporaryFile(prefix="srun-", suffix=".out", delete=False)
-    out.close()
+    srv = socket.socket()
+    srv.bind(("0.0.0.0", 0))
+    srv.listen(256)
+    host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
     script = "#!/bin/sh\nexec srun " + " ".join(shlex.quote(a) for a in argv) + "\n"
-    o["output"] = out.name
-    try:
-        body = build_submit(o, script=script, default_name=os.path.basename(req["command"][0]), script_args=[],
-                            env=dict(os.environ), cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
-                            gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None,
-                            prog="srun")
-        body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
-        job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
-        rc = wait_for(job_id)
-        with open(out.name, "rb") as f:
-            data = f.read()
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        job = http.request("GET", f"/api/v1/jobs/{job_id}")
-        if job.get("state") == "NODE_FAIL":
-            down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
-                    if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]
-            import hostlist
-            print(f"srun: error: Node failure on {hostlist.collect_hostlist(down or job.get('node_list', []))}",
-                  file=sys.stderr)
-        return rc
-    finally:
-        os.unlink(out.name)
+    o["output"] = "/dev/null"  # the tasks' output comes here; the script itself says nothing
+    env = dict(os.environ, **{RELAY: f"{host}:{srv.getsockname()[1]}"})
+    body = build_submit(o, script=script, default_name=os.path.basename(req["command"][0]), script_args=[],
+                        env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
+                        gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
+    body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
+    body["environment"][RELAY] = env[RELAY]  # (whatever --export keeps)
+    job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
+    io = _StepIO(srv, 1 << 30, req["label"], req["unbuffered"])  # the task count: once the step exists
+    state = {"job": None}
+
+    def interrupted(signum, frame) -> None:  # noqa: ANN001
+        print("srun: forcing job termination", file=sys.stderr)
+        try:
+            http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
+        except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
+            pass
+        io.cancelled = True
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+
+    def job_over() -> bool:
+        job = state["job"] = http.request("GET", f"/api/v1/jobs/{job_id}")
+        step = next((x for x in job.get("steps") or [] if x.get("step") == 0), None)
+        if step is not None:
+            io.ntasks = step["num_tasks"]
+        return job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
+    io.run(job_over)
+    job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)  # the job ends once its step has
+    worst = _report(io)
+    if job.get("state") == "NODE_FAIL":
+        down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
+                if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]
+        import hostlist
+        print(f"srun: error: Node failure on {hostlist.collect_hostlist(down or job.get('node_list', []))}",
+              file=sys.stderr)
+    if worst:
+        return worst
+    if job.get("state") not in ("COMPLETED", "RUNNING", "COMPLETING"):
+        return job.get("exit_code") or 1
+    return 0

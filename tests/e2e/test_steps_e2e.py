@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import Cluster, wait_until
+from tests.conftest import BIN, Cluster, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -95,6 +95,32 @@ def test_srun_outside_an_allocation_allocates_runs_a_step_and_releases(cluster: 
     assert r.returncode == 3
     assert "srun: error: node1: task 0: Exited with exit code 3" in r.stdout + r.stderr
     assert c.idle_nodes() == set(c.node_names) or wait_until(lambda: c.idle_nodes() == set(c.node_names))
+
+
+def test_srun_outside_an_allocation_streams_the_output_as_it_comes(cluster: Cluster, tmp_path):
+    """Each task's lines reach the srun while the tasks still run (over the network, not through a
+    file on a node read at the end), labelled with -l."""
+    import subprocess
+    import threading
+    c = cluster
+    go = tmp_path / "go"
+    p = subprocess.Popen([str(BIN / "srun"), "-N2", "-l", "sh", "-c",
+                          f'echo "start $SLURMD_NODENAME"; while [ ! -e {go} ]; do sleep 0.1; done; echo end'],
+                         env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: sorted(lines) == ["0: start node1\n", "1: start node2\n"], 60,
+                   what="both tasks' first lines while they run")
+        assert p.poll() is None
+        go.touch()
+        assert p.wait(60) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(10)
+    assert sorted(lines) == ["0: end\n", "0: start node1\n", "1: end\n", "1: start node2\n"]
 
 
 def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
