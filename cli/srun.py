@@ -34,7 +34,6 @@ def _step(req: dict) -> int:
     """A step of the current (or --jobid) allocation: the controller lays its tasks out over the
     job's nodes, their agents start them and stream their output here; srun exits with the
     highest task exit code."""
-    import signal
     import socket
     from slurmlet.cli import http
     o = req["opts"]
@@ -69,15 +68,8 @@ def _step(req: dict) -> int:
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
-    def interrupted(signum, frame) -> None:  # noqa: ANN001
-        print("srun: forcing job termination", file=sys.stderr)
-        try:
-            http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
-        except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
-            pass
-        io.cancelled = True
-    signal.signal(signal.SIGINT, interrupted)
-    signal.signal(signal.SIGTERM, interrupted)
+    _on_interrupt(io, lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+
     def step_over() -> bool:
         return http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING"
     io.run(step_over)
@@ -94,6 +86,21 @@ def _step(req: dict) -> int:
                 break
             time.sleep(0.02)
     return _report(io)
+
+
+def _on_interrupt(io: "_StepIO", cancel) -> None:  # noqa: ANN001 - a callable asking the controller
+    """Ctrl-C or SIGTERM: say so, as srun does, and `cancel()` (the step, or the job srun made)."""
+    import signal
+
+    def interrupted(signum, frame) -> None:  # noqa: ANN001
+        print("srun: forcing job termination", file=sys.stderr)
+        try:
+            cancel()
+        except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
+            pass
+        io.cancelled = True
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
 
 
 def _report(io: "_StepIO") -> int:
@@ -241,7 +248,6 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     srun does. The address it gives: $SLURMLET_SRUN_ADDR, else this host's name (the nodes must
     resolve it: a login node's name does)."""
     import shlex
-    import signal
     import socket
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
@@ -262,16 +268,7 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
     io = _StepIO(srv, 1 << 30, req["label"], req["unbuffered"])  # the task count: once the step exists
     state = {"job": None}
-
-    def interrupted(signum, frame) -> None:  # noqa: ANN001
-        print("srun: forcing job termination", file=sys.stderr)
-        try:
-            http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
-        except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
-            pass
-        io.cancelled = True
-    signal.signal(signal.SIGINT, interrupted)
-    signal.signal(signal.SIGTERM, interrupted)
+    _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
 
     def job_over() -> bool:
         job = state["job"] = http.request("GET", f"/api/v1/jobs/{job_id}")
