@@ -69,7 +69,6 @@ async def list_runs(c: CtlDep):  # noqa: ANN202
 async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
     """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
     import base64
-    import binascii
     doc = await read_body(request)
     try:
         data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""

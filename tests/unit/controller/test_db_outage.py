@@ -95,7 +95,6 @@ def test_a_job_that_ends_while_the_database_is_locked_is_not_taken_for_a_silent_
     one, two = submit(ctl, ntasks=4), submit(ctl, ntasks=4)  # one node each
     assert run_pass(ctl).started == 2
     host = {j: ctl.store.get_row(j).batch_host for j in (one, two)}
-    other = {host[one]: host[two], host[two]: host[one]}
     for j in (one, two):
         assert [o["op"] for o in sync(ctl, host[j], T0)] == ["launch"]
         sync(ctl, host[j], T0 + 1, running=[j])
