@@ -55,6 +55,13 @@ def main(argv: list[str]) -> int:
         print(f"sbatch: Job {res['job_id']} to start at {when} using {res['cpus']} processors on nodes "
               f"{res['nodes']} in partition {res['partition']}", file=sys.stderr)
         return 0
+    cluster = req.get("clusters")
+    if cluster:
+        from slurmlet.cli.clusters import check
+        good = check("sbatch", cluster)
+        if good is None:
+            return 1
+        cluster = ",".join(good)
     try:
         job_id = submit(body)
     except http.ControllerError as e:
@@ -62,7 +69,6 @@ def main(argv: list[str]) -> int:
             print(f"sbatch: error: {line}", file=sys.stderr)
         print(f"sbatch: error: Batch job submission failed: {e.error}", file=sys.stderr)
         return e.code or 1
-    cluster = req.get("clusters")
     if req["parsable"]:
         print(f"{job_id};{cluster}" if cluster else job_id, flush=True)
     elif not req["quiet"]:

@@ -40,6 +40,10 @@ def main(argv: list[str]) -> int:
     if isinstance(res, int):
         return res
     o, pos = res
+    if "clusters" in o:
+        from slurmlet.cli.clusters import check
+        if check("scancel", o["clusters"][-1] or "") is None:
+            return 1
     verbose = "verbose" in o
     quiet = "quiet" in o
     ids: list[int] = []

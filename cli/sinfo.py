@@ -29,6 +29,12 @@ def main(argv: list[str]) -> int:
     if isinstance(res, int):
         return res
     o, _pos = res
+    clusters = None
+    if "clusters" in o:
+        from slurmlet.cli.clusters import check
+        clusters = check("sinfo", o["clusters"][-1] or "")
+        if clusters is None:
+            return 1
     data = http.request("GET", "/api/v1/cluster")
     nodes, parts = data["nodes"], data["partitions"]
     if "partition" in o:
@@ -62,5 +68,7 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"sinfo: error: {e}", file=sys.stderr)
         return 1
+    if clusters and "noheader" not in o:  # as Slurm's sinfo -M: which cluster the lines are of
+        lines = [f"CLUSTER: {clusters[0]}", *lines]
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0

@@ -30,6 +30,12 @@ def main(argv: list[str]) -> int:
     if isinstance(res, int):
         return res
     o, pos = res
+    clusters = None
+    if "clusters" in o:
+        from slurmlet.cli.clusters import check
+        clusters = check("squeue", o["clusters"][-1] or "")
+        if clusters is None:
+            return 1
     if pos and "jobs" in o and o["jobs"][-1] is None:
         o["jobs"][-1] = pos.pop(0)
     ids: list[int] | None = None
@@ -90,5 +96,7 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"squeue: error: {e}", file=sys.stderr)
         return 1
+    if clusters and "noheader" not in o:  # as Slurm's squeue -M: which cluster the lines are of
+        lines = [f"CLUSTER: {clusters[0]}", *lines]
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0

@@ -25,6 +25,10 @@ def main(argv: list[str]) -> int:
     if not req["command"]:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
+    if o.get("clusters"):
+        from slurmlet.cli.clusters import check
+        if check("srun", str(o["clusters"])) is None:
+            return 1
     if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
         return _step(req)
     return _allocate_and_run(req, argv)
