@@ -35,6 +35,8 @@ def main(argv: list[str]) -> int:
     for line in req.get("warnings") or []:
         print(line, file=sys.stderr)
     if not req["quiet"]:
+        for opt, _value in req.get("ignored") or []:  # accepted as Slurm accepts it; no effect here
+            print(f"sbatch: warning: {opt} is accepted and ignored", file=sys.stderr)
         for line in req.get("info") or []:
             print(line, file=sys.stderr)
     body = req["submit"]

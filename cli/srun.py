@@ -25,6 +25,9 @@ def main(argv: list[str]) -> int:
     if not req["command"]:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
+    if "quiet" not in o:
+        for opt, _value in req.get("ignored") or []:  # accepted as Slurm accepts it; no effect here
+            print(f"srun: warning: {opt} is accepted and ignored", file=sys.stderr)
     if o.get("clusters"):
         from slurmlet.cli.clusters import check
         if check("srun", str(o["clusters"])) is None:

@@ -43,3 +43,19 @@ def test_the_clusters_own_name_works_and_unknown_ones_beside_it_are_named(cluste
     assert c.run(["srun", "-M", name, "-N1", "true"]).returncode == 0
     r = c.run(["scancel", "-M", name, str(jid)])
     assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_options_that_change_nothing_here_say_so(cluster: Cluster):
+    r = cluster.run(["sbatch", "--mail-type=END", "--mail-user=me@example.org", "-H", "--wrap", "true"])
+    assert r.returncode == 0 and r.stdout.startswith("Submitted batch job ")
+    assert r.stderr.splitlines() == ["sbatch: warning: --mail-type is accepted and ignored",
+                                     "sbatch: warning: --mail-user is accepted and ignored"]
+    cluster.run(["scancel", r.stdout.split()[3]])
+    r = cluster.run(["sbatch", "-Q", "--mail-type=END", "-H", "--wrap", "true"])  # -Q: quiet
+    assert (r.returncode, r.stderr) == (0, "")
+    cluster.run(["scancel", r.stdout.strip()])
+    r = cluster.run(["srun", "-N1", "--mail-type=END", "true"])
+    assert (r.returncode, r.stderr) == (0, "srun: warning: --mail-type is accepted and ignored\n")
+    # an invalid value is refused as Slurm refuses it
+    r = cluster.run(["sbatch", "--mail-type=BOGUS", "--wrap", "true"])
+    assert (r.returncode, r.stderr) == (255, "sbatch: error: Invalid --mail-type specification\n")
