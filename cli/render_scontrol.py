@@ -231,6 +231,29 @@ def _part_tres(p: PartDict) -> str:
                           ("gres/gpu", p.get("total_gpus") or None)])
 
 
+def scontrol_show_step(job: JobDict, step: dict, *, one_liner: bool = False) -> str:
+    """One running step as ``scontrol show step`` (22.05): the batch step with no TRES and no srun,
+    an srun step with its CPUs, memory (its nodes' share of the job's) and srun's host and pid."""
+    batch = step["step"] == "batch"
+    nodes = step.get("num_nodes") or 1
+    lines = [f"StepId={job['job_id']}.{step['step']} UserId={job.get('uid', 0)} "
+             f"StartTime={F.fmt_time(step.get('start_time'))} TimeLimit=UNLIMITED",
+             f"State={step['state']} Partition={job.get('partition')} NodeList={step.get('nodes')}",
+             f"Nodes={nodes} CPUs={0 if batch else step.get('num_cpus', 0)} Tasks={step.get('num_tasks', 1)} "
+             f"Name={step.get('name')} Network=(null)"]
+    if batch:
+        lines += ["TRES=(null)", "ResvPorts=(null)", "CPUFreqReq=Default", "SrunHost:Pid=(null):0"]
+    else:
+        per_node = (job.get("alloc_memory") or 0) // max(1, job.get("num_nodes") or 1)
+        mem = f",mem={per_node * nodes}M" if per_node else ""
+        tasks = step.get("num_tasks", 1)
+        dist = "Cyclic" if tasks <= nodes else "Block"  # srun's default: tasks over nodes in turn, then blocks
+        lines += [f"TRES=cpu={step.get('num_cpus', 0)}{mem},node={nodes}", "ResvPorts=(null)",
+                  f"CPUFreqReq=Default Dist={dist}",
+                  f"SrunHost:Pid={step.get('srun_host') or '(null)'}:{step.get('srun_pid') or 0}"]
+    return _finish(lines, one_liner, trailing=False)
+
+
 def scontrol_show_partition(part: PartDict, *, one_liner: bool = False) -> str:
     """Render one partition as ``scontrol show partition``, trailing newlines included."""
     p = part

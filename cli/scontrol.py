@@ -9,7 +9,7 @@ import time
 from slurmlet.cli import http
 
 ENTITIES = ("job", "jobs", "node", "nodes", "partition", "partitions", "config", "hostnames", "hostlist",
-            "hostlistsorted")
+            "hostlistsorted", "step", "steps")
 
 
 def main(argv: list[str]) -> int:
@@ -200,6 +200,35 @@ def update(args: list[str]) -> int:
     return 0
 
 
+def _show_steps(target: str | None, one_liner: bool, now: float) -> int:
+    """scontrol show step [JOB[.STEP]]: the running steps (a batch job's batch step among them), as
+    slurmctld lists them; 22.05's messages for a job or step it does not know."""
+    from slurmlet.cli import render_scontrol as render
+    jid, _, sid = (target or "").partition(".")
+    if target:
+        try:
+            jobs = http.request("GET", f"/api/v1/jobs?ids={int(jid.split('_')[0])}")["jobs"]
+        except (ValueError, http.ControllerError):
+            jobs = []
+        if not jobs:
+            print("slurm_get_job_steps error: Invalid job id specified", file=sys.stderr)
+            return 1
+    else:
+        jobs = http.request("GET", "/api/v1/jobs")["jobs"]
+    steps = [(j, s) for j in jobs if j["state"] in ("RUNNING", "SUSPENDED")
+             for s in j.get("steps") or [] if s.get("state") in ("RUNNING", "SUSPENDED")]
+    if sid:
+        steps = [(j, s) for j, s in steps if str(s["step"]) == sid]
+    if not steps:
+        if target:
+            print(f"Job step {jid}.{sid} not found")
+            return 1
+        print("No job steps in the system")
+        return 0
+    sys.stdout.write("".join(render.scontrol_show_step(j, s, one_liner=one_liner) for j, s in steps))
+    return 0
+
+
 #: slurm.conf keys `scontrol show config` lists as written, with Slurm's defaults when unset
 _SHOWN = (("PriorityType", "priority/basic"), ("PriorityWeightAge", "0"), ("PriorityWeightAssoc", "0"),
           ("PriorityWeightFairShare", "0"), ("PriorityWeightJobSize", "0"), ("PriorityWeightPartition", "0"),
@@ -256,6 +285,8 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
         out = [render.scontrol_show_job(j, one_liner=one_liner, details=details, now=now) for j in jobs]
         sys.stdout.write("".join(out))
         return 0
+    if ent in ("step", "steps"):
+        return _show_steps(target, one_liner, now)
     if ent in ("node", "nodes"):
         nodes = http.request("GET", "/api/v1/nodes")["nodes"]
         if target:

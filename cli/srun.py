@@ -62,7 +62,8 @@ def _step(req: dict) -> int:
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
             "cwd": req["workdir"] or os.getcwd(), "io": io_addr,
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
-            "nodelist": _hosts(o.get("nodelist"))}
+            "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
+            "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname()}
     try:
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:

@@ -212,6 +212,8 @@ class StepCreate(Strict):
     stdout: str | None = None  #: srun -o pattern: the tasks write there instead of streaming to srun
     stderr: str | None = None
     nodelist: list[str] = Field(default_factory=list)  #: srun -w: run on these nodes of the job
+    srun_host: str | None = Field(None, max_length=255)  #: where the srun runs (scontrol show step: SrunHost)
+    srun_pid: int | None = Field(None, ge=0, le=2**31)
 
 
 class NodeSync(Strict):

@@ -181,6 +181,7 @@ def public(c: Any, job_ids: list[int]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
         layout = json.loads(r.layout)
+        req = json.loads(r.request) if r.state == "RUNNING" else {}  # (scontrol show step: running ones)
         use = list(json.loads(r.usage or "{}").values())
         user = sum(u.get("user_cpu", 0) for u in use)
         system = sum(u.get("system_cpu", 0) for u in use)
@@ -190,5 +191,6 @@ def public(c: Any, job_ids: list[int]) -> dict[int, list[dict]]:
                     "exit_signal": r.exit_signal, "start_time": r.start_time, "end_time": r.end_time,
                     "nodes": hostlist.collect_hostlist([x["node"] for x in layout]), "num_nodes": len(layout),
                     "num_cpus": sum(x["cpus"] for x in layout),
-                    "num_tasks": sum(len(x["ranks"]) for x in layout)})
+                    "num_tasks": sum(len(x["ranks"]) for x in layout),
+                    "srun_host": req.get("srun_host"), "srun_pid": req.get("srun_pid")})
     return out

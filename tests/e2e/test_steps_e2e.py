@@ -160,3 +160,33 @@ def test_interrupting_srun_kills_its_tasks_on_every_node(cluster: Cluster):
     assert "srun-rc=0" not in (c.workdir / f"int-{jid}.out").read_text()
     r = c.run(f"sacct -j {jid} -n -P -o JobID,State")
     assert f"{jid}.0|CANCELLED" in r.stdout.splitlines()
+
+
+def test_scontrol_show_step_lists_the_running_steps_as_slurm_does(fresh_cluster, tmp_path):
+    """As a real 22.05 shows them (tests/data/slurm-2205-steps.md): the batch step, then each srun step
+    with its nodes, CPUs, tasks, TRES and srun's host and pid; Slurm's messages for what is not there."""
+    import re
+    c = fresh_cluster(nodes=2)
+    c.start()
+    assert c.run(["scontrol", "show", "step"]).stdout == "No job steps in the system\n"
+    jid = c.sbatch("-N2", "-o", "/dev/null", "--wrap", "srun -N2 sleep 60")
+    wait_until(lambda: any(s["step"] == 0 for s in c.job(jid)["steps"]), 60, what="step 0 running")
+    out = c.run(["scontrol", "show", "step", f"{jid}.0"]).stdout
+    lines = out.split("\n")
+    assert re.fullmatch(rf"StepId={jid}\.0 UserId=0 StartTime=\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d TimeLimit=UNLIMITED",
+                        lines[0]), out
+    assert lines[1] == "   State=RUNNING Partition=debug NodeList=node[1-2]"
+    assert lines[2] == "   Nodes=2 CPUs=2 Tasks=2 Name=sleep Network=(null)"
+    assert re.fullmatch(r"   TRES=cpu=2(,mem=\d+M)?,node=2", lines[3]), lines[3]  # mem: with DefMemPerCPU or --mem
+    assert lines[4:6] == ["   ResvPorts=(null)", "   CPUFreqReq=Default Dist=Cyclic"]
+    assert re.fullmatch(r"   SrunHost:Pid=node1:\d+", lines[6]) and lines[7:] == ["", ""], out
+    both = c.run(["scontrol", "show", "step", str(jid)]).stdout
+    assert [b.split()[0] for b in both.strip().split("\n\n")] == [f"StepId={jid}.batch", f"StepId={jid}.0"]
+    assert "   TRES=(null)\n   ResvPorts=(null)\n   CPUFreqReq=Default\n   SrunHost:Pid=(null):0\n" in both
+    one = c.run(["scontrol", "-o", "show", "step", f"{jid}.0"]).stdout
+    assert one.count("\n") == 1 and one.startswith(f"StepId={jid}.0 UserId=0 ") and " Dist=Cyclic SrunHost:Pid=" in one
+    r = c.run(["scontrol", "show", "step", f"{jid}.5"])
+    assert (r.returncode, r.stdout) == (1, f"Job step {jid}.5 not found\n")
+    r = c.run(["scontrol", "show", "step", "99999.0"])
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "slurm_get_job_steps error: Invalid job id specified\n")
+    c.run(["scancel", str(jid)])
