@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
         except http.Unreachable:
             print(f"Slurmctld(primary) at {host} is DOWN")
             return 1
-    if cmd in ("hold", "uhold", "release", "requeue", "requeuehold"):
+    if cmd in ("hold", "uhold", "release", "requeue", "requeuehold", "suspend", "resume"):
         return job_action(cmd, args)
     if cmd == "update":
         return update(args)
@@ -119,6 +119,8 @@ def job_action(cmd: str, args: list[str]) -> int:
                 http.request("POST", f"/api/v1/jobs/{jid}/hold?who={'admin' if cmd == 'hold' else 'user'}")
             elif cmd == "release":
                 http.request("POST", f"/api/v1/jobs/{jid}/release")
+            elif cmd in ("suspend", "resume"):
+                http.request("POST", f"/api/v1/jobs/{jid}/suspend?resume={'true' if cmd == 'resume' else 'false'}")
             else:
                 http.request("POST", f"/api/v1/jobs/{jid}/requeue?hold={'true' if cmd == 'requeuehold' else 'false'}")
         except http.ControllerError as e:

@@ -177,6 +177,18 @@ async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):  
     return {"ok": True}
 
 
+@router.post("/api/v1/jobs/{job_id}/suspend")
+async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = False):  # noqa: ANN202
+    """scontrol suspend|resume (operators and administrators, as in Slurm)."""
+    auth.require(caller(request), 1)
+    host = c.store.suspend(job_id, c.clock(), resume=resume)
+    if host:
+        c.notify([host])
+        c.jobs_changed()
+        c.wake.set()  # its CPUs are free for others now (or taken again)
+    return {"ok": True}
+
+
 @router.post("/api/v1/jobs/{job_id}/release")
 async def release(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN202
     own_job(c, request, job_id, auth.InvalidUser)

@@ -165,6 +165,7 @@ class RunningJob:
     priority: int = 1
     requeue: bool = True  #: may be requeued (REQUEUE preemption falls back to CANCEL when not)
     suspended: bool = False  #: stopped by SUSPEND preemption; resumes when its CPUs are free again
+    held_stopped: bool = False  #: suspended by an operator (scontrol suspend): only `scontrol resume` ends it
     preempting: bool = False  #: already chosen as a victim: its resources are on their way back
     qos: str = "normal"
 

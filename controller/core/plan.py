@@ -291,7 +291,7 @@ class _Cycle:
     def queue(self) -> list[_Item]:
         items = [_Item(self.key(j), job=j) for j in self.snap.pending]
         for r in self.snap.running:
-            if r.suspended:
+            if r.suspended and not r.held_stopped:
                 items.append(_Item((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
                                     -r.priority, r.start_time, r.job_id), suspended=r))
         items.sort(key=lambda it: it.key)

@@ -47,6 +47,33 @@ class Actions:
             c.execute(update(J).where(J.c.id == job_id).values(
                 held=who, reason="JobHeldUser" if who == "user" else "JobHeldAdmin"))
 
+    def suspend(self, job_id: int, now: float, resume: bool = False) -> str | None:
+        """scontrol suspend|resume: a running job is stopped (its CPUs and GPUs lent, as under SUSPEND
+        preemption, but the scheduler never resumes it) or goes on; Slurm 22.05's refusals. Returns its
+        batch host (its agent must act), None when nothing changed (suspending a suspended job)."""
+        with self.engine.begin() as c:
+            r = c.execute(select(J.c.state, J.c.active, J.c.pending_action, J.c.suspend_time, J.c.batch_host)
+                          .where(J.c.id == job_id).with_for_update()).first()
+            if r is None:
+                raise NotFound("Unexpected message received")  # (22.05's answer to suspending no job)
+            if r.state == "PENDING":
+                raise Conflict("Job is pending execution")
+            if not r.active or r.pending_action or r.state not in ("RUNNING", "SUSPENDED"):
+                raise Conflict("Job/step already completing or completed")
+            if resume:
+                if r.state != "SUSPENDED":
+                    raise Conflict("Job is not suspended")
+                c.execute(update(J).where(J.c.id == job_id, J.c.state == "SUSPENDED").values(
+                    state="RUNNING", suspend_time=None,
+                    suspended_secs=J.c.suspended_secs + max(0.0, now - (r.suspend_time or now))))
+                return r.batch_host
+            if r.state == "SUSPENDED":
+                return None
+            # preempt_time None: an operator's suspension, which only `scontrol resume` ends
+            c.execute(update(J).where(J.c.id == job_id, J.c.state == "RUNNING").values(
+                state="SUSPENDED", suspend_time=now, preempt_time=None))
+            return r.batch_host
+
     def release(self, job_id: int, now: float) -> None:
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state, J.c.held).where(J.c.id == job_id)).first()

@@ -50,7 +50,7 @@ class Scheduling:
             blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
             act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
                                         J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
-                                        J.c.suspended_secs, J.c.user, J.c.account, J.c.qos)
+                                        J.c.suspended_secs, J.c.user, J.c.account, J.c.qos, J.c.preempt_time)
                                   .where(J.c.active.is_(True))))
             node_rows = list(c.execute(select(N)))
         live = {r.id for r in pend}
@@ -320,6 +320,7 @@ class Scheduling:
         return RunningJob(job_id=r.id, partition=r.partition, allocs=allocs, start_time=r.start_time or 0.0,
                           end_time=end, priority=r.priority, requeue=bool(r.requeue),
                           suspended=r.state == "SUSPENDED" and not r.pending_action,
+                          held_stopped=r.state == "SUSPENDED" and r.preempt_time is None,
                           preempting=bool(r.pending_action), qos=r.qos)
 
     def _usage(self, active_rows: Iterable[Any]) -> dict[str, list]:

@@ -135,3 +135,39 @@ def test_cancel_preemption_with_grace_time_warns_first_then_kills(sched_cluster:
     c.wait_state(hi, "COMPLETED")
     r = c.run(f"sacct -X -n -P -o JobID,State -j {low}")
     assert r.stdout.split() == [f"{low}|PREEMPTED"]
+
+
+def test_scontrol_suspend_and_resume_as_slurm_does(fresh_cluster, tmp_path):
+    """As a real 22.05 answers (tests/data/slurm-2205-suspend.md): an operator's suspension stops the
+    job and lends its CPUs (another job starts on the node), the scheduler does not resume it, and
+    `scontrol resume` does; Slurm's refusals for pending, ended and unknown jobs."""
+    c = fresh_cluster(nodes=1, cpus=2)
+    c.start()
+    tick = tmp_path / "tick"
+    jid = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap", f"while true; do date +%s.%N > {tick}; sleep 0.1; done")
+    c.wait_state(jid, "RUNNING")
+    wait_until(tick.exists, 30, what="the job ticking")
+    r = c.run(["scontrol", "suspend", str(jid)])
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    assert c.run(["squeue", "-h", "-j", str(jid), "-o", "%T %r"]).stdout.split() == ["SUSPENDED", "None"]
+    assert c.run(["scontrol", "suspend", str(jid)]).returncode == 0  # again: nothing to do
+    other = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap", "sleep 2")  # its CPUs are lent (memory is kept)
+    c.wait_state(other, "COMPLETED", timeout=60)
+    stopped = tick.read_text()
+    assert wait_until(lambda: tick.read_text() == stopped, 10, what="the job stopped")  # (SIGSTOP)
+    assert c.job(jid)["state"] == "SUSPENDED"  # the scheduler left it suspended with its CPUs free
+    r = c.run(["scontrol", "resume", str(jid)])
+    assert (r.returncode, r.stderr) == (0, "")
+    wait_until(lambda: tick.read_text() != stopped, 30, what="the job going on")
+    r = c.run(["scontrol", "resume", str(jid)])
+    assert (r.returncode, r.stderr) == (1, f"Job is not suspended for job {jid}\n")
+    held = c.sbatch("-H", "--wrap", "true")
+    r = c.run(["scontrol", "suspend", str(held)])
+    assert (r.returncode, r.stderr) == (1, f"Job is pending execution for job {held}\n")
+    r = c.run(["scontrol", "suspend", "99999"])
+    assert (r.returncode, r.stderr) == (1, "Unexpected message received for job 99999\n")
+    c.run(["scancel", str(jid), str(held)])
+    c.wait_state(jid, "CANCELLED")
+    r = c.run(["scontrol", "suspend", str(jid)])
+    assert (r.returncode, r.stderr) == (1, f"Job/step already completing or completed for job {jid}\n")
+    assert c.job(jid)["suspended_secs"] > 0

@@ -103,3 +103,11 @@ def test_lower_tier_jobs_keep_off_the_nodes_a_waiting_preemptor_needs():
         p = plan(s, backfill=bf)
         assert p.starts == [] and p.preemptions == []
         assert p.reasons == {9: Reason.RESOURCES, 20: Reason.PRIORITY}
+
+
+def test_an_operators_suspension_is_not_ended_by_the_scheduler():
+    """scontrol suspend: the job's CPUs are free for others, and only scontrol resume ends it."""
+    run = [replace(low_job(1, 4, prio=1), suspended=True, held_stopped=True)]
+    low_pending = PendingJob(20, "low", Request(ntasks=4), submit_time=0.0)
+    p = plan(snap(run, [low_pending], mode="SUSPEND"))
+    assert p.resumes == [] and [s.job_id for s in p.starts] == [20]
