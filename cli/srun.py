@@ -201,8 +201,11 @@ class _StepIO:
                     pass
                 if over_since is not None and now - over_since > 3.0:
                     break
+        # every stream was closed before its task's exit was sent (nodeagent/steps.py): what is left is
+        # reading what came, which a loaded machine may take a while to get to (waiting 5 s is the likeliest
+        # way a short step's output went missing, twice, on a loaded machine)
         for t in workers:
-            t.join(5)
+            t.join(60)
         self.srv.close()
 
     def _serve(self, conn) -> None:  # noqa: ANN001 - an accepted socket
