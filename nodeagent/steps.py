@@ -207,7 +207,9 @@ class StepRunner:
         host, _, port = io.rpartition(":")
         try:
             _, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
-        except (OSError, asyncio.TimeoutError, ValueError):
+        except (OSError, asyncio.TimeoutError, ValueError) as e:
+            log.warning("step output %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
+                        header.get("rank"), io, e)
             return None  # srun is gone: the output is dropped, the task still runs
         w.write(json.dumps(header).encode() + b"\n")
         return w
