@@ -75,6 +75,9 @@ class Launcher:
         self.finished: dict[int, dict] = {}
         #: (job, incarnation) that ended recently: a late duplicate launch order must not run them again
         self.done_ids: dict[tuple[int, int], float] = {}
+        #: jobs whose batch script has ended and whose end is not recorded yet (their Epilog runs): a
+        #: launch order for them meanwhile (the controller has not heard of the end) must not start them again
+        self.ending: set[int] = set()
         self.exited = asyncio.Event()
         os.makedirs(spool, exist_ok=True)
         #: what this agent started and whose end the controller does not have yet, on disk
@@ -105,7 +108,7 @@ class Launcher:
         environment the batch host's Epilog gets when the job ends (see env.script_environment)."""
         jid = order["job_id"]
         gen = int(order.get("restarts") or 0)
-        if jid in self.jobs or (jid, gen) in self.done_ids or jid in self.finished:
+        if jid in self.jobs or jid in self.ending or (jid, gen) in self.done_ids or jid in self.finished:
             return
         script = None
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
@@ -223,6 +226,7 @@ class Launcher:
             t.cancel()
         # the batch script is done: whatever it left behind in its session goes too
         signal_session(job.pid, signal.SIGKILL)
+        self.ending.add(job.job_id)
         self.jobs.pop(job.job_id, None)
         _remove_script(job.script, self.spool)
         rep = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0, "signal": -rc if rc < 0 else 0,
@@ -238,6 +242,7 @@ class Launcher:
                 log.warning("job %s: epilog failed with exit code %s: %s", job.job_id, code, out.strip()[-200:])
                 rep["epilog_failed"] = code
         self._record(job.job_id, job.restarts, rep)
+        self.ending.discard(job.job_id)
 
     def _record(self, jid: int, gen: int, rep: dict) -> None:
         # kept until acknowledged: an agent started after a crash sends it again

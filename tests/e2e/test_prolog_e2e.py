@@ -37,3 +37,17 @@ def test_prolog_and_epilog_run_around_the_job_and_failures_drain_the_node(fresh_
     assert c.run(f"scontrol release {jid2}").returncode == 0
     c.wait_state(jid2, "COMPLETED", timeout=180)
     assert "job2" in trace.read_text().splitlines()
+
+
+def test_a_job_whose_epilog_is_running_is_not_started_again(fresh_cluster, tmp_path):
+    """While the Epilog of a job whose batch script has ended runs, the agent has not reported the end;
+    a sync then (here: its step's end wakes one) brings the launch order again. The job runs once."""
+    epilog = tmp_path / "epilog.sh"
+    epilog.write_text("#!/bin/sh\nsleep 2\n")
+    epilog.chmod(0o755)
+    c: Cluster = fresh_cluster(nodes=1, extra_conf=f"Epilog={epilog}\n").start()
+    runs = tmp_path / "runs"
+    for _ in range(3):
+        jid = c.sbatch("-o", "/dev/null", "--wrap", f"srun true; echo ran >> {runs}")
+        c.wait_state(jid, "COMPLETED", timeout=60)
+    assert runs.read_text() == "ran\n" * 3
