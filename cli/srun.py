@@ -202,8 +202,7 @@ class _StepIO:
                 if over_since is not None and now - over_since > 3.0:
                     break
         # every stream was closed before its task's exit was sent (nodeagent/steps.py): what is left is
-        # reading what came, which a loaded machine may take a while to get to (waiting 5 s is the likeliest
-        # way a short step's output went missing, twice, on a loaded machine)
+        # reading what came, which a loaded machine may take a while to get to
         for t in workers:
             t.join(60)
         self.srv.close()
