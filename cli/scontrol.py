@@ -227,8 +227,19 @@ def _show_steps(target: str | None, one_liner: bool, now: float) -> int:
             return 1
         print("No job steps in the system")
         return 0
-    sys.stdout.write("".join(render.scontrol_show_step(j, s, one_liner=one_liner) for j, s in steps))
+    sys.stdout.write("".join(render.scontrol_show_step(j, _with_srun(j, s), one_liner=one_liner) for j, s in steps))
     return 0
+
+
+def _with_srun(job: dict, step: dict) -> dict:
+    """An srun step with its srun's host and pid, which the job listing leaves out (asked step by step;
+    as listed when it has ended meanwhile)."""
+    if step["step"] == "batch":
+        return step
+    try:
+        return http.request("GET", f"/api/v1/jobs/{job['job_id']}/steps/{step['step']}")
+    except http.ControllerError:
+        return step
 
 
 #: slurm.conf keys `scontrol show config` lists as written, with Slurm's defaults when unset

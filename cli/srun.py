@@ -47,13 +47,12 @@ def _step(req: dict) -> int:
     job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
     env = req.get("environment") or dict(os.environ)
     # started by an srun outside any allocation (see _allocate_and_run): the tasks stream straight to it
-    relay = env.pop(RELAY, None) if os.environ.get(RELAY) else None
+    relay = os.environ.get(RELAY)
+    env.pop(RELAY, None)  # (not for the tasks: an srun of theirs streams to itself)
     if relay:
         srv, io_addr = None, relay
     else:
-        srv = socket.socket()
-        srv.bind(("0.0.0.0", 0))
-        srv.listen(256)
+        srv = _listener()
         io_addr = f"{os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
@@ -123,6 +122,15 @@ def _report(io: "_StepIO") -> int:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
             worst = max(worst, code)
     return worst
+
+
+def _listener():  # noqa: ANN202 - a listening socket
+    """Where the step's tasks connect to stream their output and exit codes: any port, every address."""
+    import socket
+    srv = socket.socket()
+    srv.bind(("0.0.0.0", 0))
+    srv.listen(256)
+    return srv
 
 
 #: the address of an srun outside any allocation (host:port), in its job's environment: the srun that
@@ -263,9 +271,7 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     from slurmlet.cli.common import current_user
     from slurmlet.cli.opts import build_submit
     o = dict(req["opts"])
-    srv = socket.socket()
-    srv.bind(("0.0.0.0", 0))
-    srv.listen(256)
+    srv = _listener()
     host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
     script = "#!/bin/sh\nexec srun " + " ".join(shlex.quote(a) for a in argv) + "\n"
     o["output"] = "/dev/null"  # the tasks' output comes here; the script itself says nothing
@@ -277,11 +283,10 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     body["environment"][RELAY] = env[RELAY]  # (whatever --export keeps)
     job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
     io = _StepIO(srv, 1 << 30, req["label"], req["unbuffered"])  # the task count: once the step exists
-    state = {"job": None}
     _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
 
     def job_over() -> bool:
-        job = state["job"] = http.request("GET", f"/api/v1/jobs/{job_id}")
+        job = http.request("GET", f"/api/v1/jobs/{job_id}")
         step = next((x for x in job.get("steps") or [] if x.get("step") == 0), None)
         if step is not None:
             io.ntasks = step["num_tasks"]

@@ -27,14 +27,14 @@ async def submit_run(c: CtlDep, request: Request):  # noqa: ANN202
         raise InvalidRequest("expected a JSON object")
     code = doc.get("code")
     uid, gid = int_field(doc, "uid"), int_field(doc, "gid")
-    as_caller(request, {"user": str(doc.get("user") or "root"), "uid": uid})
+    user = str(doc.get("user") or "root")
+    as_caller(request, {"user": user, "uid": uid})
     own_code(c, request, {"code": code, "uid": uid}, "invalid workload: ")
     w = wl.parse(doc.get("workload"))
-    body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=str(doc.get("user") or "root"),
+    body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=user,
                        uid=uid, gid=gid,
                        group=str(doc.get("group") or "root"), host=str(doc.get("host") or "localhost"),
                        code=code)
-    user = str(doc.get("user") or "root")
     # the user's own secrets, or their accounts' (at launch: the job's account's)
     missing = c.store.missing_secrets(w.secrets, [f"user:{user}"] + [
         f"account:{a}" for a in c.store.accounts.tree().user_accounts(user)])

@@ -29,7 +29,7 @@ async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request
 
 @router.get("/api/v1/jobs/{job_id}/steps/{step_id}")
 async def get_step(c: CtlDep, job_id: JobId, step_id: JobId):  # noqa: ANN202
-    got = [s for s in c.store.step_rows([job_id]).get(job_id, []) if s["step"] == step_id]
+    got = [s for s in c.store.step_rows([job_id], srun=True).get(job_id, []) if s["step"] == step_id]
     if not got:
         raise NotFound("Invalid job id specified")
     return as_json(got[0])

@@ -222,25 +222,26 @@ def up(argv: list[str]) -> int:
     else:
         # the state directory's shape, changed where this `up` asks for another (applied at a start of
         # the controller; refused while it runs)
-        old, ours = None, True
-        if os.path.exists(conf_path):
+        exists, old = os.path.exists(conf_path), None
+        if exists:
             with open(conf_path) as f:
                 text = f.read()
-            old, ours = generated_shape(text), text.startswith(GENERATED)
-            if not ours and asked:
+            old = generated_shape(text)
+            if asked and not text.startswith(GENERATED):
                 print(f"slurmlet up: error: {conf_path} was not written by slurmlet up: edit it to change the "
                       f"nodes, or start with another --state-dir", file=sys.stderr)
                 return 1
         shape = {**SHAPE, **(old or {}), **asked}
         if asked.get("gpus_per_node") and not shape["gpu_type"]:
             shape["gpu_type"] = "H100"
-        if old is not None and shape != old:
+        changed = exists and bool(asked) and shape != old
+        if changed and old is not None:
             pids = _read_pids(state)
             if pids.get("controller") and _alive(pids["controller"]):
                 print(f"slurmlet up: error: the cluster in {state} runs {_shape_words(old)}; stop it "
                       f"(slurmlet down --state-dir {state}) to start it with {_shape_words(shape)}", file=sys.stderr)
                 return 1
-        if (old is None and (asked or not os.path.exists(conf_path))) or (old is not None and shape != old) or args.set:
+        if changed or not exists or args.set:
             with open(conf_path, "w") as f:
                 f.write(generated_conf(shape["nodes"], shape["cpus_per_node"], shape["memory_per_node"],
                                        shape["gpus_per_node"], shape["gpu_type"])

@@ -64,14 +64,14 @@ class Queries:
         with self.engine.begin() as c:
             return steps.cancel(c, job_id, step_id, now)
 
-    def step_rows(self, job_ids: list[int]) -> dict[int, list[dict]]:
-        """sacct's step rows of these jobs, by job."""
+    def step_rows(self, job_ids: list[int], srun: bool = False) -> dict[int, list[dict]]:
+        """sacct's step rows of these jobs, by job (`srun`: with the host and pid of a running step's srun)."""
         out: dict[int, list[dict]] = {}
         if not job_ids:
             return out
         with self.engine.connect() as c:
             for i in range(0, len(job_ids), 500):
-                out.update(steps.public(c, job_ids[i:i + 500]))
+                out.update(steps.public(c, job_ids[i:i + 500], srun))
         return out
 
     def get_row(self, job_id: int) -> Any:

@@ -107,11 +107,15 @@ def forget_environment(c: Any, where: Any) -> None:  # noqa: ANN401
     """Steps that end keep no environment: it held what the job's user keeps from others (their
     tokens, a run's secrets), and nothing reads it once the tasks have started."""
     for r in c.execute(select(S.c.job_id, S.c.step_id, S.c.request).where(where)).all():
-        req = json.loads(r.request)
-        if req.get("environment"):
-            req["environment"] = {}
-            c.execute(update(S).where(S.c.job_id == r.job_id, S.c.step_id == r.step_id)
-                      .values(request=json.dumps(req)))
+        request = _without_environment(r.request)
+        if request is not None:
+            c.execute(update(S).where(S.c.job_id == r.job_id, S.c.step_id == r.step_id).values(request=request))
+
+
+def _without_environment(request: str) -> str | None:
+    """A step's request (JSON) without its environment; None when it holds none."""
+    req = json.loads(request)
+    return json.dumps(dict(req, environment={})) if req.get("environment") else None
 
 
 def record(c: Any, node: str, reports: list[dict], now: float) -> None:
@@ -136,9 +140,9 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             sig = max((v[1] for v in codes), default=0)
             state = row.state if row.state != "RUNNING" else ("FAILED" if code or sig else "COMPLETED")
             vals.update(state=state, exit_code=code, exit_signal=sig, end_time=rep.get("end_time") or now)
-            req = json.loads(row.request)
-            if req.get("environment"):
-                vals["request"] = json.dumps(dict(req, environment={}))
+            request = _without_environment(row.request)
+            if request is not None:
+                vals["request"] = request
         c.execute(update(S).where(S.c.job_id == row.job_id, S.c.step_id == row.step_id).values(**vals))
 
 
@@ -176,12 +180,13 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
     return orders
 
 
-def public(c: Any, job_ids: list[int]) -> dict[int, list[dict]]:
-    """sacct's rows of the steps of these jobs, by job."""
+def public(c: Any, job_ids: list[int], srun: bool = False) -> dict[int, list[dict]]:
+    """sacct's rows of the steps of these jobs, by job; with `srun`, a running step's srun host and pid
+    too (scontrol show step: its request, environment and all, is read only then, not for squeue)."""
     out: dict[int, list[dict]] = {}
     for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
         layout = json.loads(r.layout)
-        req = json.loads(r.request) if r.state == "RUNNING" else {}  # (scontrol show step: running ones)
+        req = json.loads(r.request) if srun and r.state == "RUNNING" else {}
         use = list(json.loads(r.usage or "{}").values())
         user = sum(u.get("user_cpu", 0) for u in use)
         system = sum(u.get("system_cpu", 0) for u in use)

@@ -141,7 +141,6 @@ def test_a_node_that_stops_answering_is_named_and_its_job_and_steps_end(fresh_cl
     NODE_FAIL (--no-requeue), its step ends with an End time in sacct, and `sbatch --wait` returns
     instead of hanging."""
     import subprocess
-    import time
     c = fresh_cluster(nodes=2, extra_conf="SlurmdTimeout=8\n").start()
     started = tmp_path / "started"
     script = f"#!/bin/sh\ntouch {started}\nsrun -N2 sleep 300\n"
@@ -154,9 +153,7 @@ def test_a_node_that_stops_answering_is_named_and_its_job_and_steps_end(fresh_cl
         jid = int(wait_until(lambda: c.run(["squeue", "-h", "-o", "%i"]).stdout.strip(), 30, what="its id"))
         wait_until(lambda: any(s["step"] == 0 for s in c.job(jid)["steps"]), 30, what="its step running")
         c.stop_proc("agent-node2", signal.SIGKILL)
-        t0 = time.monotonic()
         out, err = waiter.communicate(timeout=120)
-        assert time.monotonic() - t0 < 110
     finally:
         if waiter.poll() is None:
             waiter.kill()

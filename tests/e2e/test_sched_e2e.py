@@ -143,22 +143,27 @@ def test_scontrol_suspend_and_resume_as_slurm_does(fresh_cluster, tmp_path):
     `scontrol resume` does; Slurm's refusals for pending, ended and unknown jobs."""
     c = fresh_cluster(nodes=1, cpus=2)
     c.start()
-    tick = tmp_path / "tick"
-    jid = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap", f"while true; do date +%s.%N > {tick}; sleep 0.1; done")
+    tick, pidfile = tmp_path / "tick", tmp_path / "pid"
+    jid = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap",
+                   f"echo $$ > {pidfile}; while true; do date +%s.%N > {tick}; sleep 0.1; done")
     c.wait_state(jid, "RUNNING")
     wait_until(tick.exists, 30, what="the job ticking")
+    pid = int(pidfile.read_text())
+
+    def proc_state() -> str:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     r = c.run(["scontrol", "suspend", str(jid)])
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     assert c.run(["squeue", "-h", "-j", str(jid), "-o", "%T %r"]).stdout.split() == ["SUSPENDED", "None"]
     assert c.run(["scontrol", "suspend", str(jid)]).returncode == 0  # again: nothing to do
     other = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap", "sleep 2")  # its CPUs are lent (memory is kept)
     c.wait_state(other, "COMPLETED", timeout=60)
+    wait_until(lambda: proc_state() == "T", 30, what="the job stopped (SIGSTOP)")
     stopped = tick.read_text()
-    assert wait_until(lambda: tick.read_text() == stopped, 10, what="the job stopped")  # (SIGSTOP)
     assert c.job(jid)["state"] == "SUSPENDED"  # the scheduler left it suspended with its CPUs free
     r = c.run(["scontrol", "resume", str(jid)])
     assert (r.returncode, r.stderr) == (0, "")
-    wait_until(lambda: tick.read_text() != stopped, 30, what="the job going on")
+    wait_until(lambda: tick.read_text() != stopped and proc_state() != "T", 30, what="the job going on")
     r = c.run(["scontrol", "resume", str(jid)])
     assert (r.returncode, r.stderr) == (1, f"Job is not suspended for job {jid}\n")
     held = c.sbatch("-H", "--wrap", "true")
