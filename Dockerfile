@@ -2,6 +2,16 @@
 # login node. Built by docker-compose.yml; see the README's "Test cluster" section.
 FROM python:3.11-slim
 
+# Wheels in docker/wheelhouse (docker/offline/wheelhouse.sh) make the build offline: torch and
+# slurmlet's dependencies come from there alone. Without them pip asks PyPI (torch: its CPU build).
+# torch and numpy are for the examples (examples/llama-sft) that the nodes run.
+COPY docker/wheelhouse /opt/wheels
+RUN if ls /opt/wheels/*.whl >/dev/null 2>&1; then \
+      pip install --no-cache-dir --no-index --find-links /opt/wheels torch numpy; \
+    else \
+      pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch numpy; \
+    fi
+
 # the package from the build context, with its console scripts (slurmlet, sbatch, squeue, ...)
 WORKDIR /opt/slurmlet
 COPY pyproject.toml README.md ./
@@ -9,8 +19,18 @@ COPY cli ./cli
 COPY common ./common
 COPY controller ./controller
 COPY nodeagent ./nodeagent
-RUN pip install --no-cache-dir . \
-    && mkdir -p /data /etc/slurm /etc/slurmlet /var/lib/slurmlet
+RUN if ls /opt/wheels/*.whl >/dev/null 2>&1; then \
+      pip install --no-cache-dir --no-index --find-links /opt/wheels .; \
+    else \
+      pip install --no-cache-dir .; \
+    fi
+# the examples (the migration guide's llama-sft among them): copy one to /data to run it
+COPY examples ./examples
+
+# the shared /data volume takes this directory's mode on first use: every user writes there, as in /tmp
+RUN mkdir -p /data /etc/slurm /etc/slurmlet /var/lib/slurmlet && chmod 1777 /data
+# ordinary users, the same on every node (as a site's directory service makes them): jobs run as them
+RUN useradd -m -u 1000 -s /bin/bash alice && useradd -m -u 1001 -s /bin/bash bob
 
 # the controller's port (Slurm's SlurmctldPort)
 EXPOSE 6817

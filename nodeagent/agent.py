@@ -363,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the node pool this node joins (default $SLURMLET_POOL): partitions are made of pools")
     ap.add_argument("--key-file", default=None,
                     help="the cluster key (default $SLURMLET_KEY_FILE, ~/.slurmlet/key or /etc/slurmlet/slurmlet.key)")
+    ap.add_argument("--cred-socket", default=None,
+                    help="also sign credentials for the node's users on this Unix socket, as `slurmlet credd` "
+                         f"does (munged's role), e.g. {cred.DEFAULT_SOCKET}: jobs' srun and scontrol use it")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     global KEY
@@ -372,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         if KEY is None:
             ap.error(f"--key-file: cannot read {key_file}")
         os.environ["SLURMLET_KEY_FILE"] = os.path.abspath(key_file)  # what jobs started here sign with
+    if args.cred_socket and KEY is None:
+        ap.error("--cred-socket needs the cluster key (--key-file)")
     for opt in ("cpus", "memory", "gpus"):
         v = getattr(args, opt)
         if v is not None and v < (1 if opt != "gpus" else 0):
@@ -385,6 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, OSError) as e:
         log.error("%s", e)
         return 1
+    if args.cred_socket:
+        from . import credd
+        try:
+            credd.serve(args.cred_socket, KEY)
+        except OSError as e:
+            log.error("--cred-socket %s: %s", args.cred_socket, e.strerror or e)
+            return 1
+        os.environ["SLURMLET_CRED_SOCKET"] = os.path.abspath(args.cred_socket)  # passed on to jobs
     cfg = _fetch_config(controller)
     agent = Agent(controller=controller, name=args.name, cpus=args.cpus, memory=args.memory, gpus=args.gpus,
                   gpu_type=args.gpu_type, addr=args.addr, spool=spool,

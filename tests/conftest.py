@@ -20,6 +20,11 @@ BIN = Path(sys.executable).parent
 PG_URL = os.environ.get("SLURMLET_TEST_PG", "postgresql://127.0.0.1:5432/test")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The compose tier runs last: the Docker engine it may start changes the host's network settings."""
+    items.sort(key=lambda item: "tests/compose/" in item.nodeid)
+
+
 def wait_until(pred: Callable[[], object], timeout: float = 20.0, interval: float = 0.02, what: str = "") -> object:
     """Poll `pred` until it returns something truthy; fail the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout
