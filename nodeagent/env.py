@@ -173,6 +173,93 @@ def install_profile_hook(directory: str = PROFILE_D) -> str | None:
     return path
 
 
+#: where the agent (as root) writes COMMAND_SHIM under each command's name: on the search path that
+#: a shell with an empty environment gets (`env -i bash`: /usr/local/bin first)
+SHIM_DIR = "/usr/local/bin"
+#: the commands a job may call by name (those of them that the agent's own bin directory has)
+JOB_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "sacct", "scontrol", "sinfo", "sprio", "sdiag", "sacctmgr",
+                "sshare", "salloc", "sattach", "sstat", "sreport", "air", "slurmlet")
+#: a job's shell that dropped the whole environment (`env -i bash`) keeps nothing of SLURMLET_BIN or
+#: PATH. The shim finds the job's SLURMLET_BIN in the nearest process above it that has one, trusting
+#: only a directory and a command that root or the caller owns and no one else may write (a root
+#: shell below a user's process must not run that user's program), else runs the next command of its
+#: name on PATH (a Slurm of the host's own), else says why it cannot.
+COMMAND_SHIM = """\\
+#!/bin/sh
+# slurmlet command shim (written by slurmlet's node agent; the same for every command and cluster)
+name=${0##*/}
+if [ -n "${PATH+set}" ]; then caller_path=$PATH; else caller_path=; unset_path=1; fi
+PATH=/usr/bin:/bin  # this script's own tools
+run() {
+  if [ -n "${unset_path:-}" ]; then unset PATH; else PATH=$caller_path; export PATH; fi
+  exec "$@"
+}
+me=$(id -u)
+trusted() {
+  set -- $(stat -L -c '%u %a' "$1" 2>/dev/null) && { [ "$1" = 0 ] || [ "$1" = "$me" ]; } &&
+    case $2 in *[2367]? | *[2367]) false ;; *) true ;; esac
+}
+pid=$$
+depth=0
+while [ "${pid:-0}" -gt 1 ] && [ $depth -lt 64 ]; do
+  bin=$( (tr '\\0' '\\n' <"/proc/$pid/environ") 2>/dev/null | sed -n 's/^SLURMLET_BIN=//p' | head -n 1)
+  if [ -n "$bin" ] && [ -x "$bin/$name" ] && trusted "$bin" && trusted "$bin/$name"; then
+    run "$bin/$name" "$@"
+  fi
+  pid=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)
+  depth=$((depth + 1))
+done
+self=$(readlink -f "$0")
+IFS=:
+for dir in $caller_path; do
+  if [ -n "$dir" ] && [ -x "$dir/$name" ] && [ "$(readlink -f "$dir/$name")" != "$self" ]; then
+    unset IFS
+    run "$dir/$name" "$@"
+  fi
+done
+echo "$name: no slurmlet job above this process and no other $name on PATH" >&2
+exit 127
+"""
+
+
+def install_command_shims(bin_dir: str, directory: str = SHIM_DIR) -> list[str]:
+    """Write COMMAND_SHIM as `directory`/NAME for each of JOB_COMMANDS that `bin_dir` has, where no
+    other file of that name is (a Slurm or a slurmlet installed there is left alone). Returns the
+    names written or already there; none where the directory cannot be written."""
+    done = []
+    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
+        return done
+    for name in JOB_COMMANDS:
+        if not os.access(os.path.join(bin_dir, name), os.X_OK):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            with open(path) as f:
+                current = f.read(len(COMMAND_SHIM) + 1)
+        except FileNotFoundError:
+            current = None
+        except (OSError, UnicodeDecodeError):
+            continue  # a binary, or unreadable: not ours
+        if current == COMMAND_SHIM:
+            done.append(name)
+            continue
+        if current is not None:
+            continue
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(COMMAND_SHIM)
+            os.chmod(tmp, 0o755)
+            os.link(tmp, path)  # never over a file that appeared meanwhile
+            done.append(name)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+    return done
+
+
 #: Prolog's and Epilog's search path: fixed, never the job's (the scripts run as root)
 SCRIPT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

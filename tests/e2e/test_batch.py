@@ -203,6 +203,20 @@ def test_a_login_shell_script_finds_the_slurm_commands(cluster: Cluster, tmp_pat
     assert str(BIN) not in r.stdout
 
 
+def test_a_shell_without_the_jobs_environment_still_finds_the_commands(cluster: Cluster, tmp_path: Path):
+    """`env -i bash`: nothing of the job's PATH or SLURMLET_BIN is left, and slurmlet lives in a virtual
+    environment; the agent's shims on the default search path (/usr/local/bin) find the job's commands
+    through the processes above them."""
+    jid = cluster.sbatch("-o", str(tmp_path / "envi.out"), "--wrap",
+                         "env -i bash -c 'echo \"PATH=$PATH\"; command -v scontrol; "
+                         "scontrol show hostnames \"c[1-2]\"; sinfo --version'")
+    cluster.wait_state(jid, ("COMPLETED", "FAILED"))
+    lines = (tmp_path / "envi.out").read_text().splitlines()
+    assert str(BIN) not in lines[0], lines
+    version = subprocess.run([str(BIN / "sinfo"), "--version"], capture_output=True, text=True, timeout=30).stdout
+    assert lines[1:] == ["/usr/local/bin/scontrol", "c1", "c2", version.strip()], lines
+
+
 def test_controller_restart_mid_queue(fresh_cluster, tmp_path: Path):
     c: Cluster = fresh_cluster(nodes=1, cpus=1).start()
     running = c.sbatch("-o", str(tmp_path / "r.out"), "--wrap", "sleep 3; echo done")
