@@ -164,6 +164,10 @@ def _signame(sig: int) -> str:
             signal.SIGABRT: "Aborted"}.get(sig, f"Killed by signal {sig}")
 
 
+#: a step's task count before srun outside an allocation has heard it from the controller
+UNKNOWN_TASKS = 1 << 30
+
+
 class _StepIO:
     """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
 
@@ -194,6 +198,8 @@ class _StepIO:
             for key, _ in sel.select(0.5):
                 if key.fileobj is self.wake_r:
                     self.wake_r.recv(4096)
+                    if self.ntasks >= UNKNOWN_TASKS:  # a task ended before the step's size was known: ask now
+                        last_check = 0.0
                     continue
                 conn, _ = self.srv.accept()
                 t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
@@ -282,7 +288,7 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
     body["environment"][RELAY] = env[RELAY]  # (whatever --export keeps)
     job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
-    io = _StepIO(srv, 1 << 30, req["label"], req["unbuffered"])  # the task count: once the step exists
+    io = _StepIO(srv, UNKNOWN_TASKS, req["label"], req["unbuffered"])  # the task count: once the step exists
     _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
 
     def job_over() -> bool:
