@@ -6,8 +6,10 @@ FROM python:3.11-slim
 # slurmlet's dependencies come from there alone. Without them pip asks PyPI (torch: its CPU build).
 # torch and numpy are for the examples (examples/llama-sft) that the nodes run.
 COPY docker/wheelhouse /opt/wheels
-RUN if ls /opt/wheels/*.whl >/dev/null 2>&1; then \
+RUN if ls /opt/wheels/torch-*.whl >/dev/null 2>&1; then \
       pip install --no-cache-dir --no-index --find-links /opt/wheels torch numpy; \
+    elif ls /opt/wheels/*.whl >/dev/null 2>&1; then \
+      echo "the wheelhouse has no torch: the image has none (the examples need it)"; \
     else \
       pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch numpy; \
     fi

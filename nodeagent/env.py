@@ -152,25 +152,42 @@ def install_profile_hook(directory: str = PROFILE_D) -> str | None:
     host, so none of them removes it). Returns the path, or None where it cannot be written (the agent
     is not root, the directory is missing): then login shells in jobs lose the commands."""
     path = os.path.join(directory, "slurmlet.sh")
+    return path if _place(path, PROFILE_HOOK, 0o644, replace=True) else None
+
+
+def _place(path: str, text: str, mode: int, *, replace: bool) -> bool:
+    """`path` holds `text` (with `mode`): already, or written now through a temporary file. A file
+    there with other contents is replaced when `replace`, else left alone (False); False too where
+    the directory is missing or cannot be written."""
     try:
         with open(path) as f:
-            if f.read() == PROFILE_HOOK:
-                return path
-    except OSError:
+            if f.read(len(text) + 1) == text:
+                return True
+        if not replace:
+            return False  # another program of that name: not ours
+    except FileNotFoundError:
         pass
+    except (OSError, UnicodeDecodeError):
+        if not replace:
+            return False  # a binary, or unreadable
+    directory = os.path.dirname(path)
     if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
-        return None
+        return False
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w") as f:
-            f.write(PROFILE_HOOK)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+            f.write(text)
+        os.chmod(tmp, mode)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # never over a file that appeared meanwhile
+        return True
     except OSError:
+        return False
+    finally:
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        return None
-    return path
 
 
 #: where the agent (as root) writes COMMAND_SHIM under each command's name: on the search path that
@@ -226,38 +243,8 @@ def install_command_shims(bin_dir: str, directory: str = SHIM_DIR) -> list[str]:
     """Write COMMAND_SHIM as `directory`/NAME for each of JOB_COMMANDS that `bin_dir` has, where no
     other file of that name is (a Slurm or a slurmlet installed there is left alone). Returns the
     names written or already there; none where the directory cannot be written."""
-    done = []
-    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
-        return done
-    for name in JOB_COMMANDS:
-        if not os.access(os.path.join(bin_dir, name), os.X_OK):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            with open(path) as f:
-                current = f.read(len(COMMAND_SHIM) + 1)
-        except FileNotFoundError:
-            current = None
-        except (OSError, UnicodeDecodeError):
-            continue  # a binary, or unreadable: not ours
-        if current == COMMAND_SHIM:
-            done.append(name)
-            continue
-        if current is not None:
-            continue
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "w") as f:
-                f.write(COMMAND_SHIM)
-            os.chmod(tmp, 0o755)
-            os.link(tmp, path)  # never over a file that appeared meanwhile
-            done.append(name)
-        except OSError:
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-    return done
+    return [name for name in JOB_COMMANDS if os.access(os.path.join(bin_dir, name), os.X_OK)
+            and _place(os.path.join(directory, name), COMMAND_SHIM, 0o755, replace=False)]
 
 
 #: Prolog's and Epilog's search path: fixed, never the job's (the scripts run as root)
