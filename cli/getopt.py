@@ -1,4 +1,4 @@
-"""sbatch's and srun's option tables (long and short options, their arity) and getopt_long as
+"""sbatch's, salloc's and srun's option tables (long and short options, their arity) and getopt_long as
 Slurm's clients call it: the same permutation, abbreviations and error messages."""
 
 from __future__ import annotations
@@ -60,6 +60,25 @@ A=account B=extra-node-info C=constraint D=chdir E=preserve-env F=nodefile G=gpu
 J=job-name K=kill-on-bad-exit L=licenses M=clusters N=nodes O=overcommit Q=quiet S=core-spec T=threads
 V=version W=wait X=disable-status Z=no-allocate
 """
+_SALLOC_LONG = """
+account:R acctg-freq:R begin:R bell:N bb:R bbf:R chdir:R cluster:R=clusters clusters:R cluster-constraint:R
+comment:R container:R contiguous:N constraint:R core-spec:R cores-per-socket:R cpu-freq:R cpus-per-gpu:R
+cpus-per-task:R deadline:R delay-boot:R dependency:R distribution:R exclude:R exclusive:O extra-node-info:R
+get-user-env:O gid:R gpu-bind:R gpu-freq:R gpus:R gpus-per-node:R gpus-per-socket:R gpus-per-task:R gres:R
+gres-flags:R help:N hint:R hold:N immediate:O job-name:R kill-command:O licenses:R mail-type:R mail-user:R
+mcs-label:R mem:R mem-bind:R mem-per-cpu:R mem-per-gpu:R mincpus:R network:R nice:O no-bell:N no-kill:O
+no-shell:N nodefile:R nodelist:R nodes:R ntasks:R ntasks-per-core:R ntasks-per-gpu:R ntasks-per-node:R
+ntasks-per-socket:R overcommit:N oversubscribe:N partition:R power:R prefer:R priority:R profile:R qos:R
+quiet:N reboot:N reservation:R signal:R sockets-per-node:R spread-job:N switches:R
+tasks-per-node:R=ntasks-per-node thread-spec:R threads-per-core:R time:R time-min:R tmp:R uid:R usage:N
+use-min-nodes:N verbose:N version:N wait-all-nodes:R wckey:R x11:O
+"""
+_SALLOC_SHORT = """
+A=account b=begin B=extra-node-info c=cpus-per-task C=constraint d=dependency D=chdir F=nodefile G=gpus
+h=help H=hold I=immediate J=job-name k=no-kill K=kill-command L=licenses m=distribution M=clusters n=ntasks
+N=nodes O=overcommit p=partition q=qos Q=quiet s=oversubscribe S=core-spec t=time v=verbose V=version
+w=nodelist x=exclude
+"""
 
 
 class Table:
@@ -87,8 +106,9 @@ _TABLES: dict[str, Table] = {}
 def table(kind: str) -> Table:
     t = _TABLES.get(kind)
     if t is None:
-        t = _TABLES[kind] = Table(_SBATCH_LONG, _SBATCH_SHORT) if kind == "sbatch" else \
-            Table(_SRUN_LONG, _SRUN_SHORT)
+        longs, shorts = {"sbatch": (_SBATCH_LONG, _SBATCH_SHORT), "salloc": (_SALLOC_LONG, _SALLOC_SHORT)}.get(
+            kind, (_SRUN_LONG, _SRUN_SHORT))
+        t = _TABLES[kind] = Table(longs, shorts)
     return t
 
 

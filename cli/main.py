@@ -38,6 +38,10 @@ def srun() -> int:
     return _cli("srun", "srun")
 
 
+def salloc() -> int:
+    return _cli("salloc", "salloc")
+
+
 def squeue() -> int:
     return _cli("squeue", "squeue")
 

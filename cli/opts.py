@@ -62,8 +62,8 @@ from ..common.slurmtime import (
 )
 
 from .getopt import Getopt, Table, table
-from .optvalues import (SBATCH_ENV, SBATCH_USED, SRUN_ENV, SRUN_USED, Ctx, State, apply_env, check_counts,
-                        resolved_gpus)
+from .optvalues import (SALLOC_ENV, SALLOC_USED, SBATCH_ENV, SBATCH_USED, SRUN_ENV, SRUN_USED, Ctx,
+                        State, apply_env, check_counts, resolved_gpus)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
@@ -550,6 +550,57 @@ def _gpus_of(o: dict, prog: str) -> dict[str, object]:
     if out["gpus-per-node"] is None and isinstance(o.get("gres"), str):
         out["gpus-per-node"] = parse_gres(o["gres"], prog)[0]
     return out
+
+
+# ====================================================================== salloc
+#: what an allocation runs on its first node while salloc's command runs where salloc does: nothing
+SALLOC_HOLDER = "#!/bin/sh\n# This script was created by salloc: it holds the allocation.\nexec sleep 2147483647\n"
+
+
+def parse_salloc(argv: list[str], *, env: dict[str, str], cwd: str, user: str | None = None,
+                 uid: int | None = None, gid: int | None = None, group: str | None = None,
+                 host: str | None = None) -> dict:
+    """salloc's command line -> a dict: `submit` (the JobSubmit body of the allocation, None for
+    help/usage/version), `command` (what to run once granted; empty: the user's shell), the flags
+    `help`, `usage`, `version`, `no_shell`, `kill_command` (a signal number or None), `quiet`,
+    `clusters`, `ignored` and `info`. SALLOC_* variables come first, the command line overrides them."""
+    prog = "salloc"
+    ctx = Ctx(prog, cwd, None, ("gpu",))
+    tbl = table("salloc")
+    state = State()
+    apply_env(state, ctx, env, SALLOC_ENV, tbl, "SALLOC_DEBUG")
+    g = Getopt(prog, argv, tbl)
+    for key, val, _ in g:
+        if key in ("help", "usage", "version"):
+            return {"submit": None, "help": key == "help", "usage": key == "usage", "version": key == "version"}
+        state.apply(ctx, key, val)
+    command = argv[g.optind:]
+    if command and command[0] == ":":
+        raise _het_error(prog)
+    info: list[str] = []
+    check_counts(prog, state, info)
+    gpus = resolved_gpus(ctx, state)
+    v = state.values
+    if "nodes" in v and v["nodes"] == (0, 0):
+        raise refused(prog, "Node count specification invalid")
+    dep = str(v["dependency"]) if v.get("dependency") else None
+    if dep is not None:
+        parse_dependency(dep, prog)
+    no_shell = "no-shell" in v
+    name = "no-shell" if no_shell else "interactive"
+    submit = build_submit(v, script=SALLOC_HOLDER, default_name=name, script_args=[], env=env, cwd=cwd,
+                          user=user, uid=uid, gid=gid, group=group, host=host, prog=prog, gpus=gpus,
+                          dependency=dep)
+    submit["interactive"] = True
+    submit["requeue"] = False  # an allocation is never requeued: its command runs on here
+    submit["stdout"] = submit["stderr"] = "/dev/null"
+    kill = None
+    if "kill-command" in v:
+        kill = parse_signal(str(v["kill-command"]), prog)[0] if v["kill-command"] else 15
+    return {"submit": submit, "help": False, "usage": False, "version": False, "command": command,
+            "no_shell": no_shell, "kill_command": kill, "quiet": state.quiet, "verbose": state.verbose,
+            "clusters": v.get("clusters"), "ignored": _ignored(state, SALLOC_USED), "info": info,
+            "gpu_type": gpus.get("gpu_type")}
 
 
 # ====================================================================== srun

@@ -293,7 +293,8 @@ _VALIDATORS = {
 _FLAG_KEYS = {"contiguous", "help", "hold", "ignore-pbs", "no-requeue", "overcommit", "oversubscribe",
               "parsable", "quiet", "reboot", "requeue", "spread-job", "test-only", "usage", "use-min-nodes",
               "verbose", "version", "wait", "debugger-test", "disable-status", "exact", "interactive", "label",
-              "multi-prog", "no-allocate", "preserve-env", "pty", "quit-on-interrupt", "unbuffered", "whole"}
+              "multi-prog", "no-allocate", "preserve-env", "pty", "quit-on-interrupt", "unbuffered", "whole",
+              "bell", "no-bell", "no-shell"}
 
 # Options that change what slurmlet does; every other accepted option goes to `ignored`.
 SBATCH_USED = {
@@ -310,6 +311,12 @@ SRUN_USED = {
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
     "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters",
+}
+SALLOC_USED = {
+    "account", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "exclude", "exclusive",
+    "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "job-name", "kill-command", "mem",
+    "mem-per-cpu", "nice", "no-shell", "nodelist", "nodes", "ntasks", "ntasks-per-node", "oversubscribe",
+    "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version",
 }
 
 # SBATCH_* input variables in sbatch's table order -> option key (None: handled specially).
@@ -351,6 +358,27 @@ SRUN_ENV = (
     ("SLURM_PARTITION", "partition"), ("SLURM_QOS", "qos"), ("SLURM_SIGNAL", "signal"),
     ("SLURM_TIMELIMIT", "time"), ("SLURM_UNBUFFEREDIO", "unbuffered"), ("SLURM_WORKING_DIR", "chdir"),
     ("SLURM_DEBUG", None),
+)
+
+# SALLOC_* input variables (salloc(1), INPUT ENVIRONMENT VARIABLES) -> option key
+SALLOC_ENV = (
+    ("SALLOC_ACCOUNT", "account"), ("SALLOC_ACCTG_FREQ", "acctg-freq"), ("SALLOC_BELL", "bell"),
+    ("SALLOC_BURST_BUFFER", "bb"), ("SALLOC_CLUSTER_CONSTRAINT", "cluster-constraint"),
+    ("SALLOC_CLUSTERS", "clusters"), ("SLURM_CLUSTERS", "clusters"), ("SALLOC_CONSTRAINT", "constraint"),
+    ("SALLOC_CONTAINER", "container"), ("SALLOC_CORE_SPEC", "core-spec"), ("SALLOC_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SALLOC_DEBUG", None), ("SALLOC_DELAY_BOOT", "delay-boot"), ("SALLOC_EXCLUSIVE", "exclusive"),
+    ("SALLOC_GPUS", "gpus"), ("SALLOC_GPU_BIND", "gpu-bind"), ("SALLOC_GPU_FREQ", "gpu-freq"),
+    ("SALLOC_GPUS_PER_NODE", "gpus-per-node"), ("SALLOC_GPUS_PER_TASK", "gpus-per-task"), ("SALLOC_GRES", "gres"),
+    ("SALLOC_GRES_FLAGS", "gres-flags"), ("SLURM_HINT", "hint"), ("SALLOC_HINT", "hint"),
+    ("SALLOC_IMMEDIATE", "immediate"), ("SALLOC_KILL_CMD", "kill-command"), ("SALLOC_MEM_BIND", "mem-bind"),
+    ("SALLOC_MEM_PER_CPU", "mem-per-cpu"), ("SALLOC_MEM_PER_GPU", "mem-per-gpu"), ("SALLOC_MEM_PER_NODE", "mem"),
+    ("SALLOC_NETWORK", "network"), ("SALLOC_NO_BELL", "no-bell"), ("SALLOC_NO_KILL", "no-kill"),
+    ("SALLOC_OVERCOMMIT", "overcommit"), ("SALLOC_PARTITION", "partition"), ("SALLOC_POWER", "power"),
+    ("SALLOC_PROFILE", "profile"), ("SALLOC_QOS", "qos"), ("SALLOC_REQ_SWITCH", "switches"),
+    ("SALLOC_RESERVATION", "reservation"), ("SALLOC_SIGNAL", "signal"), ("SALLOC_SPREAD_JOB", "spread-job"),
+    ("SALLOC_THREAD_SPEC", "thread-spec"), ("SALLOC_THREADS_PER_CORE", "threads-per-core"),
+    ("SALLOC_TIMELIMIT", "time"), ("SALLOC_USE_MIN_NODES", "use-min-nodes"),
+    ("SALLOC_WAIT_ALL_NODES", "wait-all-nodes"), ("SALLOC_WAIT4SWITCH", "wait4switch"), ("SALLOC_WCKEY", "wckey"),
 )
 
 

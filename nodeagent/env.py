@@ -5,19 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-
-def compress_counts(counts: list[int]) -> str:
-    """[2, 2, 1] -> '2(x2),1': Slurm's SLURM_TASKS_PER_NODE / SLURM_JOB_CPUS_PER_NODE format."""
-    out: list[str] = []
-    i = 0
-    while i < len(counts):
-        j = i
-        while j + 1 < len(counts) and counts[j + 1] == counts[i]:
-            j += 1
-        n = j - i + 1
-        out.append(f"{counts[i]}(x{n})" if n > 1 else str(counts[i]))
-        i = j + 1
-    return ",".join(out)
+from ..common.grammar import compress_counts
 
 
 def rendezvous(order: dict, node: str, node_addr: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import identity
-from .env import compress_counts
+from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
@@ -67,6 +67,14 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         "NODE_RANK": str(order["node_index"]),
         "LOCAL_WORLD_SIZE": str(len(order.get("gpu_ids") or []) or len(order["ranks"])),
     })
+    job = order.get("job")
+    if job:  # the job's, whatever the srun's environment said (srun --jobid from another job or none)
+        jid = str(order["job_id"])
+        env.update({"SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(job["name"]),
+                    "SLURM_JOB_PARTITION": str(job["partition"]), "SLURM_JOB_ACCOUNT": str(job["account"]),
+                    "SLURM_JOB_QOS": str(job["qos"]), "SLURM_JOB_NODELIST": str(order.get("job_nodes") or ""),
+                    "SLURM_JOB_NUM_NODES": str(len(job["cpus"]) or 1),
+                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1])})
     if order.get("master_port"):
         env["MASTER_PORT"] = str(order["master_port"])
     io = req.get("io")

@@ -21,7 +21,7 @@ from ..store.jobs import JobStore, request_of
 from ..views import validate_submit
 from . import limits
 from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_code, own_job, parse_ids, split_list)
-from .schemas import CancelRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
+from .schemas import CancelRequest, CompleteRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
 
 if TYPE_CHECKING:
     from ..runtime import Controller
@@ -166,6 +166,16 @@ async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN
     c.jobs_changed()
     c.wake.set()
     return as_json({"results": results})
+
+
+@router.post("/api/v1/jobs/{job_id}/complete")
+async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Request):  # noqa: ANN202
+    """salloc's release of its allocation, with its command's exit code (the owner's, as scancel's)."""
+    own_job(c, request, job_id)
+    c.notify([c.store.complete(job_id, c.clock(), body.exit_code)])
+    c.jobs_changed()
+    c.wake.set()
+    return {"ok": True}
 
 
 @router.post("/api/v1/jobs/{job_id}/hold")

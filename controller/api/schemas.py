@@ -98,6 +98,9 @@ class JobSubmit(Strict):
     py_deps: list[str] | None = None  #: an air run's environment.dependencies: a venv per node
     test_only: bool = False
     kill_on_invalid_dep: bool = False
+    #: salloc's allocation: `script` only holds the nodes (no batch step is shown), the job ends when
+    #: salloc releases it (POST /api/v1/jobs/{id}/complete with its command's exit code)
+    interactive: bool = False
 
     @model_validator(mode="after")
     def _nodes_range(self) -> JobSubmit:
@@ -122,6 +125,10 @@ class JobUpdate(Strict):
     comment: str | None = None
     nice: int | None = Field(None, ge=-2147483645, le=2147483645)
     site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
+
+
+class CompleteRequest(Strict):
+    exit_code: int = Field(0, ge=0, le=255)
 
 
 class CancelRequest(Strict):

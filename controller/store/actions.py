@@ -37,6 +37,25 @@ class Actions:
                 state="CANCELLED", end_time=now, cancelled_by=uid, pending_action="cancel"))
             return row.batch_host
 
+    def complete(self, job_id: int, now: float, exit_code: int) -> str | None:
+        """salloc relinquishes its allocation: the job ends COMPLETED (FAILED with the command's non-zero
+        exit code), its holder and steps are stopped as under a cancel. A pending one is cancelled.
+        Returns the batch host to notify, if any."""
+        with self.engine.begin() as c:
+            row = c.execute(select(J.c.state, J.c.active).where(J.c.id == job_id)).first()
+            if row is None:
+                raise NotFound()
+            if row.state in FINAL_STATES or not row.active and row.state != "PENDING":
+                raise Conflict()
+        if row.state == "PENDING":
+            return self.cancel(job_id, now)
+        with self.engine.begin() as c:
+            failed = exit_code != 0
+            c.execute(update(J).where(J.c.id == job_id, J.c.state == row.state, J.c.active.is_(True)).values(
+                state="FAILED" if failed else "COMPLETED", reason="NonZeroExitCode" if failed else "None",
+                exit_code=exit_code, exit_signal=0, end_time=now, pending_action="cancel"))
+            return c.execute(select(J.c.batch_host).where(J.c.id == job_id)).scalar()
+
     def hold(self, job_id: int, who: str) -> None:
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()

@@ -98,7 +98,8 @@ class Queries:
         if req.mem_per_node is None and mem_per_cpu is None and self.config.def_mem_per_cpu:
             mem_per_cpu = self.config.def_mem_per_cpu
         steps = []
-        if row.batch_host:
+        interactive = bool(spec.get("interactive"))  # salloc's: its holder is no batch step
+        if row.batch_host and not interactive:
             batch_alloc = alloc[0] if alloc else {"cpus": 1, "node": row.batch_host}
             steps.append({
                 "step": "batch", "name": "batch",
@@ -125,6 +126,7 @@ class Queries:
             "alloc_memory": sum(a["memory"] for a in alloc) if alloc else None,
             "gpus_per_node": gpn, "tres_per_node": f"gres:gpu:{gpn}" if gpn else None,
             "gpu_ids": {a["node"]: a["gpu_ids"] for a in alloc if a["gpu_ids"]},
+            "alloc_cpus": [a["cpus"] for a in alloc], "alloc_tasks": [a["tasks"] for a in alloc],
             "exit_code": row.exit_code, "exit_signal": row.exit_signal,
             "derived_exit_code": 0, "derived_exit_signal": 0,
             "workdir": spec.get("workdir"), "submit_dir": spec.get("submit_dir"),
@@ -132,7 +134,7 @@ class Queries:
             "stderr": row.stderr or self._pattern_path(row, spec, "stderr"),
             "stdin": spec.get("stdin") or "/dev/null",
             "comment": row.comment, "dependency": row.dependency, "command": None,
-            "requeue": bool(row.requeue), "restarts": row.restarts, "batch": True,
+            "requeue": bool(row.requeue), "restarts": row.restarts, "batch": not interactive,
             "held": row.held, "cancelled_by": row.cancelled_by, "time_left": None,
             "cluster": self.config.cluster_name, "steps": steps,
             "nodes_max": spec.get("nodes_max"), "exclusive": bool(spec.get("exclusive")),

@@ -150,7 +150,8 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
     """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
     orders = []
     rows = c.execute(select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
-                            J.c.master_port, J.c.spec.label("job_spec"), J.c.uid, J.c.gid)
+                            J.c.master_port, J.c.spec.label("job_spec"), J.c.uid, J.c.gid,
+                            J.c.name.label("job_name"), J.c.partition, J.c.account, J.c.qos, J.c.user)
                      .join(J, J.c.id == S.c.job_id)
                      .where(S.c.state == "RUNNING"))
     live = set()
@@ -173,7 +174,11 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
                        "code": json.loads(r.job_spec).get("code"),
-                       "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid})
+                       "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid,
+                       # the job's own facts: a step of `srun --jobid` from outside has none in its environment
+                       "job": {"name": r.job_name, "partition": r.partition, "account": r.account or r.user,
+                               "qos": r.qos or "normal",
+                               "cpus": [a["cpus"] for a in json.loads(r.alloc or "[]")]}})
     for key in sorted(running - live):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})

@@ -1,0 +1,236 @@
+"""salloc: get an allocation, run a command (the user's shell by default) here with the job's
+environment, release the allocation when it exits. Its steps (`srun` under it) run on the job's
+nodes. Messages, exit status and signals as Slurm 22.05's salloc (tests/data/slurm-2205-salloc.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from slurmlet.cli import http
+
+#: job states in which the allocation still exists
+LIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
+
+
+def main(argv: list[str]) -> int:
+    from slurmlet.cli.common import current_user
+    from slurmlet.cli.opts import OptError, parse_salloc
+    try:
+        req = parse_salloc(argv, env=dict(os.environ), cwd=os.getcwd(), user=current_user(),
+                           host=os.uname().nodename.split(".")[0])
+    except OptError as e:
+        sys.stderr.write("\n".join(e.lines) + "\n")
+        return e.code
+    if req["version"]:
+        print("slurm-wlm 22.05.8")
+        return 0
+    if req["help"] or req["usage"]:
+        from slurmlet.cli.helptext import salloc_help, salloc_usage
+        sys.stdout.write(salloc_help() if req["help"] else salloc_usage())
+        return 0
+    quiet = bool(req["quiet"])
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(f"salloc: {line}", file=sys.stderr, flush=True)
+    for line in req["info"]:
+        if not quiet:
+            print(line, file=sys.stderr)
+    for opt, _value in req["ignored"]:
+        say(f"warning: {opt} is accepted and ignored")
+    if req.get("clusters"):
+        from slurmlet.cli.clusters import check
+        if check("salloc", str(req["clusters"])) is None:
+            return 1
+    body = req["submit"]
+    if req.get("gpu_type"):
+        body["gpu_type"] = req["gpu_type"]
+    try:
+        job_id = http.submit_once("/api/v1/jobs", body)["job_id"]
+    except http.ControllerError as e:
+        for line in e.pre:
+            print(f"salloc: error: {line}", file=sys.stderr)
+        print(f"salloc: error: Job submit/allocate failed: {e.error}", file=sys.stderr)
+        return e.code or 1
+    alloc = Allocation(job_id, say)
+    job = alloc.wait_granted()
+    if job is None:
+        return 1
+    if req["no_shell"]:
+        return 0
+    return alloc.run(job, body, req["command"] or [_login_shell()], req["kill_command"])
+
+
+def _login_shell() -> str:
+    import pwd
+    try:
+        return pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"
+    except KeyError:
+        return os.environ.get("SHELL") or "/bin/sh"
+
+
+def allocation_environment(job: dict, submit: dict, env: dict[str, str]) -> dict[str, str]:
+    """The environment of salloc's command (pure): the caller's, with what salloc(1) lists under OUTPUT
+    ENVIRONMENT VARIABLES for this job and these options, as 22.05 sets them."""
+    from slurmlet.common.grammar import compress_counts
+    jid = str(job["job_id"])
+    out = dict(env)
+    out.update({
+        "SLURM_CLUSTER_NAME": str(job.get("cluster") or ""),
+        "SLURM_JOBID": jid, "SLURM_JOB_ID": jid,
+        "SLURM_JOB_ACCOUNT": str(job.get("account") or job.get("user") or ""),
+        "SLURM_JOB_CPUS_PER_NODE": compress_counts(job.get("alloc_cpus") or [job.get("num_cpus") or 1]),
+        "SLURM_JOB_NAME": str(job.get("name") or ""),
+        "SLURM_JOB_NODELIST": job.get("nodes") or "", "SLURM_NODELIST": job.get("nodes") or "",
+        "SLURM_JOB_NUM_NODES": str(job.get("num_nodes") or 1), "SLURM_NNODES": str(job.get("num_nodes") or 1),
+        "SLURM_JOB_PARTITION": str(job.get("partition") or ""),
+        "SLURM_JOB_QOS": str(job.get("qos") or "normal"),
+        "SLURM_NODE_ALIASES": "(null)",
+        "SLURM_SUBMIT_DIR": str(submit.get("submit_dir") or os.getcwd()),
+        "SLURM_SUBMIT_HOST": str(submit.get("submit_host") or ""),
+        "SLURM_TASKS_PER_NODE": compress_counts(job.get("alloc_tasks") or [1]),
+    })
+    if submit.get("ntasks"):
+        out["SLURM_NTASKS"] = out["SLURM_NPROCS"] = str(submit["ntasks"])
+    if submit.get("ntasks_per_node"):
+        out["SLURM_NTASKS_PER_NODE"] = str(submit["ntasks_per_node"])
+    if (submit.get("cpus_per_task") or 1) != 1:
+        out["SLURM_CPUS_PER_TASK"] = str(submit["cpus_per_task"])
+    if submit.get("mem_per_node") is not None:
+        out["SLURM_MEM_PER_NODE"] = str(submit["mem_per_node"])
+    if submit.get("mem_per_cpu") is not None:
+        out["SLURM_MEM_PER_CPU"] = str(submit["mem_per_cpu"])
+    for key, var in (("gpus", "SLURM_GPUS"), ("gpus_per_node", "SLURM_GPUS_PER_NODE"),
+                     ("gpus_per_task", "SLURM_GPUS_PER_TASK")):
+        if submit.get(key):
+            out[var] = str(submit[key])
+    return out
+
+
+class Allocation:
+    """One salloc's job: waiting for it, running the command under it, releasing it."""
+
+    def __init__(self, job_id: int, say) -> None:  # noqa: ANN001 - prints an informational line
+        self.job_id = job_id
+        self.say = say
+        self.released = False  # by this salloc: its end is not news
+        self.child = None
+
+    def _cancel(self) -> None:
+        try:
+            http.request("POST", "/api/v1/jobs/cancel", {"ids": [self.job_id], "uid": os.getuid()})
+        except (http.ControllerError, http.Unreachable):
+            pass
+
+    def wait_granted(self) -> dict | None:
+        """Until the job runs (None: it ended first, or a signal made salloc give up), printing
+        salloc's lines on the way."""
+        import signal
+        import time
+        stop: list[int] = []
+
+        def on_signal(signum, frame) -> None:  # noqa: ANN001
+            stop.append(signum)
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            start, pause, announced = time.monotonic(), 0.02, False
+            while True:
+                if stop:
+                    self._cancel()
+                    self.say(f"Job allocation {self.job_id} has been revoked.")
+                    print("salloc: Job aborted due to signal", file=sys.stderr)
+                    return None
+                job = http.request("GET", f"/api/v1/jobs/{self.job_id}")
+                if job["state"] not in ("PENDING", "CONFIGURING"):
+                    break
+                # the scheduler places a job within tens of milliseconds when it fits: only a job that
+                # has not started after a second is reported pending, as salloc's immediate answer
+                if not announced and time.monotonic() - start > 1.0:
+                    self.say(f"Pending job allocation {self.job_id}")
+                    self.say(f"job {self.job_id} queued and waiting for resources")
+                    announced = True
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.5)
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        if job["state"] not in ("RUNNING", "SUSPENDED"):
+            self.say(f"Job allocation {self.job_id} has been revoked.")
+            return None
+        if announced:
+            self.say(f"job {self.job_id} has been allocated resources")
+        self.say(f"Granted job allocation {self.job_id}")
+        self.say("Waiting for resource configuration")
+        self.say(f"Nodes {job.get('nodes')} are ready for job")
+        return job
+
+    def run(self, job: dict, submit: dict, command: list[str], kill_signal: int | None) -> int:
+        import signal
+        import subprocess
+        import threading
+        env = allocation_environment(job, submit, dict(os.environ))
+        hung_up: list[int] = []
+
+        def hang_up(signum, frame) -> None:  # noqa: ANN001 - SIGTERM/SIGHUP to salloc: give the job up
+            if not self.released:
+                self.released = True
+                self._cancel()
+                self.say(f"Job allocation {self.job_id} has been revoked.")
+            hung_up.append(signum)
+            if self.child and self.child.poll() is None:
+                self.child.send_signal(signal.SIGHUP)
+        # before the command starts (it may be quick to be signalled); handlers, unlike SIG_IGN, are not
+        # inherited: Ctrl-C is the command's (the terminal sends it there too), salloc stays
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+        signal.signal(signal.SIGTERM, hang_up)
+        signal.signal(signal.SIGHUP, hang_up)
+        try:
+            self.child = subprocess.Popen(command, env=env)
+        except OSError as e:
+            print(f"salloc: error: {command[0]}: {e.strerror}", file=sys.stderr)
+            self.release(1)
+            return 1
+        if hung_up:
+            self.child.send_signal(signal.SIGHUP)
+        threading.Thread(target=self._watch, args=(kill_signal,), daemon=True).start()
+        while True:
+            try:
+                code = self.child.wait()
+                break
+            except InterruptedError:
+                continue
+        code = 128 - code if code < 0 else code
+        if not self.released:
+            self.released = True
+            self.say(f"Relinquishing job allocation {self.job_id}")
+            self.release(code)
+        return code
+
+    def release(self, code: int) -> None:
+        try:
+            http.request("POST", f"/api/v1/jobs/{self.job_id}/complete", {"exit_code": min(255, max(0, code))})
+        except http.ControllerError:
+            pass  # ended already (cancelled, timed out): nothing left to give back
+
+    def _watch(self, kill_signal: int | None) -> None:
+        """The allocation ended under the command (scancel, its time limit, a node lost): say so, as
+        salloc does; the command goes on unless -K named a signal for it."""
+        import time
+        while not self.released:
+            try:
+                job = http.request("GET", f"/api/v1/jobs/{self.job_id}?wait=30", timeout=60)
+            except (http.ControllerError, http.Unreachable):
+                time.sleep(1.0)
+                continue
+            if job["state"] in LIVE or self.released:
+                continue
+            self.released = True
+            if job["state"] == "TIMEOUT":
+                self.say(f"Job {self.job_id} has exceeded its time limit and its allocation has been revoked.")
+            else:
+                self.say(f"Job allocation {self.job_id} has been revoked.")
+            if kill_signal and self.child and self.child.poll() is None:
+                self.child.send_signal(kill_signal)
+            return
+
