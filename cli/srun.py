@@ -32,9 +32,47 @@ def main(argv: list[str]) -> int:
         from slurmlet.cli.clusters import check
         if check("srun", str(o["clusters"])) is None:
             return 1
-    if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
-        return _step(req)
-    return _allocate_and_run(req, argv)
+    if req["pty"]:
+        _pty_setup()
+    try:
+        if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
+            return _step(req)
+        return _allocate_and_run(req, argv)
+    finally:
+        if req["pty"]:
+            _pty_restore()
+
+
+#: srun --pty: the terminal's settings before srun made it raw, restored when srun ends
+_SAVED_TTY: list = []
+#: called (from the main thread) when the terminal's size changes: sends it to the task's terminal
+_ON_WINCH: list = []
+
+
+def _pty_setup() -> None:
+    """The local terminal goes raw (every key goes to the task's terminal, whose line discipline acts
+    on it, Ctrl-C included); SIGWINCH passes size changes on."""
+    import signal
+    if sys.stdin.isatty():
+        import termios
+        import tty
+        _SAVED_TTY.append(termios.tcgetattr(0))
+        tty.setraw(0, termios.TCSANOW)  # (not TCSAFLUSH: what was typed ahead goes to the task)
+    signal.signal(signal.SIGWINCH, lambda signum, frame: [f() for f in _ON_WINCH])
+
+
+def _pty_restore() -> None:
+    if _SAVED_TTY:
+        import termios
+        termios.tcsetattr(0, termios.TCSADRAIN, _SAVED_TTY.pop())
+
+
+def _winsize() -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(sys.stdin.fileno())
+        return size.lines, size.columns
+    except (OSError, ValueError):
+        return 24, 80
 
 
 def _step(req: dict) -> int:
@@ -62,6 +100,7 @@ def _step(req: dict) -> int:
             "cwd": req["workdir"] or os.getcwd(), "io": io_addr,
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
+            "pty": req["pty"], "winsize": _winsize(),
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname()}
     try:
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
@@ -112,6 +151,7 @@ def _on_interrupt(io: "_StepIO", cancel) -> None:  # noqa: ANN001 - a callable a
 
 def _report(io: "_StepIO") -> int:
     """Say which tasks failed, as srun does; the highest exit code (128 + signal for a signal)."""
+    _pty_restore()  # (--pty: lines for a terminal that is no longer raw)
     worst = 0
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
@@ -227,6 +267,9 @@ class _StepIO:
             f = conn.makefile("rb")
             head = json.loads(f.readline() or b"{}")
             rank, stream = head.get("rank", 0), head.get("stream")
+            if stream == "pty":
+                self._terminal(conn, f)
+                return
             if stream == "exit":
                 with self.lock:
                     self.exits[rank] = code = (int(head.get("code") or 0), int(head.get("signal") or 0),
@@ -263,6 +306,46 @@ class _StepIO:
                 with self.lock:
                     out.write(prefix + pending)
                     out.flush()
+
+
+    @staticmethod
+    def _terminal(conn, f) -> None:  # noqa: ANN001 - the task's terminal: a socket and its reader
+        """srun --pty: what the task's terminal prints goes to stdout as it comes; what is typed goes
+        there in frames (nodeagent/ptyrelay.py), and so does the window's size, now and when it changes."""
+        import struct
+        import threading
+        lock = threading.Lock()
+
+        def send(kind: bytes, data: bytes) -> None:
+            with lock:
+                conn.sendall(kind + struct.pack(">I", len(data)) + data)
+
+        def winch() -> None:
+            try:
+                send(b"w", struct.pack(">HH", *_winsize()))
+            except OSError:
+                pass
+
+        def typed() -> None:
+            try:
+                while True:
+                    data = os.read(0, 4096)
+                    if not data:
+                        return
+                    send(b"d", data)
+            except OSError:
+                return
+        winch()
+        _ON_WINCH.append(winch)
+        threading.Thread(target=typed, daemon=True).start()
+        out = sys.stdout.buffer
+        while True:
+            chunk = f.read1(65536)
+            if not chunk:
+                break
+            out.write(chunk)
+            out.flush()
+        _ON_WINCH.clear()
 
 
 def _allocate_and_run(req: dict, argv: list[str]) -> int:

@@ -4,7 +4,8 @@ report their exit codes, kill them when the step or its job goes away.
 The I/O protocol with srun is plain TCP: for each task and stream the agent opens a connection
 to srun's address, sends one JSON header line (`{"rank": 3, "stream": "out"}`) and then the
 stream's bytes until it ends; a last connection per task carries `{"rank": 3, "stream": "exit",
-"code": 0, "signal": 0, "node": "node2"}`.
+"code": 0, "signal": 0, "node": "node2"}`. Under `srun --pty` task 0's one connection is
+`{"rank": 0, "stream": "pty"}`, both ways (see ptyrelay.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import time
 from dataclasses import dataclass, field
 
-from . import identity
+from . import identity, ptyrelay
 from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
@@ -154,30 +156,50 @@ class StepRunner:
             if env_error:
                 pumps.append(self._task_failed(run, io, rank, 1, env_error))
                 continue
+            terminal = None  # srun --pty: task 0 on a pseudo-terminal, the others' output discarded
             try:
-                files = self._files(order, rank, env)
+                if req.get("pty") and rank == 0:
+                    rows, cols = req.get("winsize") or (24, 80)
+                    terminal = ptyrelay.open_pty(identity.job_identity(order), rows, cols)
+                    files = (terminal[1], terminal[1])
+                elif req.get("pty"):
+                    files = (asyncio.subprocess.DEVNULL, asyncio.subprocess.DEVNULL)
+                else:
+                    files = self._files(order, rank, env)
             except OSError as e:
                 pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
+            launch, args = identity.LAUNCH, [req["argv"][0], cwd, *req["argv"][1:]]
+            if terminal:
+                launch, args = ptyrelay.PTY_PREFIX + launch, [req["argv"][0], terminal[2], cwd, *req["argv"][1:]]
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    "/bin/sh", "-c", identity.LAUNCH, req["argv"][0], cwd, *req["argv"][1:], cwd="/", env=env,
-                    stdin=asyncio.subprocess.DEVNULL, stdout=files[0] if files else asyncio.subprocess.PIPE,
+                    "/bin/sh", "-c", launch, *args, cwd="/", env=env,
+                    stdin=terminal[1] if terminal else asyncio.subprocess.DEVNULL,
+                    stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
                     **identity.spawn_kwargs(order))
             except (OSError, ValueError) as e:  # ValueError: what exec cannot take (a NUL in an argument)
+                if terminal:
+                    os.close(terminal[0])
                 pumps.append(self._task_failed(run, io, rank, 2,
                                                f"execve(): {req['argv'][0]}: {getattr(e, 'strerror', None) or e}"))
                 continue
             finally:
-                for f in set(files):
-                    f.close()
+                if terminal:
+                    os.close(terminal[1])
+                else:
+                    for f in set(files):
+                        if not isinstance(f, int):
+                            f.close()
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
             run.usage.append(Usage())
             asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
-            if not files:
+            if terminal:
+                pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
+            elif not files:
                 pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
                 pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
         asyncio.create_task(self._watch(order, run, pumps))

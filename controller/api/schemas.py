@@ -221,6 +221,16 @@ class StepCreate(Strict):
     nodelist: list[str] = Field(default_factory=list)  #: srun -w: run on these nodes of the job
     srun_host: str | None = Field(None, max_length=255)  #: where the srun runs (scontrol show step: SrunHost)
     srun_pid: int | None = Field(None, ge=0, le=2**31)
+    #: srun --pty: task 0 runs on a pseudo-terminal of this size (rows, columns) relayed to srun; the
+    #: other tasks' output is discarded
+    pty: bool = False
+    winsize: tuple[int, int] = (24, 80)
+
+    @model_validator(mode="after")
+    def _winsize(self) -> StepCreate:
+        if not all(0 <= n <= 65535 for n in self.winsize):
+            raise ValueError("winsize must be two numbers 0..65535")
+        return self
 
 
 class NodeSync(Strict):
