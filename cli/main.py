@@ -42,6 +42,10 @@ def salloc() -> int:
     return _cli("salloc", "salloc")
 
 
+def sstat() -> int:
+    return _cli("sstat", "sstat")
+
+
 def squeue() -> int:
     return _cli("squeue", "squeue")
 

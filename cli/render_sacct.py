@@ -317,7 +317,8 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
 ]
 
 
-def parse_sacct_fields(fields: str | Iterable[str] | None) -> list[tuple[str, int, Callable[[ARow], Any]]]:
+def parse_sacct_fields(fields: str | Iterable[str] | None,
+                       table: list | None = None) -> list[tuple[str, int, Callable[[ARow], Any]]]:
     """Parse ``--format``: ``JobID,JobName%-20,AllocTRES%40`` (case-insensitive, prefixes allowed).
 
     A ``%N`` width right-justifies, ``%-N`` left-justifies. An unknown name raises
@@ -330,12 +331,13 @@ def parse_sacct_fields(fields: str | Iterable[str] | None) -> list[tuple[str, in
     else:
         items = [x for f in fields for x in f.replace(" ", ",").split(",") if x]
     out = []
+    table = SACCT_FIELDS if table is None else table
     for item in items:
         name, _, width_s = item.partition("%")
         low = name.lower()
-        match = next((f for f in SACCT_FIELDS if f[0].lower() == low), None)
+        match = next((f for f in table if f[0].lower() == low), None)
         if match is None and low:
-            match = next((f for f in SACCT_FIELDS if f[0].lower().startswith(low)), None)
+            match = next((f for f in table if f[0].lower().startswith(low)), None)
         if match is None:
             raise ValueError(f'Invalid field requested: "{name}"')
         width = match[1]
@@ -403,10 +405,16 @@ def sacct_lines(jobs: Iterable[JobDict], *, fields: str | Iterable[str] | None =
     ``-X``. Raises ``ValueError('Invalid field requested: "Bogus"')``.
     """
     cols = parse_sacct_fields(SACCT_LONG_FIELDS if (fields is None and long) else fields)
+    rows = sacct_rows(jobs, allocations_only=allocations_only, now=now)
+    return field_lines(cols, rows, parsable=parsable, noheader=noheader, delimiter=delimiter)
+
+
+def field_lines(cols: list, rows: list[ARow], *, parsable: str | bool | None = None, noheader: bool = False,
+                delimiter: str = "|") -> list[str]:
+    """sacct's (and sstat's) table of these columns and rows: padded, or `-p`/`-P` parsable."""
     mode = None
     if parsable:
         mode = "P" if parsable in ("P", "-P", "parsable2", 2) else "p"
-    rows = sacct_rows(jobs, allocations_only=allocations_only, now=now)
     out: list[str] = []
 
     def emit(values: list[Any]) -> str:

@@ -139,6 +139,12 @@ class Controller:
         self.stats = Stats()
         self.next_begin: float | None = None
         self.last_sync: dict[str, float] = {}
+        #: sstat: the steps ("JOB.STEP") whose tasks each node must sample now, and what came back
+        #: (key -> one collector per waiting sstat: node -> the tasks' figures); `stat_came` is set (and
+        #: replaced) on each answer
+        self.stat_wanted: dict[str, set[str]] = {}
+        self.stat_got: dict[str, list[dict[str, list]]] = {}
+        self.stat_came = asyncio.Event()
         #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
         self.ended = asyncio.Event()
         self.bf_enabled = self.store.sched.backfill

@@ -100,6 +100,7 @@ class Agent:
         self.scripts_seen: dict[tuple[int, int, str], float] = {}
         self.scripts_done: dict[tuple[int, int, str], dict] = {}
         self.script_tasks: set[asyncio.Task] = set()
+        self.stats: list[dict] = []  #: sstat answers for the next sync
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; then stop every job's processes and return."""
@@ -163,10 +164,11 @@ class Agent:
                 finished = self.launcher.unacked()
                 steps_done = self.steps.unacked()
                 scripts_done = dict(self.scripts_done)
+                stats, self.stats = self.stats, []
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
-                              "scripts_done": list(scripts_done.values()),
+                              "scripts_done": list(scripts_done.values()), "stats": stats,
                               "wait": 0.0 if finished or steps_done or scripts_done or not self.registered
                               else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
@@ -308,6 +310,12 @@ class Agent:
             self.launcher.resume(order["job_id"])
         elif op == "signal":
             self.launcher.send_signal(order["job_id"], order["signal"])
+        elif op == "stat":  # sstat: the tasks of these steps here, sampled now, with the next sync
+            for key in order["keys"]:
+                jid, _, sid = key.partition(".")
+                tasks = self.launcher.stat(int(jid)) if sid == "batch" else self.steps.stat(key)
+                self.stats.append({"key": key, "node": self.name, "tasks": tasks or []})
+            self.launcher.exited.set()
 
 
     async def _node_script(self, order: dict) -> None:

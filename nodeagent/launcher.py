@@ -294,6 +294,13 @@ class Launcher:
         loop = asyncio.get_running_loop()
         job.timers.append(loop.call_later(self.kill_wait, signal_session, job.pid, signal.SIGKILL))
 
+    def stat(self, jid: int) -> list[dict] | None:
+        """sstat of the batch step: its script's process tree, sampled now (None: not running here)."""
+        job = self.jobs.get(jid)
+        if job is None or job.usage is None:
+            return None
+        return [dict(job.usage.live(job.pid), rank=0)]
+
     def send_signal(self, jid: int, sig: int, batch_only: bool = False) -> None:
         job = self.jobs.get(jid)
         if job is None:

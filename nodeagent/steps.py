@@ -36,6 +36,7 @@ class StepRun:
     results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
     killing: bool = False
     usage: list = field(default_factory=list)  #: nodeagent.usage.Usage of each task here
+    usage_of: dict = field(default_factory=dict)  #: rank -> its Usage (sstat)
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
     entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
 
@@ -196,6 +197,7 @@ class StepRunner:
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
             run.usage.append(Usage())
+            run.usage_of[rank] = run.usage[-1]
             asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
             if terminal:
                 pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
@@ -300,6 +302,14 @@ class StepRunner:
         for rank in order["ranks"]:
             code, sig = run.results.get(rank, [0, 0])
             await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
+
+    def stat(self, key: str) -> list[dict] | None:
+        """sstat: each task here of a running step, sampled now (None: no such step here)."""
+        run = self.running.get(key)
+        if run is None:
+            return None
+        return [dict(run.usage_of[rank].live(proc.pid), rank=rank) for rank, proc in sorted(run.procs.items())
+                if rank in run.usage_of and proc.returncode is None]
 
     def kill(self, key: str) -> None:
         """SIGTERM every task of the step here, SIGKILL after KillWait."""

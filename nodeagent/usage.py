@@ -14,20 +14,31 @@ from ..common.scripts import session_pids
 class Usage:
     def __init__(self) -> None:
         self.max_rss = 0  #: KB
+        self.max_vms = 0  #: KB
         self.cpu: dict[int, tuple[float, float]] = {}  #: pid -> (user, system) seconds, last seen
 
     def sample(self, sid: int) -> None:
-        rss = 0
+        rss = vms = 0
         for pid in session_pids(sid):
             try:
                 p = psutil.Process(pid)
                 with p.oneshot():
-                    rss += p.memory_info().rss
+                    mem = p.memory_info()
+                    rss += mem.rss
+                    vms += mem.vms
                     t = p.cpu_times()
                     self.cpu[pid] = (t.user + t.children_user, t.system + t.children_system)
             except (psutil.Error, OSError):
                 continue
         self.max_rss = max(self.max_rss, rss // 1024)
+        self.max_vms = max(self.max_vms, vms // 1024)
+
+    def live(self, sid: int) -> dict:
+        """sstat's view of a running task: sampled now, its peaks so far, its CPU time, its processes."""
+        self.sample(sid)
+        cpu = sum(u + s for u, s in self.cpu.values())
+        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "cpu": round(cpu, 3),
+                "pids": sorted(session_pids(sid))}
 
     def report(self) -> dict:
         user = sum(u for u, _ in self.cpu.values())

@@ -60,7 +60,13 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
     ev.clear()
     data = body.model_dump()
     now = c.clock()
-    orders = c.store.node_sync(name, data, now)
+    if body.stats:
+        for rep in body.stats:  # sstat's answers (kept only while asked for)
+            for collector in c.stat_got.get(str(rep.get("key")), []):
+                collector[name] = rep.get("tasks") or []
+        c.stat_came.set()
+        c.stat_came = asyncio.Event()
+    orders = c.store.node_sync(name, data, now) + _stat_orders(c, name)
     c.notify(c.store.take_notify())
     c.run_controller_scripts()
     last = c.last_sync.get(name)
@@ -87,4 +93,10 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
         if ev.is_set():
             orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
                                               "steps_running": body.steps_running}, c.clock())
+            orders += _stat_orders(c, name)
     return as_json({"orders": orders})
+
+
+def _stat_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
+    keys = c.stat_wanted.pop(name, None)
+    return [{"op": "stat", "keys": sorted(keys)}] if keys else []

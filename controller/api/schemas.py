@@ -127,6 +127,10 @@ class JobUpdate(Strict):
     site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
 
 
+class StatRequest(Strict):
+    steps: list[str] = Field(default_factory=list, max_length=1000)  #: "0", "batch"; none: every running step
+
+
 class CompleteRequest(Strict):
     exit_code: int = Field(0, ge=0, le=255)
 
@@ -243,6 +247,8 @@ class NodeSync(Strict):
     scripts_done: list[ScriptDone] = Field(default_factory=list)
     lost: list[Lost] = Field(default_factory=list)
     wait: float = Field(0.0, ge=0, le=30)
+    #: sstat's answers: {"key": "JOB.STEP", "node": name, "tasks": [{rank, max_rss, max_vms, cpu, pids}]}
+    stats: list[dict] = Field(default_factory=list, max_length=10000)
     cpu_load: float | None = None
     free_mem: int | None = None
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
+import hostlist
 from fastapi import APIRouter, Request
 
+from .. import auth
 from ..errors import NotFound
 from .deps import CtlDep, JobId, as_json, own_job
-from .schemas import StepCreate
+from .schemas import StatRequest, StepCreate
 
 router = APIRouter()
 
@@ -33,3 +38,54 @@ async def get_step(c: CtlDep, job_id: JobId, step_id: JobId):  # noqa: ANN202
     if not got:
         raise NotFound("Invalid job id specified")
     return as_json(got[0])
+
+
+#: how long sstat waits for the nodes' answers (a node that does not answer is left out)
+STAT_WAIT = 5.0
+
+
+@router.post("/api/v1/jobs/{job_id}/stat")
+async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):  # noqa: ANN202
+    """sstat: the running steps' tasks, each sampled now by its node's agent (max RSS and virtual size so
+    far, CPU time, processes). The job's owner, operators and administrators; anyone else sees nothing
+    (as slurmstepd answers them). Steps: `body.steps` ("0", "batch"), else every running one."""
+    row = c.store.get_row(job_id)
+    try:
+        own_job(c, request, job_id)
+    except auth.Forbidden:
+        return as_json({"job_id": job_id, "state": row.state, "steps": []})
+    job = c.store.public(row)
+    steps = [s for s in job["steps"] + c.store.step_rows([job_id]).get(job_id, []) if s["state"] == "RUNNING"]
+    if body.steps:
+        steps = [s for s in steps if str(s["step"]) in body.steps]
+    asked: dict[str, list[str]] = {}
+    got: dict[str, dict[str, list]] = {}
+    for s in steps:
+        key = f"{job_id}.{s['step']}"
+        asked[key] = hostlist.expand_hostlist(s["nodes"]) if s["nodes"] else []
+        got[key] = {}
+        c.stat_got.setdefault(key, []).append(got[key])
+        for node in asked[key]:
+            c.stat_wanted.setdefault(node, set()).add(key)
+    c.notify({n for nodes in asked.values() for n in nodes})
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STAT_WAIT
+    try:
+        while any(n not in got[k] for k, nodes in asked.items() for n in nodes):
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(c.stat_came.wait(), left)
+    finally:
+        for k in asked:
+            waiting = [w for w in c.stat_got.get(k, []) if w is not got[k]]
+            c.stat_got[k] = waiting
+            if not waiting:
+                c.stat_got.pop(k, None)
+    out = []
+    for s in steps:
+        key = f"{job_id}.{s['step']}"
+        tasks = [dict(t, node=node) for node in asked[key] for t in got[key].get(node, [])]
+        out.append({"step": s["step"], "nodes": s["nodes"], "tasks": tasks})
+    return as_json({"job_id": job_id, "state": row.state, "steps": out})
