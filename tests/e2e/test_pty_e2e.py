@@ -1,5 +1,6 @@
 """srun --pty the way a person uses it: typed into a terminal multiplexer (tmux) on a real 2-node local
-cluster. `salloc ... srun --pty bash`, then commands, the window resized, Ctrl-C, exit; and
+cluster. The whole debugging session of issue 15: `salloc --gres=gpu:1 ... srun --pty bash`, commands,
+the window resized, a script watched with sstat from another shell, Ctrl-C, exit; and
 `srun --jobid=N --overlap --pty bash` into a running batch job."""
 
 from __future__ import annotations
@@ -60,21 +61,38 @@ def term(cluster: Cluster):
     t.close()
 
 
-def test_an_interactive_session_in_an_allocation(cluster: Cluster, term: Terminal):
-    c = cluster
-    term.type("salloc -N1 -J dbg srun --pty bash --norc --noprofile")
+def test_a_debugging_session_on_a_gpu_node(fresh_cluster, tmp_path):
+    """salloc a GPU, srun --pty bash, run a script, watch it with sstat from another shell, exit."""
+    c = fresh_cluster(nodes=2, gpus=2).start()
+    term = Terminal(c)
+    try:
+        _debugging_session(c, term)
+    finally:
+        term.close()
+
+
+def _debugging_session(c: Cluster, term: Terminal) -> None:
+    term.type("salloc -N1 --gres=gpu:1 -J dbg srun --pty bash --norc --noprofile")
     screen = term.wait_for("are ready for job")
     jid = int(next(x for x in screen if "Granted job allocation" in x).split()[-1])
-    term.type("echo $((6*7)) $SLURM_JOB_NAME $SLURM_STEP_ID $SLURM_PROCID; tty; stty size")
-    screen = term.wait_for("42 dbg 0 0")
+    term.type("echo $((6*7)) $SLURM_JOB_NAME $SLURM_STEP_ID $SLURM_PROCID gpus=$CUDA_VISIBLE_DEVICES; tty; stty size")
+    screen = term.wait_for("42 dbg 0 0 gpus=0")
     after = screen[max(i for i, x in enumerate(screen) if "42 dbg 0 0" in x) + 1:]
     assert after[0].startswith("/dev/pts/") and after[1] == "30 100"  # a terminal of the window's size
     term.tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
     term.type("stty size")
     term.wait_for("40 120")  # the new size reached the task's terminal (SIGWINCH)
-    term.type("sleep 300")
-    wait_until(lambda: "RUNNING" in c.run(f"squeue -h -j {jid} -o %T").stdout, what="the job to run")
-    term.tmux("send-keys", "-t", "t", "C-c")  # the remote terminal's line discipline interrupts sleep
+    # a script that holds 120 MiB, watched from another shell with sstat
+    term.type("python3 -c \"import time; x = bytearray(120 << 20); x[::4096] = b'1' * len(x[::4096]); "
+              "print('holding', flush=True); time.sleep(300)\"")
+    term.wait_for("holding")
+
+    def rss() -> int:
+        out = c.run([str(BIN / "sstat"), "-j", str(jid), "-n", "-P", "-o", "MaxRSS,NTasks"]).stdout.strip()
+        kb, _, n = out.partition("|")
+        return int(kb[:-1]) if kb.endswith("K") and n == "1" and int(kb[:-1]) > 120 << 10 else 0
+    wait_until(rss, timeout=60, what="sstat to see the script's 120 MiB")
+    term.tmux("send-keys", "-t", "t", "C-c")  # the remote terminal's line discipline interrupts it
     term.type("echo rc=$?")
     term.wait_for("rc=130")
     term.type("exit 3")
@@ -85,6 +103,7 @@ def test_an_interactive_session_in_an_allocation(cluster: Cluster, term: Termina
     c.wait_state(jid, "FAILED")
     rows = c.run(f"sacct -j {jid} -n -P -o JobID,JobName,State,ExitCode").stdout.splitlines()
     assert rows == [f"{jid}|dbg|FAILED|3:0", f"{jid}.0|bash|FAILED|3:0"]
+    wait_until(lambda: c.idle_nodes() == {"node1", "node2"}, what="the GPU node to be free again")
 
 
 def test_a_shell_in_a_running_batch_job(cluster: Cluster, term: Terminal):
