@@ -55,6 +55,8 @@ def main(argv: list[str]) -> int:
         return update(args)
     if cmd == "token":
         return token(args)
+    if cmd == "listpids":
+        return listpids(args)
     if cmd in ("reconfigure", "reconfig"):
         try:
             http.request("POST", "/api/v1/reconfigure")
@@ -64,6 +66,52 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"invalid keyword: {words[0]}", file=sys.stderr)
     return 1
+
+
+def listpids(args: list[str]) -> int:
+    """scontrol listpids [JOB[.STEP]] [NODE]: the processes of jobs on a node (this one: $SLURMD_NODENAME,
+    else this host's name), as 22.05 lists them: each task's own process with its local and global
+    ids, the rest of its processes with `-`."""
+    import os
+    import socket
+    spec = args[0] if args else None
+    node = args[1] if len(args) > 1 else os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    print(f"{'PID':<8} {'JOBID':<8} {'STEPID':<8} {'LOCALID':<7} GLOBALID")
+    if spec is not None:
+        jid_s, _, step = spec.partition(".")
+        if not jid_s.isdigit():
+            print("Invalid job id specified", file=sys.stderr)
+            return 1
+        ids = [int(jid_s)]
+    else:
+        jobs = http.request("GET", "/api/v1/jobs?states=RUNNING,SUSPENDED")["jobs"]
+        ids = [j["job_id"] for j in jobs if node in (j.get("node_list") or [])]
+        step = ""
+        if not ids and node not in {n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]}:
+            print("scontrol: error: stepd_available: Couldn't find nodename", file=sys.stderr)
+            print("No job steps exist on this node.", file=sys.stderr)
+            return 1
+    found = False
+    for jid in ids:
+        try:
+            got = http.request("POST", f"/api/v1/jobs/{jid}/stat", {"steps": [step] if step else [], "node": node},
+                               timeout=60)
+        except http.ControllerError:
+            got = {"steps": []}
+        for s in got["steps"]:
+            for t in s["tasks"]:
+                found = True
+                print(f"{t['pid']:<8} {jid:<8} {s['step']!s:<8} {t['local_id']:<7} {t['rank']:<8}")
+                for pid in t["pids"]:
+                    if pid != t["pid"]:
+                        print(f"{pid:<8} {jid:<8} {s['step']!s:<8} {'-':<7} {'-':<8}")
+    if spec is not None and not found:  # ("(null)": 22.05 names no node there)
+        if step:
+            print(f"StepId={ids[0]}.{step} does not exist on node (null).", file=sys.stderr)
+        else:
+            print(f"There are no steps for job {ids[0]} on node (null).", file=sys.stderr)
+        return 1
+    return 0
 
 
 def token(args: list[str]) -> int:

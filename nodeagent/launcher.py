@@ -299,7 +299,7 @@ class Launcher:
         job = self.jobs.get(jid)
         if job is None or job.usage is None:
             return None
-        return [dict(job.usage.live(job.pid), rank=0)]
+        return [dict(job.usage.live(job.pid), rank=0, local_id=0)]
 
     def send_signal(self, jid: int, sig: int, batch_only: bool = False) -> None:
         job = self.jobs.get(jid)

@@ -308,7 +308,8 @@ class StepRunner:
         run = self.running.get(key)
         if run is None:
             return None
-        return [dict(run.usage_of[rank].live(proc.pid), rank=rank) for rank, proc in sorted(run.procs.items())
+        return [dict(run.usage_of[rank].live(proc.pid), rank=rank, local_id=local_id)
+                for local_id, (rank, proc) in enumerate(sorted(run.procs.items()))
                 if rank in run.usage_of and proc.returncode is None]
 
     def kill(self, key: str) -> None:

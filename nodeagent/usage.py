@@ -37,7 +37,7 @@ class Usage:
         """sstat's view of a running task: sampled now, its peaks so far, its CPU time, its processes."""
         self.sample(sid)
         cpu = sum(u + s for u, s in self.cpu.values())
-        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "cpu": round(cpu, 3),
+        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "cpu": round(cpu, 3), "pid": sid,
                 "pids": sorted(session_pids(sid))}
 
     def report(self) -> dict:

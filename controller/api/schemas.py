@@ -129,6 +129,7 @@ class JobUpdate(Strict):
 
 class StatRequest(Strict):
     steps: list[str] = Field(default_factory=list, max_length=1000)  #: "0", "batch"; none: every running step
+    node: str | None = Field(None, max_length=255)  #: only this node's tasks (scontrol listpids)
 
 
 class CompleteRequest(Strict):

@@ -63,6 +63,8 @@ async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):  
     for s in steps:
         key = f"{job_id}.{s['step']}"
         asked[key] = hostlist.expand_hostlist(s["nodes"]) if s["nodes"] else []
+        if body.node is not None:
+            asked[key] = [n for n in asked[key] if n == body.node]
         got[key] = {}
         c.stat_got.setdefault(key, []).append(got[key])
         for node in asked[key]:

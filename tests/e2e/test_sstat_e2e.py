@@ -3,6 +3,8 @@ peaks with node and task, CPU time, processes), -a/-i/-p/-o, and 22.05's message
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import BIN, Cluster, wait_until
@@ -61,3 +63,26 @@ def test_sstat_refusals(cluster: Cluster):
     assert r.stdout.splitlines()[0] == "AveCPU              AveCPUFreq          AveDiskRead         AveDiskWrite       "
     r = sstat(c, "-j", "abc")
     assert r.returncode == 1 and r.stderr == "sstat: fatal: Bad job/step specified: abc\n"
+
+
+def test_scontrol_listpids_lists_a_nodes_job_processes(cluster: Cluster):
+    c = cluster
+    stop = c.workdir / "listpids-stop"
+    jid = c.sbatch("-N2", "-n2", "--wrap", f"srun {TASK.format(stop=stop)}")
+    c.wait_state(jid, "RUNNING")
+    head = "PID      JOBID    STEPID   LOCALID GLOBALID"
+
+    def listed(*args: str, node: str = "node1") -> list[list[str]]:
+        r = c.run([str(BIN / "scontrol"), "listpids", *args], env={"SLURMD_NODENAME": node})
+        assert r.stdout.splitlines()[0] == head
+        return [x.split() for x in r.stdout.splitlines()[1:]]
+    rows = wait_until(lambda: (got := listed()) and any(x[2] == "0" for x in got) and got, what="step 0 on node1")
+    assert [x[1:] for x in rows if x[3] != "-"] == [[str(jid), "batch", "0", "0"], [str(jid), "0", "0", "0"]]
+    assert all(x[0].isdigit() and os.path.exists(f"/proc/{x[0]}") for x in rows)
+    assert [x[1:] for x in listed(f"{jid}.0", node="node2") if x[3] != "-"] == [[str(jid), "0", "0", "1"]]
+    r = c.run([str(BIN / "scontrol"), "listpids", f"{jid}.5", "node1"])
+    assert r.returncode == 1 and r.stderr == f"StepId={jid}.5 does not exist on node (null).\n"
+    r = c.run([str(BIN / "scontrol"), "listpids", "99999", "node1"])
+    assert r.returncode == 1 and r.stderr == "There are no steps for job 99999 on node (null).\n"
+    stop.touch()
+    c.wait_state(jid, "COMPLETED", timeout=60)
