@@ -374,7 +374,8 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             ("MinJobAge", f"{cfg['min_job_age']} sec"), ("SLURM_VERSION", cfg["version"]),
             ("SchedulerType", cfg["scheduler_type"]), ("SlurmctldAddr", cfg["listen"]),
             ("SlurmdTimeout", f"{cfg['slurmd_timeout']} sec"), ("MaxArraySize", cfg["max_array_size"]),
-            ("DefMemPerCPU", cfg["def_mem_per_cpu"] or "UNLIMITED"), ("JobRequeue", int(cfg["job_requeue"]))]
+            ("DefMemPerCPU", cfg["def_mem_per_cpu"] or "UNLIMITED"), ("JobRequeue", int(cfg["job_requeue"])),
+            ("EnforcePartLimits", cfg.get("enforce_part_limits") or "NO")]
     raw = {k.lower(): v for k, v in cfg.get("raw", {}).items()}
     rows += [(k, raw.get(k.lower(), default)) for k, default in _SHOWN]
     for k, v in sorted(rows):

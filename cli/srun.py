@@ -370,7 +370,13 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
     body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
     body["environment"][RELAY] = env[RELAY]  # (whatever --export keeps)
-    job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
+    try:
+        job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
+    except http.ControllerError as e:
+        for line in e.pre:
+            print(f"srun: error: {line}", file=sys.stderr)
+        print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
+        return 1
     io = _StepIO(srv, UNKNOWN_TASKS, req["label"], req["unbuffered"])  # the task count: once the step exists
     _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
 

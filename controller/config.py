@@ -65,6 +65,9 @@ class ClusterConfig:
     requeue_delay: int = 121  # seconds a requeued job waits: a real slurmctld sets BeginTime to now + cred_expire (120) + 1
     preempt_mode: str = "OFF"
     scheduler_type: str = "sched/backfill"
+    #: EnforcePartLimits: NO (past a partition's limits a job pends), ALL or ANY (refused at submission;
+    #: YES is ANY, as 22.05 shows it; with one partition a job the two are the same)
+    enforce_part_limits: str = "NO"
     raw: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     #: nodes of this pool (a JSON spec's login_node_pool_id) belong to no partition and run no jobs
@@ -237,6 +240,7 @@ _GLOBAL_KEYS = {
     "slurmletrequeuedelay": "requeue_delay",
     "preemptmode": "preempt_mode",
     "schedulertype": "scheduler_type",
+    "enforcepartlimits": "enforce_part_limits",
 }
 _INT_FIELDS = {"kill_wait", "min_job_age", "slurmd_timeout", "def_mem_per_cpu", "max_array_size", "requeue_delay"}
 
@@ -499,6 +503,11 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
                 elif attr == "preempt_mode":
                     _preempt_mode(v, k)
                     values[attr] = v.upper()
+                elif attr == "enforce_part_limits":
+                    mode = v.strip().upper()
+                    if mode not in ("NO", "ALL", "ANY", "YES"):
+                        raise ConfigError(f"{k}: invalid value {v!r} (NO, ALL, ANY or YES)")
+                    values[attr] = "ANY" if mode == "YES" else mode
                 else:
                     values[attr] = v
         except ConfigError as e:

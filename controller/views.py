@@ -8,6 +8,7 @@ from typing import Any
 import hostlist
 
 from slurmlet.controller.config import ClusterConfig
+from slurmlet.controller.core.admit import partition_refusal
 from slurmlet.controller.core.alloc import Free, fit
 from slurmlet.controller.core.model import Node, natural_key
 from slurmlet.controller.errors import InvalidRequest
@@ -62,6 +63,11 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
         raise InvalidRequest(NOT_AVAILABLE)  # e.g. a login node: in no partition, it runs no jobs
     if not capacity:
         return body
+    if config.enforce_part_limits != "NO":  # refused now rather than pending with a partition limit
+        why = partition_refusal(req, body.get("time_limit") if body.get("time_limit") is not None else part.default_time,
+                                part.max_time, part.max_nodes, capacity, config.def_mem_per_cpu or 0)
+        if why is not None:
+            raise InvalidRequest(why)
     single = _single_node_view(req)
     if not any(fit(single, [Free.empty(c)], config.def_mem_per_cpu or 0) for c in capacity):
         pre = []

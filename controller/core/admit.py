@@ -27,7 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import limits as L
+from .alloc import Free, fit
 from .assoc import Assoc, Qos, Tree
+from .model import Node, Request
 from .model import Reason
 
 ERR_ACCOUNT = "Invalid account or account/partition combination specified"
@@ -160,3 +162,27 @@ def per_job_reason(t: Tree, a: Assoc, q: Qos | None, tres: dict[str, int], bill:
             return why
     return L.per_job_reason("Assoc", t.inherited(a, "MaxTRES") or {}, t.inherited(a, "MaxWall"), tres,
                             time_limit, bill)
+
+
+#: Slurm's refusals under EnforcePartLimits=ALL|ANY|YES, in the order slurmctld checks
+ERR_NODE_COUNT = "Node count specification invalid"
+ERR_TIME_LIMIT = "Requested time limit is invalid (missing or exceeds some limit)"
+ERR_PROCESSORS = "More processors requested than permitted"
+ERR_NOT_AVAILABLE = "Requested node configuration is not available"
+
+
+def partition_refusal(req: Request, time_limit: int | None, max_time: int | None, max_nodes: int | None,
+                      members: list[Node], def_mem: int) -> str | None:
+    """Why a submission beyond its partition's limits is refused at once when EnforcePartLimits is
+    ALL, ANY or YES (with NO it pends with the partition-limit reason instead), None when it is within
+    them: the node count (the partition's nodes, MaxNodes), the time limit (MaxTime), the CPUs, then
+    whether it fits the partition's empty nodes at all."""
+    if req.nodes_min > len(members) or (max_nodes is not None and req.nodes_min > max_nodes):
+        return ERR_NODE_COUNT
+    if max_time is not None and time_limit is not None and time_limit > max_time:
+        return ERR_TIME_LIMIT
+    if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
+        return ERR_PROCESSORS
+    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
+        return ERR_NOT_AVAILABLE
+    return None

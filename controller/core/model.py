@@ -96,6 +96,7 @@ class Partition:
     #: how this partition's running jobs are preempted: OFF, CANCEL, REQUEUE or SUSPEND
     preempt_mode: str = "OFF"
     grace_time: int = 0  #: seconds between the preemption notice (SIGTERM) and the kill
+    max_nodes: int | None = None  #: MaxNodes: a job asking more pends (PartitionNodeLimit); None = UNLIMITED
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,7 +105,7 @@ def _limits_of(part: Partition, caps: tuple, def_mem: int) -> dict:
 
 def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:
     """Why `req` can never run in `part` (its `members`, in order), even on empty nodes; None if it can."""
-    if req.nodes_min > len(members):
+    if req.nodes_min > len(members) or (part.max_nodes is not None and req.nodes_min > part.max_nodes):
         return Reason.PARTITION_NODE_LIMIT
     if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
         return Reason.PARTITION_CONFIG

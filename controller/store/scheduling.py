@@ -373,7 +373,8 @@ class Scheduling:
         return tuple(Partition(name=p.name, nodes=tuple(self.config.partition_nodes(p, known, features)),
                                max_time=p.max_time, priority_tier=p.priority_tier, up=p.state == "UP",
                                priority_job_factor=p.priority_job_factor,
-                               preempt_mode=self.config.preempt_mode_of(p), grace_time=p.grace_time)
+                               preempt_mode=self.config.preempt_mode_of(p), grace_time=p.grace_time,
+                               max_nodes=p.max_nodes)
                      for p in self.config.partitions)
 
     def apply(self, plan: Plan, now: float) -> set[str]:
