@@ -46,6 +46,10 @@ def sstat() -> int:
     return _cli("sstat", "sstat")
 
 
+def sreport() -> int:
+    return _cli("sreport", "sreport")
+
+
 def squeue() -> int:
     return _cli("squeue", "squeue")
 

@@ -156,3 +156,21 @@ def _tree_order(t: Any) -> list:
             rec(child)
     rec("root")
     return out
+
+
+@router.get("/api/v1/reports/usage")
+async def usage_report(c: CtlDep, start: float, end: float, top: int = 10):  # noqa: ANN202
+    """sreport cluster utilization and user topusage over [start, end): CPU-seconds reported,
+    allocated (down, planned down and planned are not recorded: 0), idle, and the top users."""
+    from slurmlet.controller.core import report
+    if not end > start:
+        raise InvalidRequest("end must be after start")
+    used, created = c.store.usage_records(start, end)
+    nodes = c.store.capacity_rows()
+    cpus = sum(r.cpus for r in nodes) or sum((n.cpus or 0) for n in c.config.nodes)
+    now = c.clock()
+    u = report.utilization(used, cpus, created if created is not None else start, start, end, now)
+    return {"cluster": c.config.cluster_name, "start": start, "end": end, "total": u.total,
+            "reported": u.reported, "allocated": u.allocated, "down": u.down, "planned_down": u.planned_down,
+            "idle": u.idle, "planned": u.planned,
+            "top": [{"user": usr, "account": acct, "used": secs} for usr, acct, secs in report.top_users(u, top)]}

@@ -15,6 +15,8 @@ from sqlalchemy import and_, func, or_, select
 
 from . import steps
 from .base import BY_ID, FINAL_STATES, request_of
+from .tables import clusters as CL
+from .tables import job_runs as RUNS
 from .tables import jobs as J
 from .tables import nodes as N
 
@@ -174,6 +176,38 @@ class Queries:
     def node_rows(self) -> list[Any]:
         with self.engine.connect() as c:
             return list(c.execute(select(N)))
+
+    def usage_records(self, start: float, end: float) -> tuple[list, float | None]:
+        """sreport's input: every allocation (jobs and the earlier runs of requeued ones) that overlaps
+        [start, end) as core.report.Used, and when this cluster was made (None: unknown)."""
+        from slurmlet.controller.core.report import Used
+        out = []
+        with self.engine.connect() as c:
+            created = c.execute(select(CL.c.created).where(CL.c.name == self.config.cluster_name)).scalar()
+            overlaps = and_(J.c.start_time.is_not(None), J.c.start_time < end,
+                            or_(J.c.end_time.is_(None), J.c.end_time > start))
+            rows = list(c.execute(select(J.c.id, J.c.user, J.c.account, J.c.alloc, J.c.start_time, J.c.end_time,
+                                         J.c.active).where(overlaps)))
+            runs = list(c.execute(select(RUNS.c.job_id, RUNS.c.alloc, RUNS.c.start_time, RUNS.c.end_time).where(
+                RUNS.c.start_time.is_not(None), RUNS.c.start_time < end,
+                or_(RUNS.c.end_time.is_(None), RUNS.c.end_time > start))))
+            owners = {r.id: (r.user, r.account) for r in rows}
+            missing = {r.job_id for r in runs} - set(owners)
+            if missing:
+                for r in c.execute(select(J.c.id, J.c.user, J.c.account).where(J.c.id.in_(missing))):
+                    owners[r.id] = (r.user, r.account)
+        for r in rows:
+            alloc = json.loads(r.alloc) if r.alloc else []
+            if alloc:
+                out.append(Used(r.user, r.account or r.user, sum(a["cpus"] for a in alloc), r.start_time,
+                                None if r.active else (r.end_time or r.start_time)))
+        for r in runs:
+            alloc = json.loads(r.alloc) if r.alloc else []
+            user, account = owners.get(r.job_id, ("", ""))
+            if alloc:
+                out.append(Used(user, account or user, sum(a["cpus"] for a in alloc), r.start_time,
+                                r.end_time or r.start_time))
+        return out, created
 
     def capacity_rows(self) -> list[Any]:
         """Node rows for submit-time checks, which read a node's name, capacity, GPUs and pool only:
