@@ -50,6 +50,10 @@ def sreport() -> int:
     return _cli("sreport", "sreport")
 
 
+def sattach() -> int:
+    return _cli("sattach", "sattach")
+
+
 def squeue() -> int:
     return _cli("squeue", "squeue")
 

@@ -145,6 +145,8 @@ class Controller:
         self.stat_wanted: dict[str, set[str]] = {}
         self.stat_got: dict[str, list[dict[str, list]]] = {}
         self.stat_came = asyncio.Event()
+        #: sattach: orders for nodes to send a step's output to one more address
+        self.attach_wanted: dict[str, list[dict]] = {}
         #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
         self.ended = asyncio.Event()
         self.bf_enabled = self.store.sched.backfill

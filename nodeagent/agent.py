@@ -310,6 +310,10 @@ class Agent:
             self.launcher.resume(order["job_id"])
         elif op == "signal":
             self.launcher.send_signal(order["job_id"], order["signal"])
+        elif op == "attach":  # sattach: a step's output so far and to come, to one more address
+            task = asyncio.create_task(self.steps.attach(f"{order['job_id']}.{order['step_id']}", order["io"]))
+            self.script_tasks.add(task)
+            task.add_done_callback(self.script_tasks.discard)
         elif op == "stat":  # sstat: the tasks of these steps here, sampled now, with the next sync
             for key in order["keys"]:
                 jid, _, sid = key.partition(".")

@@ -39,6 +39,15 @@ class StepRun:
     usage_of: dict = field(default_factory=dict)  #: rank -> its Usage (sstat)
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
     entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
+    #: sattach: each task stream's output so far (the last OUTPUT_KEPT bytes), what of it has ended,
+    #: and the attached clients (address -> (rank, stream) -> a connection to it)
+    output: dict = field(default_factory=dict)
+    ended: set = field(default_factory=set)
+    attached: dict = field(default_factory=dict)
+
+
+#: how much of each task stream a step keeps for a later sattach (replayed first, as slurmstepd does)
+OUTPUT_KEPT = 1 << 20
 
 
 def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> dict[str, str]:
@@ -202,8 +211,8 @@ class StepRunner:
             if terminal:
                 pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
             elif not files:
-                pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout)))
-                pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr)))
+                pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout, run)))
+                pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr, run)))
         asyncio.create_task(self._watch(order, run, pumps))
 
     def _task_failed(self, run: StepRun, io: str | None, rank: int, code: int, message: str) -> asyncio.Task:
@@ -246,17 +255,51 @@ class StepRunner:
         w.write(json.dumps(header).encode() + b"\n")
         return w
 
-    async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader) -> None:
+    async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader,
+                    run: StepRun | None = None) -> None:
         w = await self._connect(io, {"rank": rank, "stream": stream})
+        kept = bytearray()
+        if run is not None:
+            run.output[(rank, stream)] = kept
         while True:
             chunk = await reader.read(65536)
             if not chunk:
                 break
+            kept += chunk
+            if len(kept) > OUTPUT_KEPT:
+                del kept[:len(kept) - OUTPUT_KEPT]
             if w is not None:
                 w.write(chunk)
                 with contextlib.suppress(OSError, ConnectionError):
                     await w.drain()
+            for writers in list(run.attached.values()) if run is not None else ():
+                aw = writers.get((rank, stream))
+                if aw is not None and not aw.is_closing():
+                    aw.write(chunk)
+        if run is not None:
+            run.ended.add((rank, stream))
+            for writers in list(run.attached.values()):
+                await self._close(writers.pop((rank, stream), None))
         await self._close(w)
+
+    async def attach(self, key: str, io: str) -> None:
+        """sattach: `io` gets each task's output so far, then what follows, then the tasks' exits."""
+        run = self.running.get(key)
+        if run is None or io in run.attached:
+            return
+        writers: dict = {}
+        run.attached[io] = writers
+        for (rank, stream), kept in list(run.output.items()):
+            w = await self._connect(io, {"rank": rank, "stream": stream})
+            if w is None:
+                continue
+            w.write(bytes(kept))  # (no await between this copy and joining: nothing lost, nothing twice)
+            if (rank, stream) in run.ended:
+                await self._close(w)
+            else:
+                writers[(rank, stream)] = w
+        for rank, (code, sig) in list(run.results.items()):  # tasks already over
+            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
 
     async def _send(self, io: str | None, rank: int, stream: str, data: bytes, **extra) -> None:  # noqa: ANN003
         w = await self._connect(io, {"rank": rank, "stream": stream, **extra})
@@ -302,6 +345,8 @@ class StepRunner:
         for rank in order["ranks"]:
             code, sig = run.results.get(rank, [0, 0])
             await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
+            for other in list(run.attached):  # sattach's
+                await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node)
 
     def stat(self, key: str) -> list[dict] | None:
         """sstat: each task here of a running step, sampled now (None: no such step here)."""

@@ -98,5 +98,6 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
 
 
 def _stat_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
+    """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments."""
     keys = c.stat_wanted.pop(name, None)
-    return [{"op": "stat", "keys": sorted(keys)}] if keys else []
+    return ([{"op": "stat", "keys": sorted(keys)}] if keys else []) + c.attach_wanted.pop(name, [])

@@ -127,6 +127,10 @@ class JobUpdate(Strict):
     site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
 
 
+class AttachRequest(Strict):
+    io: str = Field(max_length=300)  #: host:port where sattach collects the output, as srun's `io`
+
+
 class StatRequest(Strict):
     steps: list[str] = Field(default_factory=list, max_length=1000)  #: "0", "batch"; none: every running step
     node: str | None = Field(None, max_length=255)  #: only this node's tasks (scontrol listpids)

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from .. import auth
 from ..errors import NotFound
 from .deps import CtlDep, JobId, as_json, own_job
-from .schemas import StatRequest, StepCreate
+from .schemas import AttachRequest, StatRequest, StepCreate
 
 router = APIRouter()
 
@@ -38,6 +38,25 @@ async def get_step(c: CtlDep, job_id: JobId, step_id: JobId):  # noqa: ANN202
     if not got:
         raise NotFound("Invalid job id specified")
     return as_json(got[0])
+
+
+@router.post("/api/v1/jobs/{job_id}/steps/{step_id}/attach")
+async def attach(c: CtlDep, job_id: JobId, step_id: JobId, body: AttachRequest, request: Request):  # noqa: ANN202
+    """sattach: the step's nodes send its tasks' output so far and to come, and their exits, to
+    `body.io` too. Answers the step's nodes and tasks, and whether it still runs."""
+    own_job(c, request, job_id)
+    got = [s for s in c.store.step_rows([job_id]).get(job_id, []) if s["step"] == step_id]
+    if not got:
+        raise NotFound("Invalid job id specified")
+    step = got[0]
+    nodes = hostlist.expand_hostlist(step["nodes"]) if step["nodes"] else []
+    running = step["state"] == "RUNNING"
+    if running:
+        for node in nodes:
+            c.attach_wanted.setdefault(node, []).append({"op": "attach", "job_id": job_id, "step_id": step_id,
+                                                         "io": body.io})
+        c.notify(nodes)
+    return {"nodes": nodes, "num_tasks": step["num_tasks"], "running": running}
 
 
 #: how long sstat waits for the nodes' answers (a node that does not answer is left out)
