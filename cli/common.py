@@ -68,7 +68,11 @@ def command_options(prog: str, argv: list[str], table: list, usage: str,
     if "version" in o:
         print("slurm-wlm 22.05.8")
         return 0
-    if "help" in o or "usage" in o:
-        print(usage)
+    if "help" in o or "usage" in o:  # 22.05's own text (cli/help/); `usage` where it has none
+        from slurmlet.cli.helptext import text
+        try:
+            sys.stdout.write(text(prog, "help" if "help" in o else "usage"))
+        except OSError:
+            print(usage)
         return 0
     return o, pos

@@ -107,7 +107,18 @@ def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
 def slurmlet() -> int:
     """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets|db ...`"""
     argv = sys.argv[1:]
-    usage = "usage: slurmlet {controller,agent,credd,up,down,simulate,translate,secrets,db} [options]\n"
+    usage = ("usage: slurmlet {up,down,status,controller,agent,credd,simulate,translate,secrets,db} [options]\n\n"
+             "  up          start a local cluster (a controller and N agents) and wait until its nodes are idle\n"
+             "  down        stop the local cluster started by `up` (its state is kept)\n"
+             "  status      show the local cluster's daemons\n"
+             "  controller  run the controller (the slurmctld): REST API, scheduler, accounting\n"
+             "  agent       run a node agent (the slurmd): registers the node, runs jobs and steps\n"
+             "  credd       serve credentials to users who may not read the cluster key (munged's role)\n"
+             "  simulate    replay a workload trace (SWF) through the scheduler, without running jobs\n"
+             "  translate   convert between an sbatch script and an AI Runtime workload YAML\n"
+             "  secrets     store, list and remove secrets for air runs\n"
+             "  db          database schema: upgrade, current, history\n\n"
+             "Each takes --help for its options.\n")
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2

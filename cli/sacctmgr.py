@@ -209,9 +209,13 @@ def main(argv: list[str]) -> int:
     if "V" in flags:
         print("slurm 22.05.8")
         return 0
-    if "h" in flags or not rest:
+    if "h" in flags:  # 22.05's text (cli/help/)
+        from slurmlet.cli.helptext import text
+        sys.stdout.write(text("sacctmgr", "help"))
+        return 0
+    if not rest:
         sys.stdout.write(USAGE)
-        return 0 if "h" in flags else 1
+        return 1
     action = ACTIONS.get(rest[0].lower())
     if action is None:
         return _err(f"invalid keyword: {rest[0]}")

@@ -26,8 +26,8 @@ def main(argv: list[str]) -> int:
         print("slurm-wlm 22.05.8")
         return 0
     if req["help"] or req["usage"]:
-        from slurmlet.cli.helptext import salloc_help, salloc_usage
-        sys.stdout.write(salloc_help() if req["help"] else salloc_usage())
+        from slurmlet.cli.helptext import text
+        sys.stdout.write(text("salloc", "help" if req["help"] else "usage"))
         return 0
     quiet = bool(req["quiet"])
 

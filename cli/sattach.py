@@ -23,7 +23,8 @@ def main(argv: list[str]) -> int:
         elif a in ("-v", "--verbose"):
             continue
         elif a in ("-h", "--help", "--usage"):
-            print(USAGE)
+            from slurmlet.cli.helptext import text
+            sys.stdout.write(text("sattach", "usage" if a == "--usage" else "help"))
             return 0
         elif a in ("-V", "--version"):
             print("slurm-wlm 22.05.8")

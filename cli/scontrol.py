@@ -24,8 +24,8 @@ def main(argv: list[str]) -> int:
             print("slurm-wlm 22.05.8")
             return 0
         elif a in ("-h", "--help", "--usage"):
-            print("Usage: scontrol [<OPTION>] [<COMMAND>]\n  commands: show, hold, release, requeue, "
-                  "requeuehold, update, ping, reconfigure, token")
+            from slurmlet.cli.helptext import text
+            sys.stdout.write(text("scontrol", "usage" if a == "--usage" else "help"))
             return 0
         elif a.startswith("-") and len(words) == 0 and a not in ("-",):
             print(f"scontrol: unrecognized option '{a}'\nTry \"scontrol --help\" for more information",

@@ -12,7 +12,6 @@ from slurmlet.cli import http
 RULE = "-" * 80
 UNITS = {"seconds": ("CPU Seconds", 1), "minutes": ("CPU Minutes", 60), "hours": ("CPU Hours", 3600)}
 PER = {"secper": "seconds", "minper": "minutes", "hourper": "hours"}
-USAGE = "sreport [<OPTION>] [<COMMAND>]"
 
 
 def _hour(t: float) -> float:
@@ -99,7 +98,8 @@ def main(argv: list[str]) -> int:
         elif a in ("-n", "--noheader"):
             noheader = True
         elif a in ("-h", "--help", "--usage"):
-            print(f"Usage: {USAGE}\n  commands: cluster utilization, user topusage")
+            from slurmlet.cli.helptext import text
+            sys.stdout.write(text("sreport", "usage" if a == "--usage" else "help"))
             return 0
         elif a in ("-V", "--version"):
             print("slurm-wlm 22.05.8")

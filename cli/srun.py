@@ -20,7 +20,8 @@ def main(argv: list[str]) -> int:
         print("slurm-wlm 22.05.8")
         return 0
     if "help" in o or "usage" in o:
-        print("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]")
+        from slurmlet.cli.helptext import text
+        sys.stdout.write(text("srun", "help" if "help" in o else "usage"))
         return 0
     if not req["command"]:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
