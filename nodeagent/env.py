@@ -33,6 +33,8 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     tasks = [a["tasks"] for a in alloc]
     cpus = [a["cpus"] for a in alloc]
     ntasks = sum(tasks)
+    if order.get("exclusive") and not order.get("ntasks") and not order.get("ntasks_per_node"):
+        tasks = [c // (order.get("cpus_per_task") or 1) or 1 for c in cpus]  # a whole node: a task per CPU
     s = {
         "ENVIRONMENT": "BATCH",
         "HOSTNAME": node,
@@ -57,8 +59,6 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         "SLURM_NODEID": "0",
         "SLURM_NODELIST": order["nodes"],
         "SLURM_NODE_ALIASES": "(null)",
-        "SLURM_NPROCS": str(ntasks),
-        "SLURM_NTASKS": str(ntasks),
         "SLURM_PRIO_PROCESS": str(order.get("nice") or 0),
         "SLURM_PROCID": "0",
         "SLURM_SUBMIT_DIR": order.get("submit_dir") or order.get("workdir") or "/",
@@ -78,6 +78,8 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
            if os.environ.get("SLURMLET_CRED_SOCKET") and "SLURMLET_CRED_SOCKET" not in env else {}),
         "SLURMLET_NODE_ADDR": node_addr,
     }
+    if order.get("ntasks") or order.get("ntasks_per_node"):  # only when asked for, as sbatch sets them
+        s["SLURM_NTASKS"] = s["SLURM_NPROCS"] = str(ntasks)
     if order.get("ntasks_per_node"):
         s["SLURM_NTASKS_PER_NODE"] = str(order["ntasks_per_node"])
     if order.get("cpus_per_task") and order["cpus_per_task"] != 1:
@@ -88,8 +90,10 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         s["SLURM_MEM_PER_NODE"] = str(order["mem_per_node"] or mine["memory"])
     if order.get("restarts"):
         s["SLURM_RESTART_COUNT"] = str(order["restarts"])
-    if order.get("time_limit") is not None:
-        s["SLURM_TIMELIMIT"] = str(order["time_limit"])
+    if order.get("gpus"):
+        s["SLURM_GPUS"] = str(order["gpus"])
+    if order.get("gpus_per_node"):
+        s["SLURM_GPUS_PER_NODE"] = str(order["gpus_per_node"])
     if order.get("gpus_per_task"):
         s["SLURM_GPUS_PER_TASK"] = str(order["gpus_per_task"])
     gpus = mine.get("gpu_ids") or []

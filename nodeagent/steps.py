@@ -69,7 +69,9 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         "SLURM_GTIDS": ",".join(str(r) for r in order["ranks"]),
         "SLURM_STEP_ID": step, "SLURM_STEPID": step, "SLURM_STEP_NODELIST": order["nodelist"],
         "SLURM_STEP_NUM_NODES": str(len(tpn)), "SLURM_STEP_NUM_TASKS": str(sum(tpn)),
-        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn), "SLURM_DISTRIBUTION": "block",
+        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn),
+        # srun's: cyclic when there are no more tasks than nodes, block otherwise (22.05's choice)
+        "SLURM_DISTRIBUTION": "cyclic" if sum(tpn) <= len(tpn) else "block",
         # srun overwrites the job-wide counts with the step's, as Slurm's srun does
         "SLURM_NNODES": str(len(tpn)), "SLURM_NTASKS": str(sum(tpn)), "SLURM_NPROCS": str(sum(tpn)),
         "SLURM_TASKS_PER_NODE": compress_counts(tpn),
@@ -86,7 +88,8 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
                     "SLURM_JOB_PARTITION": str(job["partition"]), "SLURM_JOB_ACCOUNT": str(job["account"]),
                     "SLURM_JOB_QOS": str(job["qos"]), "SLURM_JOB_NODELIST": str(order.get("job_nodes") or ""),
                     "SLURM_JOB_NUM_NODES": str(len(job["cpus"]) or 1),
-                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1])})
+                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1]),
+                    "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0": compress_counts(job["cpus"] or [1])})
     if order.get("master_port"):
         env["MASTER_PORT"] = str(order["master_port"])
     io = req.get("io")

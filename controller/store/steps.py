@@ -39,6 +39,8 @@ def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_no
     if ntasks is None:
         n = nodes or len(alloc)
         ntasks = n * per_node if per_node else n
+    elif per_node and per_node * min(nodes or len(alloc), len(alloc)) < ntasks:
+        per_node = None  # -n wins over a --ntasks-per-node it cannot fit (as srun under SLURM_NTASKS does)
     n = min(nodes or (len(alloc) if per_node is None else -(-ntasks // per_node)), ntasks, len(alloc))
     if per_node:
         counts = []
