@@ -1,5 +1,5 @@
 """sattach JOB.STEP: attach to a running step's I/O. Its nodes send what each task has printed so far
-(slurmstepd's buffer: the last MiB per stream here) and what follows, then the tasks' exits; sattach
+(slurmstepd's buffer: the last 256 KiB per stream here) and what follows, then the tasks' exits; sattach
 exits with the highest exit code, as 22.05's does (tests/data/slurm-2205-sattach.md)."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class StepRun:
 
 
 #: how much of each task stream a step keeps for a later sattach (replayed first, as slurmstepd does)
-OUTPUT_KEPT = 1 << 20
+OUTPUT_KEPT = 256 << 10
 
 
 def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> dict[str, str]:
