@@ -32,7 +32,6 @@ NOT_YET: dict[tuple[str, str], str] = {
        for var in ("SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_CPUS_ON_NODE",
                    "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0", "SLURM_STEP_TASKS_PER_NODE", "SLURM_GTIDS",
                    "SLURM_NODEID", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR")},
-    ("exclusive", "SLURM_JOB_GPUS"): "--exclusive: Slurm gives the job every GPU of its node, slurmlet none",
 }
 
 
