@@ -129,7 +129,6 @@ def main(argv: list[str]) -> int:
         print(f"sstat: error: {e}", file=sys.stderr)
         return 1
     rows: list = []
-    code = 0
     for spec in specs:
         jid, _, step = spec.partition(".")
         if not jid.split("_")[0].isdigit():
@@ -148,16 +147,15 @@ def main(argv: list[str]) -> int:
             continue
         job = {"job_id": got["job_id"]}
         for s in got["steps"]:
-            fig = step_figures(s)
             if "pidformat" in o:  # one line per node
                 for node in sorted({t["node"] for t in s["tasks"]}):
                     mine = dict(s, tasks=[t for t in s["tasks"] if t["node"] == node], nodes=node)
                     rows.append(render.ARow(job, step_figures(mine), 0.0))
             else:
-                rows.append(render.ARow(job, fig, 0.0))
+                rows.append(render.ARow(job, step_figures(s), 0.0))
     lines = render.field_lines(cols, rows, parsable=parsable, noheader="noheader" in o)
     sys.stdout.write("".join(line + "\n" for line in lines))
-    return code
+    return 0
 
 
 def _get(key: str):  # noqa: ANN202 - a field's getter

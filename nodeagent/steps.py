@@ -35,8 +35,7 @@ class StepRun:
     procs: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)  #: rank -> process
     results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
     killing: bool = False
-    usage: list = field(default_factory=list)  #: nodeagent.usage.Usage of each task here
-    usage_of: dict = field(default_factory=dict)  #: rank -> its Usage (sstat)
+    usage: dict = field(default_factory=dict)  #: rank -> nodeagent.usage.Usage of each task here
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
     entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
     #: sattach: each task stream's output so far (the last OUTPUT_KEPT bytes), what of it has ended,
@@ -208,9 +207,8 @@ class StepRunner:
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
-            run.usage.append(Usage())
-            run.usage_of[rank] = run.usage[-1]
-            asyncio.create_task(watch(proc.pid, run.usage[-1], run.usage_done))
+            run.usage[rank] = Usage()
+            asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))
             if terminal:
                 pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
             elif not files:
@@ -259,11 +257,9 @@ class StepRunner:
         return w
 
     async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader,
-                    run: StepRun | None = None) -> None:
+                    run: StepRun) -> None:
         w = await self._connect(io, {"rank": rank, "stream": stream})
-        kept = bytearray()
-        if run is not None:
-            run.output[(rank, stream)] = kept
+        kept = run.output[(rank, stream)] = bytearray()
         while True:
             chunk = await reader.read(65536)
             if not chunk:
@@ -275,14 +271,13 @@ class StepRunner:
                 w.write(chunk)
                 with contextlib.suppress(OSError, ConnectionError):
                     await w.drain()
-            for writers in list(run.attached.values()) if run is not None else ():
+            for writers in list(run.attached.values()):
                 aw = writers.get((rank, stream))
                 if aw is not None and not aw.is_closing():
                     aw.write(chunk)
-        if run is not None:
-            run.ended.add((rank, stream))
-            for writers in list(run.attached.values()):
-                await self._close(writers.pop((rank, stream), None))
+        run.ended.add((rank, stream))
+        for writers in list(run.attached.values()):
+            await self._close(writers.pop((rank, stream), None))
         await self._close(w)
 
     async def attach(self, key: str, io: str) -> None:
@@ -332,7 +327,7 @@ class StepRunner:
         if len(self.done) > 10000:
             for k in sorted(self.done, key=self.done.get)[:5000]:
                 del self.done[k]
-        reports = [u.report() for u in run.usage]
+        reports = [u.report() for u in run.usage.values()]
         usage = {"max_rss": max((u["max_rss"] for u in reports), default=0),
                  "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,
@@ -356,9 +351,9 @@ class StepRunner:
         run = self.running.get(key)
         if run is None:
             return None
-        return [dict(run.usage_of[rank].live(proc.pid), rank=rank, local_id=local_id)
+        return [dict(run.usage[rank].live(proc.pid), rank=rank, local_id=local_id)
                 for local_id, (rank, proc) in enumerate(sorted(run.procs.items()))
-                if rank in run.usage_of and proc.returncode is None]
+                if rank in run.usage and proc.returncode is None]
 
     def kill(self, key: str) -> None:
         """SIGTERM every task of the step here, SIGKILL after KillWait."""

@@ -66,7 +66,7 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
                 collector[name] = rep.get("tasks") or []
         c.stat_came.set()
         c.stat_came = asyncio.Event()
-    orders = c.store.node_sync(name, data, now) + _stat_orders(c, name)
+    orders = c.store.node_sync(name, data, now) + _held_orders(c, name)
     c.notify(c.store.take_notify())
     c.run_controller_scripts()
     last = c.last_sync.get(name)
@@ -93,11 +93,11 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
         if ev.is_set():
             orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
                                               "steps_running": body.steps_running}, c.clock())
-            orders += _stat_orders(c, name)
+            orders += _held_orders(c, name)
     return as_json({"orders": orders})
 
 
-def _stat_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
+def _held_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
     """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments."""
     keys = c.stat_wanted.pop(name, None)
     return ([{"op": "stat", "keys": sorted(keys)}] if keys else []) + c.attach_wanted.pop(name, [])

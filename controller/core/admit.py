@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import limits as L
-from .alloc import Free, fit
+from .alloc import partition_misfit
 from .assoc import Assoc, Qos, Tree
 from .model import Node, Request
 from .model import Reason
@@ -177,12 +177,9 @@ def partition_refusal(req: Request, time_limit: int | None, max_time: int | None
     ALL, ANY or YES (with NO it pends with the partition-limit reason instead), None when it is within
     them: the node count (the partition's nodes, MaxNodes), the time limit (MaxTime), the CPUs, then
     whether it fits the partition's empty nodes at all."""
-    if req.nodes_min > len(members) or (max_nodes is not None and req.nodes_min > max_nodes):
+    why = partition_misfit(req, max_nodes, members, def_mem)
+    if why == "nodes":
         return ERR_NODE_COUNT
     if max_time is not None and time_limit is not None and time_limit > max_time:
         return ERR_TIME_LIMIT
-    if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
-        return ERR_PROCESSORS
-    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
-        return ERR_NOT_AVAILABLE
-    return None
+    return {"cpus": ERR_PROCESSORS, "fit": ERR_NOT_AVAILABLE}.get(why or "")

@@ -172,3 +172,17 @@ def _fit_packed(req: Request, cands: list[Free], def_mem: int) -> tuple[NodeAllo
     if left > 0 or len(out) < req.nodes_min:
         return None
     return tuple(out)
+
+
+def partition_misfit(req: Request, max_nodes: int | None, members: list[Node], def_mem: int) -> str | None:
+    """Why `req` can never run on a partition of these `members` (in order), even all empty: "nodes"
+    (more nodes than it has, or than its MaxNodes), "cpus" (more CPUs than all of them), "fit" (no
+    layout fits); None if it can. The scheduler's partition-limit reason and EnforcePartLimits'
+    refusal at submission both read it."""
+    if req.nodes_min > len(members) or (max_nodes is not None and req.nodes_min > max_nodes):
+        return "nodes"
+    if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
+        return "cpus"
+    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
+        return "fit"
+    return None

@@ -25,7 +25,7 @@ from functools import lru_cache
 from itertools import compress
 from operator import attrgetter, lt
 
-from .alloc import Free, _task_counts, fit
+from .alloc import Free, _task_counts, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
                     Snapshot, Start, natural_key)
 from .limits import alloc_tres, need, request_tres
@@ -105,15 +105,14 @@ def _limits_of(part: Partition, caps: tuple, def_mem: int) -> dict:
 
 def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:
     """Why `req` can never run in `part` (its `members`, in order), even on empty nodes; None if it can."""
-    if req.nodes_min > len(members) or (part.max_nodes is not None and req.nodes_min > part.max_nodes):
+    why = partition_misfit(req, part.max_nodes, members, def_mem)
+    if why == "nodes":
         return Reason.PARTITION_NODE_LIMIT
-    if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
+    if why == "cpus":
         return Reason.PARTITION_CONFIG
     if any(n not in part.nodes for n in req.nodelist):
         return Reason.REQ_NODE_NOT_AVAIL
-    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
-        return Reason.PARTITION_CONFIG
-    return None
+    return Reason.PARTITION_CONFIG if why == "fit" else None
 
 
 def _ordered(nodes) -> list[Node]:  # noqa: ANN001 - any iterable of nodes

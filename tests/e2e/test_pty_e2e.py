@@ -72,11 +72,13 @@ def test_a_debugging_session_on_a_gpu_node(fresh_cluster, tmp_path):
 
 
 def _debugging_session(c: Cluster, term: Terminal) -> None:
-    term.type("salloc -N1 --gres=gpu:1 -J dbg srun --pty bash --norc --noprofile")
+    term.type("salloc -N1 --gres=gpu:1 -J dbg srun --pty env PS1='job$ ' bash --norc --noprofile")
     screen = term.wait_for("are ready for job")
     jid = int(next(x for x in screen if "Granted job allocation" in x).split()[-1])
     term.type("echo $((6*7)) $SLURM_JOB_NAME $SLURM_STEP_ID $SLURM_PROCID gpus=$CUDA_VISIBLE_DEVICES; tty; stty size")
-    screen = term.wait_for("42 dbg 0 0 gpus=0")
+    term.wait_for("42 dbg 0 0 gpus=0")
+    term.wait_prompt("job$ ")  # the three commands' lines come one after another: all of them are out
+    screen = term.screen()
     after = screen[max(i for i, x in enumerate(screen) if "42 dbg 0 0" in x) + 1:]
     assert after[0].startswith("/dev/pts/") and after[1] == "30 100"  # a terminal of the window's size
     term.tmux("resize-window", "-t", "t", "-x", "120", "-y", "40")
@@ -102,7 +104,7 @@ def _debugging_session(c: Cluster, term: Terminal) -> None:
     assert "srun: error: node1: task 0: Exited with exit code 3" in screen
     c.wait_state(jid, "FAILED")
     rows = c.run(f"sacct -j {jid} -n -P -o JobID,JobName,State,ExitCode").stdout.splitlines()
-    assert rows == [f"{jid}|dbg|FAILED|3:0", f"{jid}.0|bash|FAILED|3:0"]
+    assert rows == [f"{jid}|dbg|FAILED|3:0", f"{jid}.0|env|FAILED|3:0"]  # (the step runs `env PS1=... bash`)
     wait_until(lambda: c.idle_nodes() == {"node1", "node2"}, what="the GPU node to be free again")
 
 
