@@ -96,7 +96,7 @@ def _step(req: dict) -> int:
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
     body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
-            "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"] or 1,
+            "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"],
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
             "cwd": req["workdir"] or os.getcwd(), "io": io_addr,
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],

@@ -78,6 +78,9 @@ class ClusterConfig:
     source: str = "slurm.conf"
     #: parameters set at cluster creation, by the name an error gives them: reconfigure refuses to change them
     fixed: dict[str, str] = field(default_factory=dict)
+    #: the slurm.conf text as read ("" for the built-in cluster or a JSON spec): agents keep a copy
+    #: for their jobs' SLURM_CONF, as a configless slurmd does
+    text: str = ""
 
     @property
     def dynamic_nodes(self) -> bool:
@@ -527,7 +530,7 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
         fixed["NodeName"] = " ".join(f"{n.name}:{n.cpus}:{n.real_memory}:{n.gpus}:{n.gpu_type}:{n.addr}"
                                      for n in nodes)
     cfg = ClusterConfig(nodes=tuple(nodes), partitions=tuple(parts), raw=raw,
-                        warnings=tuple(warnings), fixed=fixed, **values)
+                        warnings=tuple(warnings), fixed=fixed, text=text, **values)
     cfg.sched_config()  # bad scheduler, preemption or priority settings fail at start-up, naming the key
     cfg.priority_weights()
     cfg.bf_interval()

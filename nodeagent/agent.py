@@ -274,6 +274,8 @@ class Agent:
                 return
             env = batch_environment(order, node=self.name, cluster=self.cluster, controller_url=self.controller,
                                     bin_dir=self.bin_dir, node_addr=self.resources["addr"])
+            if self.steps.conf_path:
+                env["SLURM_CONF"] = self.steps.conf_path
             if order.get("code"):
                 env["CODE_SOURCE_PATH"] = await self.code_dir(order)
             if order.get("home"):  # the cluster's home_directory_storage: HOME=<it>/<user>, made when missing
@@ -423,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     if not install_command_shims(agent.bin_dir) and agent.bin_dir != SHIM_DIR:
         log.info("no command shims in %s: a job's shell without its environment (env -i bash) finds only "
                  "the commands on the system's default PATH", SHIM_DIR)
+    agent.steps.conf_path = _keep_config_file(controller, spool)
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     # the fence kills this agent's jobs if it dies and no agent takes over before SlurmdTimeout runs out
     # (it watches this process through a pidfd: a pipe's end of file proved unreliable, its write end
@@ -438,6 +441,25 @@ def main(argv: list[str] | None = None) -> int:
     fence.terminate()  # a clean exit: the jobs were stopped, the fence has nothing to do
     fence.wait()
     return 0
+
+
+def _keep_config_file(controller: str, spool: str) -> str | None:
+    """The controller's slurm.conf, copied to `spool`/conf/slurm.conf for the jobs' SLURM_CONF (a
+    configless slurmd keeps one the same way); None when it cannot be had or written."""
+    path = os.path.join(spool, "conf", "slurm.conf")
+    try:
+        r = httpx.get(f"{controller}/api/v1/config/file", timeout=10)
+        r.raise_for_status()
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(r.text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except (httpx.HTTPError, OSError) as e:
+        log.warning("no copy of the cluster's slurm.conf for jobs' SLURM_CONF: %s", e)
+        return None
+    return path
 
 
 def _fetch_config(controller: str) -> dict:

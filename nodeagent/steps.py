@@ -117,6 +117,7 @@ class StepRunner:
         self.python_env = python_env  #: async (order, code dir) -> a virtual environment here
         self.code_dir = code_dir  #: async (order) -> where the run's code is unpacked here
         self.node_addr = node_addr
+        self.conf_path: str | None = None  #: the agent's copy of slurm.conf (SLURM_CONF in tasks)
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
         self.running: dict[str, StepRun] = {}
@@ -160,6 +161,8 @@ class StepRunner:
             env_error = str(e)
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
+            if self.conf_path:
+                env["SLURM_CONF"] = self.conf_path
             env[TOKEN] = rec["token"]
             if code:
                 env["CODE_SOURCE_PATH"] = code

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
 
 from .. import auth
 from ..errors import InvalidRequest
@@ -55,6 +56,17 @@ async def config(c: CtlDep):  # noqa: ANN202
             "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
             "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
             "enforce_part_limits": cfg.enforce_part_limits, "raw": cfg.raw, "listen": c.settings.listen}
+
+
+@router.get("/api/v1/config/file", response_class=PlainTextResponse)
+async def config_file(c: CtlDep):  # noqa: ANN202
+    """The slurm.conf this controller read, for the agents' copy (a jobs' SLURM_CONF points there).
+    A cluster without one (built in, or a JSON spec) gets a file that names it."""
+    cfg = c.config
+    if cfg.text:
+        return cfg.text
+    what = "a JSON cluster spec" if cfg.source == "spec" else "the built-in configuration"
+    return f"# {cfg.cluster_name}: no slurm.conf ({what}); scontrol show config shows it\nClusterName={cfg.cluster_name}\n"
 
 
 @router.get("/api/v1/diag")

@@ -218,7 +218,7 @@ class StepCreate(Strict):
     nodes: int | None = Field(None, ge=1)
     ntasks: int | None = Field(None, ge=1)
     ntasks_per_node: int | None = Field(None, ge=1)
-    cpus_per_task: int = Field(1, ge=1)
+    cpus_per_task: int | None = Field(None, ge=1)  #: None: the job's CPUs on each node (no -c)
     gpus_per_task: int | None = Field(None, ge=1)
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"

@@ -107,10 +107,6 @@ def _task_counts(req: Request) -> tuple[int, list[int] | None]:
         return n, [req.ntasks_per_node] * n
     if req.ntasks is None:
         return req.nodes_min, [1] * req.nodes_min
-    if req.nodes_max is not None and req.nodes_max == req.nodes_min or req.nodes_min > 1:
-        n = min(req.nodes_min, req.ntasks)
-        base, extra = divmod(req.ntasks, n)
-        return n, [base + (1 if i < extra else 0) for i in range(n)]
     return 0, None
 
 
@@ -144,11 +140,14 @@ def fit(req: Request, free: list[Free], def_mem: int) -> tuple[NodeAlloc, ...] |
 
 
 def _fit_packed(req: Request, cands: list[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
-    """`-n N` without a fixed node count: pack tasks onto as few nodes as possible."""
+    """`-n N` without tasks per node: pack tasks onto as few nodes as possible, as Slurm's
+    cons_tres does. With `-N M` each node takes what it can while leaving one task for each node
+    still to come (`-N2 -n4` on empty 8-CPU nodes: 3,1), and never more than M nodes."""
     assert req.ntasks is not None
     left = req.ntasks
+    need = min(req.nodes_min, req.ntasks)  # -N3 -n2 runs on 2 nodes, as sbatch warns
     out: list[NodeAlloc] = []
-    limit = req.nodes_max
+    limit = req.nodes_max if req.nodes_max is not None else need if req.nodes_min > 1 else None
     for f in cands:
         if left == 0 or (limit is not None and len(out) == limit):
             break
@@ -158,7 +157,7 @@ def _fit_packed(req: Request, cands: list[Free], def_mem: int) -> tuple[NodeAllo
             can = min(can, (f.total_memory if req.exclusive else f.memory) // (req.mem_per_cpu * per_cpu))
         if req.gpus_per_task:
             can = min(can, len(f.gpu_ids) // req.gpus_per_task)
-        tasks = min(can, left)
+        tasks = min(can, left - max(0, need - len(out) - 1))
         while tasks > 0:
             a = _try_node(f, req, tasks, max(1, len(out) + 1), def_mem)
             if a is not None:
@@ -169,7 +168,7 @@ def _fit_packed(req: Request, cands: list[Free], def_mem: int) -> tuple[NodeAllo
         else:
             if f.name in req.nodelist:
                 return None
-    if left > 0 or len(out) < req.nodes_min:
+    if left > 0 or len(out) < need:
         return None
     return tuple(out)
 

@@ -25,9 +25,10 @@ _ENDING = ("cancel", "requeue", "requeue_hold", "preempt", "preempt_requeue")
 
 
 def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_node: int | None,
-                cpus_per_task: int, nodelist: list[str] | None = None) -> list[dict]:
+                cpus_per_task: int, nodelist: list[str] | None = None, exact: bool = False) -> list[dict]:
     """Which ranks run on which of the job's nodes (block distribution); `nodelist` (srun -w)
-    names nodes of the job the step must run on, first."""
+    names nodes of the job the step must run on, first. A step has all of its job's CPUs on each of
+    its nodes unless `exact` (srun -c, which implies --exact in 22.05): then its tasks' CPUs."""
     if nodelist:
         names = [a["node"] for a in alloc]
         if any(n not in names for n in nodelist):
@@ -50,14 +51,24 @@ def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_no
             left -= counts[-1]
         if left > 0:
             raise InvalidRequest("More processors requested than permitted")
-    else:
-        base, extra = divmod(ntasks, n)
-        counts = [base + (1 if i < extra else 0) for i in range(n)]
+    else:  # Slurm's block layout: tasks dealt round the nodes while each has CPUs for one more
+        caps = [a["cpus"] // max(1, cpus_per_task) for a in alloc[:n]]
+        if sum(caps) < ntasks or 0 in caps:
+            raise InvalidRequest("More processors requested than permitted")
+        counts = [0] * n
+        left, cycle = ntasks, 0
+        while left > 0:
+            room = [i for i in range(n) if cycle < caps[i]]
+            for i in room[:left]:
+                counts[i] += 1
+            left -= len(room[:left])
+            cycle += 1
     out, rank = [], 0
     for a, k in zip(alloc, counts):
         if k * cpus_per_task > a["cpus"]:
             raise InvalidRequest("More processors requested than permitted")
-        out.append({"node": a["node"], "ranks": list(range(rank, rank + k)), "cpus": a["cpus"],
+        out.append({"node": a["node"], "ranks": list(range(rank, rank + k)),
+                    "cpus": k * cpus_per_task if exact else a["cpus"],
                     "gpu_ids": a["gpu_ids"]})
         rank += k
     return out
@@ -70,7 +81,7 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
     if job.state != "RUNNING" or not job.active or job.pending_action:
         raise Conflict("Job/step already completing or completed")
     layout = plan_layout(json.loads(job.alloc), req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
-                         req.get("cpus_per_task") or 1, req.get("nodelist"))
+                         req.get("cpus_per_task") or 1, req.get("nodelist"), req.get("cpus_per_task") is not None)
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")

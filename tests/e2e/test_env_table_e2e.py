@@ -7,6 +7,7 @@ presence only; node names are compared after renaming the nodes of each job in o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import hostlist
 import pytest
@@ -22,17 +23,10 @@ PRESENCE_ONLY = {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_TASK_PID", "SLURM_SRUN_CO
                  "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME", "SLURM_WORKING_CLUSTER", "SLURM_UMASK", "SLURM_JOB_UID",
                  "SLURM_JOB_GID", "SLURM_JOB_USER", "SLURM_JOB_ACCOUNT", "SLURM_PRIO_PROCESS", "SLURM_EXPORT_ENV"}
 #: which GPUs of a node a job gets: the same on an idle node, but a matter of the allocator
-PRESENCE_ONLY |= {"SLURM_JOB_GPUS", "SLURM_STEP_GPUS"}
+PRESENCE_ONLY |= {"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_CONF"}  # SLURM_CONF: where the node keeps it
 NODE_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR")
 #: where slurmlet differs still, by (case, variable) ("*": every case), with why: the table's open rows
-NOT_YET: dict[tuple[str, str], str] = {
-    ("*", "SLURM_CONF"): "no slurm.conf on the nodes: agents take the configuration from the controller",
-    **{(case, var): "-N2 -n4: Slurm packs the first node (3,1), slurmlet spreads the tasks (2,2)"
-       for case in ("step_default", "step_n2_c2", "step_one_node", "step_per_node")
-       for var in ("SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_CPUS_ON_NODE",
-                   "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0", "SLURM_STEP_TASKS_PER_NODE", "SLURM_GTIDS",
-                   "SLURM_NODEID", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR")},
-}
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 def cases() -> list[tuple[str, str, str]]:
@@ -112,3 +106,10 @@ def test_step_environment_is_slurms(table: dict, name: str):
     want, got = REFERENCE[name]["step"], table.get(name, {}).get("step", {})
     assert sorted(got) == sorted(want)
     assert {rank: differences(name, want[rank], got[rank]) for rank in want} == {rank: [] for rank in want}
+
+
+def test_slurm_conf_names_the_clusters_own_configuration(table: dict):
+    """SLURM_CONF (a path, so compared by presence above) is the node's copy of the cluster's slurm.conf."""
+    paths = {table["plain"]["batch"]["SLURM_CONF"], table["step_mem"]["step"]["0"]["SLURM_CONF"]}
+    assert len(paths) == 1
+    assert "DefMemPerCPU=1000" in Path(paths.pop()).read_text().splitlines()

@@ -63,6 +63,33 @@ def test_layouts_nodes_tasks_cpus():
     # -N2 -n3: block distribution 2,1
     p = plan(snap(ns, [job(1, Request(nodes_min=2, nodes_max=2, ntasks=3))]))
     assert [x.tasks for x in p.starts[0].allocs] == [2, 1]
+    # -N2 -n4 -c2 packs the first node, leaving a task for the second (Slurm 22.05: 3,1 and 6,2 CPUs)
+    p = plan(snap(ns, [job(1, Request(nodes_min=2, ntasks=4, cpus_per_task=2))]))
+    assert [(x.tasks, x.cpus) for x in p.starts[0].allocs] == [(3, 6), (1, 2)]
+    # -N2 -n12: as many as the first node holds; -N3 -n2 runs on two nodes (sbatch warns of it)
+    p = plan(snap(ns, [job(1, Request(nodes_min=2, ntasks=12))]))
+    assert [x.tasks for x in p.starts[0].allocs] == [8, 4]
+    p = plan(snap(ns, [job(1, Request(nodes_min=3, ntasks=2))]))
+    assert [x.tasks for x in p.starts[0].allocs] == [1, 1]
+    # a busy first node takes what it has free
+    busy = (Node("node1", 8, 32000, 8, cpus_used=6),) + ns[1:]
+    p = plan(snap(busy, [job(1, Request(nodes_min=2, ntasks=8))]))
+    assert [(x.node, x.tasks) for x in p.starts[0].allocs] == [("node1", 2), ("node2", 6)]
+
+
+def test_step_layouts_are_slurms_block_distribution():
+    from slurmlet.controller.store.steps import plan_layout
+
+    def counts(cpus, **kw):
+        alloc = [{"node": f"n{i}", "cpus": c, "gpu_ids": []} for i, c in enumerate(cpus)]
+        out = plan_layout(alloc, kw.get("nodes"), kw.get("ntasks"), kw.get("per_node"), kw.get("cpt", 1),
+                          exact=kw.get("exact", False))
+        return [(len(x["ranks"]), x["cpus"]) for x in out]
+
+    assert counts([3, 1], ntasks=4) == [(3, 3), (1, 1)]  # dealt round the nodes while CPUs last
+    assert counts([4, 4], ntasks=4) == [(2, 4), (2, 4)]
+    assert counts([6, 2], ntasks=2, cpt=2, exact=True) == [(1, 2), (1, 2)]  # -c: the tasks' CPUs only
+    assert counts([3, 1], nodes=1, ntasks=1) == [(1, 3)]  # no -c: all of the job's CPUs on the node
 
 
 def test_memory_and_exclusive():
