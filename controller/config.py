@@ -8,6 +8,7 @@ values raise `ConfigError` naming the key and the line.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -81,6 +82,8 @@ class ClusterConfig:
     #: the slurm.conf text as read ("" for the built-in cluster or a JSON spec): agents keep a copy
     #: for their jobs' SLURM_CONF, as a configless slurmd does
     text: str = ""
+    #: cgroup.conf beside slurm.conf (ConstrainRAMSpace, ...), by Slurm's key names; the agents enforce it
+    cgroup: dict[str, str] = field(default_factory=dict)
 
     @property
     def dynamic_nodes(self) -> bool:
@@ -548,4 +551,32 @@ def read_config_file(path: str) -> str:
 def load_config(path: str | None) -> ClusterConfig:
     if path is None:
         return parse_slurm_conf("")
-    return parse_slurm_conf(read_config_file(path))
+    cfg = parse_slurm_conf(read_config_file(path))
+    cgroup_conf = os.path.join(os.path.dirname(path), "cgroup.conf")
+    if os.path.exists(cgroup_conf):
+        values, warnings = parse_cgroup_conf(read_config_file(cgroup_conf))
+        cfg = dataclasses.replace(cfg, cgroup=values, warnings=cfg.warnings + tuple(warnings))
+    return cfg
+
+
+#: cgroup.conf keys the agents act on; the others real files carry are accepted with a warning
+CGROUP_KEYS = ("ConstrainRAMSpace", "ConstrainSwapSpace", "AllowedRAMSpace", "AllowedSwapSpace", "CgroupPlugin",
+               "CgroupAutomount", "CgroupMountpoint", "ConstrainCores", "ConstrainDevices", "MemorySwappiness")
+
+
+def parse_cgroup_conf(text: str) -> tuple[dict[str, str], list[str]]:
+    """cgroup.conf's `Key=Value` lines (comments and blank lines skipped), keys as Slurm spells them."""
+    values: dict[str, str] = {}
+    warnings = []
+    known = {k.lower(): k for k in CGROUP_KEYS}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        name = known.get(key.strip().lower())
+        if not sep or name is None:
+            warnings.append(f"cgroup.conf line {lineno}: {key.strip()!r} is not supported (ignored)")
+            continue
+        values[name] = value.strip()
+    return values, warnings

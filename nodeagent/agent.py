@@ -118,6 +118,8 @@ class Agent:
             await main
         await self.launcher.shutdown()
         await self.steps.shutdown()
+        if self.launcher.cgroups is not None:
+            self.launcher.cgroups.close()
 
     async def recover(self) -> None:
         """What an agent before this one (killed, crashed) left in the spool: reports it could not
@@ -147,6 +149,10 @@ class Agent:
                 lost["restarts"] = int(rec.get("restarts") or 0)
                 self.launcher.done_ids[(jid, lost["restarts"])] = time.time()  # that run never again here
             self.lost[name] = lost
+        h = self.launcher.cgroups
+        for jid in h.stale_jobs() if h is not None else []:  # whatever left its session and environment too
+            if not await h.group(jid).remove(self.launcher.kill_wait):
+                log.warning("job %s: processes left by the previous agent outlive SIGKILL", jid)
         if stale:
             killed = await records_mod.stop(list(stale.values()), self.launcher.kill_wait)
             for name, rec in stale.items():
@@ -426,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("no command shims in %s: a job's shell without its environment (env -i bash) finds only "
                  "the commands on the system's default PATH", SHIM_DIR)
     agent.steps.conf_path = _keep_config_file(controller, spool)
+    _setup_cgroups(agent, cfg, spool)
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     # the fence kills this agent's jobs if it dies and no agent takes over before SlurmdTimeout runs out
     # (it watches this process through a pidfd: a pipe's end of file proved unreliable, its write end
@@ -441,6 +448,22 @@ def main(argv: list[str] | None = None) -> int:
     fence.terminate()  # a clean exit: the jobs were stopped, the fence has nothing to do
     fence.wait()
     return 0
+
+
+def _setup_cgroups(agent: Agent, cfg: dict, spool: str) -> None:
+    """Jobs in cgroups unless slurm.conf's ProctrackType says otherwise (22.05's default is
+    proctrack/cgroup); cgroup.conf's constraints from the controller. SLURMLET_CGROUP=v1|v2|none
+    chooses the layout (tests run both on one machine)."""
+    from .cgroup import Hierarchy, Policy
+    raw = {k.lower(): v for k, v in (cfg.get("raw") or {}).items()}
+    proctrack = raw.get("proctracktype", "proctrack/cgroup").strip().lower()
+    prefer = os.environ.get("SLURMLET_CGROUP") or (None if proctrack == "proctrack/cgroup" else "none")
+    h = Hierarchy.detect(agent.name, spool, prefer if prefer in ("v1", "v2", "none") else None)
+    policy = Policy.from_conf(cfg.get("cgroup") or {})
+    if policy.ram and h is None:
+        log.warning("cgroup.conf: ConstrainRAMSpace=yes, but this node has no cgroups: --mem is not enforced")
+    agent.launcher.cgroups = agent.steps.cgroups = h
+    agent.launcher.policy = agent.steps.policy = policy
 
 
 def _keep_config_file(controller: str, spool: str) -> str | None:

@@ -1,7 +1,8 @@
 """Launcher: starts batch scripts as process sessions, signals and reaps them. No networking.
 
-Each job runs in its own session (setsid), so the whole tree can be found and signalled even
-after the batch shell has exited: every process whose session id is the job's belongs to it.
+Each job runs in its own session (setsid) and, where the node has cgroups (nodeagent/cgroup.py),
+in its own cgroup: its whole tree is found and signalled even after the batch shell has exited,
+and with a cgroup even what left the session (setsid, a double fork) and its memory is limited.
 Each job started is also recorded in the spool (nodeagent/records.py) until the controller has its
 end, so that an agent started again after a crash finds and stops what this one left behind.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
 from slurmlet.nodeagent import identity
+from slurmlet.nodeagent.cgroup import GATE, Group, Hierarchy, Policy, job_groups
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
@@ -47,6 +49,20 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)  #: the Epilog's environment (env.script_environment)
     owner: dict = field(default_factory=dict)  #: the job's uid and gid: its files are written with their rights
     script: str | None = None  #: the batch script's file, removed when the job ends (as slurmd does)
+    cgroup: Group | None = None  #: the batch step's cgroup (None: tracked by session only)
+    job_cgroup: Group | None = None  #: the job's, above it: its memory limit, its OOM kills
+
+    def pids(self) -> list[int]:
+        """Every process of the batch step: its session's, and its cgroup's."""
+        got = set(session_pids(self.pid))
+        if self.cgroup is not None:
+            got.update(self.cgroup.pids())
+        return sorted(got)
+
+    def signal_all(self, sig: int) -> None:
+        signal_session(self.pid, sig)
+        if self.cgroup is not None:
+            self.cgroup.signal(sig)
 
 
 def _remove_script(path: str | None, spool: str) -> None:
@@ -68,6 +84,9 @@ def slurm_time(t: float) -> str:
 class Launcher:
     def __init__(self, node: str, spool: str, kill_wait: float = 30.0):
         self.node = node
+        #: where jobs get their cgroups, and what cgroup.conf has them enforce (set by the agent)
+        self.cgroups: Hierarchy | None = None
+        self.policy = Policy()
         self.spool = spool
         self.kill_wait = kill_wait
         self.jobs: dict[int, Job] = {}
@@ -148,9 +167,11 @@ class Launcher:
         self.records.save(f"job{jid}", rec)
         env = dict(env, **{TOKEN: rec["token"]})
         env.pop("SLURM_UMASK", None)  # applied to the job (spawn_kwargs), not shown to it: slurmstepd's way
+        groups = self._groups(order, "batch")
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", identity.LAUNCH, script, workdir, *order.get("argv", []), stdin=stdin,
+                "/bin/sh", "-c", (GATE if groups else "") + identity.LAUNCH, script, workdir, *order.get("argv", []),
+                stdin=stdin,
                 stdout=out, stderr=err, cwd="/", env=env, start_new_session=True, **identity.spawn_kwargs(order))
         except (OSError, ValueError) as e:  # ValueError: what exec cannot take (a NUL in an argument)
             log.warning("job %s: exec failed: %s", jid, e)
@@ -164,17 +185,24 @@ class Launcher:
         job = Job(job_id=jid, pid=proc.pid, proc=proc, err_path=err_path or os.devnull, started=time.time(),
                   restarts=gen, epilog=order.get("epilog"), env=epilog_env or {},
                   owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
+        if groups:
+            job.job_cgroup, job.cgroup = groups
+            await job.cgroup.adopt(proc.pid)
         self.jobs[jid] = job
         self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
         from .usage import Usage, watch
         job.usage, job.usage_done = Usage(), asyncio.Event()
-        asyncio.create_task(watch(job.pid, job.usage, job.usage_done))
+        asyncio.create_task(watch(job.pids, job.usage, job.usage_done))
         limit = order.get("time_limit")
         if limit:  # None or 0: no limit (Slurm's --time=0)
             job.limit_at = (order.get("start_time") or time.time()) + limit * 60 + (order.get("suspended_secs") or 0)
             job.signal = _parse_signal_opt(order.get("signal"))
             self._arm(job)
         asyncio.create_task(self._reap(job))
+
+    def _groups(self, order: dict, step: str) -> tuple[Group, Group] | None:
+        mine = next((a for a in order.get("alloc") or [] if a.get("node") == self.node), {})
+        return job_groups(self.cgroups, self.policy, order["job_id"], step, mine.get("memory"))
 
     def _arm(self, job: Job) -> None:
         """Timers for the time limit and --signal, from the job's (possibly moved) limit."""
@@ -196,7 +224,10 @@ class Launcher:
         job = self.jobs.get(jid)
         if job is None or job.killing or job.suspended_at is not None:
             return
-        signal_session(job.pid, signal.SIGSTOP)
+        # the freezer holds all of the job, its steps and what left the session too (Slurm's
+        # proctrack/cgroup); without one, SIGSTOP to its session (proctrack/linuxproc's way)
+        if not (job.job_cgroup and job.job_cgroup.freeze()):
+            job.signal_all(signal.SIGSTOP)
         for t in job.timers:
             t.cancel()
         job.timers.clear()
@@ -209,7 +240,8 @@ class Launcher:
         if job.limit_at is not None:
             job.limit_at += time.time() - job.suspended_at
         job.suspended_at = None
-        signal_session(job.pid, signal.SIGCONT)
+        if not (job.job_cgroup and job.job_cgroup.thaw()):
+            job.signal_all(signal.SIGCONT)
         if not job.killing:
             self._arm(job)
 
@@ -220,12 +252,12 @@ class Launcher:
         if job.killing:
             # processes that caught SIGTERM get KillWait seconds to finish before SIGKILL
             deadline = time.monotonic() + self.kill_wait
-            while session_pids(job.pid) and time.monotonic() < deadline:
+            while job.pids() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
         for t in job.timers:
             t.cancel()
-        # the batch script is done: whatever it left behind in its session goes too
-        signal_session(job.pid, signal.SIGKILL)
+        # the batch script is done: whatever it left behind in its session (and its cgroup) goes too
+        job.signal_all(signal.SIGKILL)
         self.ending.add(job.job_id)
         self.jobs.pop(job.job_id, None)
         _remove_script(job.script, self.spool)
@@ -235,6 +267,8 @@ class Launcher:
             rep["timeout"] = True
         if job.usage is not None:
             rep.update(job.usage.report())
+        if job.cgroup is not None:
+            rep.update(await self._end_cgroups(job))
         if job.epilog:
             env = dict(job.env, **exit_code_env(rep["exit_code"], rep["signal"]))
             code, out = await run_scripts(job.epilog, env)
@@ -243,6 +277,23 @@ class Launcher:
                 rep["epilog_failed"] = code
         self._record(job.job_id, job.restarts, rep)
         self.ending.discard(job.job_id)
+
+    async def _end_cgroups(self, job: Job) -> dict:
+        """The batch step's exact CPU time and its job's OOM kills from their cgroups, then both
+        removed (the job's steps still running here go with it, as the job has ended)."""
+        out: dict = {}
+        times = job.cgroup.cpu_times()
+        if times is not None:
+            out.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
+        kills = job.job_cgroup.oom_kills()
+        if kills:
+            out["oom"] = True
+            with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
+                f.write(f"slurmstepd: error: Detected {kills} oom-kill event(s) in StepId={job.job_id}.batch. Some of "
+                        f"your processes may have been killed by the cgroup out-of-memory handler.\n".encode())
+        await job.cgroup.remove(self.kill_wait)
+        await job.job_cgroup.remove(self.kill_wait)
+        return out
 
     def _record(self, jid: int, gen: int, rep: dict) -> None:
         # kept until acknowledged: an agent started after a crash sends it again
@@ -276,8 +327,10 @@ class Launcher:
         if why == "preempt" and grace > 0 and not job.notified:
             job.notified = True
             job.suspended_at = None
-            signal_session(job.pid, signal.SIGCONT)
-            signal_session(job.pid, signal.SIGTERM)
+            if job.job_cgroup:
+                job.job_cgroup.thaw()
+            job.signal_all(signal.SIGCONT)
+            job.signal_all(signal.SIGTERM)
             job.timers.append(asyncio.get_running_loop().call_later(grace, self.kill, jid, "preempt"))
             return
         job.killing = why
@@ -288,18 +341,26 @@ class Launcher:
             with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
                 f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"
                         .encode())
-        # Slurm sends SIGCONT too, so stopped tasks see the SIGTERM
-        signal_session(job.pid, signal.SIGCONT)
-        signal_session(job.pid, signal.SIGTERM)
+        # Slurm sends SIGCONT too, so stopped tasks see the SIGTERM (a frozen job is thawed first)
+        if job.job_cgroup:
+            job.job_cgroup.thaw()
+        job.signal_all(signal.SIGCONT)
+        job.signal_all(signal.SIGTERM)
         loop = asyncio.get_running_loop()
-        job.timers.append(loop.call_later(self.kill_wait, signal_session, job.pid, signal.SIGKILL))
+        job.timers.append(loop.call_later(self.kill_wait, self._kill_all, job))
+
+    @staticmethod
+    def _kill_all(job: Job) -> None:
+        job.signal_all(signal.SIGKILL)
+        if job.job_cgroup is not None:
+            job.job_cgroup.kill()
 
     def stat(self, jid: int) -> list[dict] | None:
         """sstat of the batch step: its script's process tree, sampled now (None: not running here)."""
         job = self.jobs.get(jid)
         if job is None or job.usage is None:
             return None
-        return [dict(job.usage.live(job.pid), rank=0, local_id=0)]
+        return [dict(job.usage.live(job.pid, job.pids), rank=0, local_id=0)]
 
     def send_signal(self, jid: int, sig: int, batch_only: bool = False) -> None:
         job = self.jobs.get(jid)
@@ -309,7 +370,7 @@ class Launcher:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(job.pid, sig)
         else:
-            signal_session(job.pid, sig)
+            job.signal_all(sig)
 
     async def shutdown(self, grace: float = 1.0) -> None:
         """Agent exit: stop every job's whole process tree (SIGTERM, SIGKILL after `grace`)."""
@@ -317,12 +378,16 @@ class Launcher:
         for job in jobs:
             for t in job.timers:
                 t.cancel()
-            signal_session(job.pid, signal.SIGTERM)
+            if job.job_cgroup:
+                job.job_cgroup.thaw()
+            job.signal_all(signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while jobs and time.monotonic() < deadline and any(session_pids(j.pid) for j in jobs):
+        while jobs and time.monotonic() < deadline and any(j.pids() for j in jobs):
             await asyncio.sleep(0.05)
         for job in jobs:
-            signal_session(job.pid, signal.SIGKILL)
+            self._kill_all(job)
+            if job.job_cgroup is not None:
+                await job.job_cgroup.remove(grace + 5)
 
 
 def _parse_signal_opt(value: str | None) -> tuple[int, int, bool] | None:

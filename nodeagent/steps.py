@@ -24,9 +24,17 @@ from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
+from .cgroup import GATE, Group, Hierarchy, Policy, job_groups
 from .usage import Usage, watch
 
 log = logging.getLogger("slurmlet.agent")
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 @dataclass
@@ -35,6 +43,8 @@ class StepRun:
     procs: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)  #: rank -> process
     results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
     killing: bool = False
+    cgroup: Group | None = None  #: the step's cgroup here (None: its tasks are tracked by session)
+    oom_before: int = 0  #: its job's OOM kills when it started: more at its end were its own
     usage: dict = field(default_factory=dict)  #: rank -> nodeagent.usage.Usage of each task here
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
     entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
@@ -118,6 +128,8 @@ class StepRunner:
         self.code_dir = code_dir  #: async (order) -> where the run's code is unpacked here
         self.node_addr = node_addr
         self.conf_path: str | None = None  #: the agent's copy of slurm.conf (SLURM_CONF in tasks)
+        self.cgroups: Hierarchy | None = None  #: set by the agent, as the launcher's
+        self.policy = Policy()
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
         self.running: dict[str, StepRun] = {}
@@ -141,6 +153,10 @@ class StepRunner:
             return
         run = self.running[key] = StepRun(key)
         req = order["request"]
+        groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"))
+        if groups:
+            run.cgroup = groups[1]
+            run.oom_before = groups[0].oom_kills()
         code = await self.code_dir(order) if order.get("code") and self.code_dir else None
         venv, env_error = None, None
         if order.get("py_deps") and self.python_env:
@@ -187,6 +203,8 @@ class StepRunner:
             launch, args = identity.LAUNCH, [req["argv"][0], cwd, *req["argv"][1:]]
             if terminal:
                 launch, args = ptyrelay.PTY_PREFIX + launch, [req["argv"][0], terminal[2], cwd, *req["argv"][1:]]
+            if run.cgroup:
+                launch = GATE + launch
             try:
                 proc = await asyncio.create_subprocess_exec(
                     "/bin/sh", "-c", launch, *args, cwd="/", env=env,
@@ -207,11 +225,13 @@ class StepRunner:
                     for f in set(files):
                         if not isinstance(f, int):
                             f.close()
+            if run.cgroup:
+                await run.cgroup.adopt(proc.pid)
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
             run.usage[rank] = Usage()
-            asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))
+            asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
             if terminal:
                 pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
             elif not files:
@@ -324,6 +344,12 @@ class StepRunner:
         run.usage_done.set()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
+        times, oom = None, False
+        if run.cgroup is not None:  # and in its cgroup; the kernel's CPU count of all of it
+            times = run.cgroup.cpu_times()
+            job = self.cgroups.group(order["job_id"]) if self.cgroups else None
+            oom = job is not None and job.oom_kills() > run.oom_before
+            await run.cgroup.remove(self.kill_wait)
         await asyncio.gather(*pumps, return_exceptions=True)
         self.running.pop(run.key, None)
         self.done[run.key] = time.time()
@@ -333,6 +359,10 @@ class StepRunner:
         reports = [u.report() for u in run.usage.values()]
         usage = {"max_rss": max((u["max_rss"] for u in reports), default=0),
                  "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
+        if times is not None:
+            usage.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
+        if oom:
+            usage["oom"] = True
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,
                                   "results": {str(k): v for k, v in run.results.items()}, "end_time": time.time()}
         # kept until acknowledged: an agent started after a crash sends it again
@@ -354,29 +384,53 @@ class StepRunner:
         run = self.running.get(key)
         if run is None:
             return None
-        return [dict(run.usage[rank].live(proc.pid), rank=rank, local_id=local_id)
+        return [dict(run.usage[rank].live(proc.pid, self._task_pids(run, proc.pid)), rank=rank, local_id=local_id)
                 for local_id, (rank, proc) in enumerate(sorted(run.procs.items()))
                 if rank in run.usage and proc.returncode is None]
 
+    @staticmethod
+    def _task_pids(run: StepRun, sid: int):  # noqa: ANN205 - () -> list[int]
+        """A task's processes: its session's; with a cgroup, those that left every task's session
+        count as the first task's (the kernel does not say which task they came from)."""
+        def pids() -> list[int]:
+            got = set(session_pids(sid))
+            if run.cgroup is not None and run.procs and sid == min(p.pid for p in run.procs.values()):
+                sessions = {p.pid for p in run.procs.values()}
+                got |= {p for p in run.cgroup.pids() if _sid(p) not in sessions}
+            return sorted(got)
+        return pids
+
+    @staticmethod
+    def _signal(run: StepRun, sig: int) -> None:
+        for proc in run.procs.values():
+            signal_session(proc.pid, sig)
+        if run.cgroup is not None:
+            run.cgroup.signal(sig)
+
+    def _kill_all(self, run: StepRun) -> None:
+        self._signal(run, signal.SIGKILL)
+        if run.cgroup is not None:
+            run.cgroup.kill()
+
     def kill(self, key: str) -> None:
-        """SIGTERM every task of the step here, SIGKILL after KillWait."""
+        """SIGTERM every task of the step here (and whatever is in its cgroup), SIGKILL after KillWait."""
         run = self.running.get(key)
         if run is None or run.killing:
             return
         run.killing = True
-        for proc in run.procs.values():
-            signal_session(proc.pid, signal.SIGCONT)
-            signal_session(proc.pid, signal.SIGTERM)
-        loop = asyncio.get_running_loop()
-        for proc in run.procs.values():
-            loop.call_later(self.kill_wait, signal_session, proc.pid, signal.SIGKILL)
+        self._signal(run, signal.SIGCONT)
+        self._signal(run, signal.SIGTERM)
+        asyncio.get_running_loop().call_later(self.kill_wait, self._kill_all, run)
 
     async def shutdown(self, grace: float = 1.0) -> None:
-        procs = [p for run in self.running.values() for p in run.procs.values()]
-        for p in procs:
-            signal_session(p.pid, signal.SIGTERM)
+        runs = list(self.running.values())
+        for run in runs:
+            self._signal(run, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while procs and time.monotonic() < deadline and any(session_pids(p.pid) for p in procs):
+        def alive() -> bool:
+            return any(session_pids(p.pid) for r in runs for p in r.procs.values()) or \
+                any(r.cgroup is not None and r.cgroup.pids() for r in runs)
+        while runs and time.monotonic() < deadline and alive():
             await asyncio.sleep(0.05)
-        for p in procs:
-            signal_session(p.pid, signal.SIGKILL)
+        for run in runs:
+            self._kill_all(run)

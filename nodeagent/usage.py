@@ -1,10 +1,12 @@
 """Resource use of a job's (or a step task's) process tree, sampled while it runs: the largest
 resident set seen (sacct's MaxRSS) and the CPU time of every process seen (TotalCPU, UserCPU,
-SystemCPU). Processes are found by session id, as the kill path finds them."""
+SystemCPU). Processes are found as the kill path finds them (by session id, and in the task's cgroup
+where it has one; the CPU times a cgroup counts replace these samples at the end: see cgroup.py)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import psutil
 
@@ -17,9 +19,9 @@ class Usage:
         self.max_vms = 0  #: KB
         self.cpu: dict[int, tuple[float, float]] = {}  #: pid -> (user, system) seconds, last seen
 
-    def sample(self, sid: int) -> None:
+    def sample(self, pids: list[int]) -> None:
         rss = vms = 0
-        for pid in session_pids(sid):
+        for pid in pids:
             try:
                 p = psutil.Process(pid)
                 with p.oneshot():
@@ -33,12 +35,12 @@ class Usage:
         self.max_rss = max(self.max_rss, rss // 1024)
         self.max_vms = max(self.max_vms, vms // 1024)
 
-    def live(self, sid: int) -> dict:
+    def live(self, sid: int, pids: Callable[[], list[int]] | None = None) -> dict:
         """sstat's view of a running task: sampled now, its peaks so far, its CPU time, its processes."""
-        self.sample(sid)
+        now = sorted(pids() if pids else session_pids(sid))
+        self.sample(now)
         cpu = sum(u + s for u, s in self.cpu.values())
-        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "cpu": round(cpu, 3), "pid": sid,
-                "pids": sorted(session_pids(sid))}
+        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "cpu": round(cpu, 3), "pid": sid, "pids": now}
 
     def report(self) -> dict:
         user = sum(u for u, _ in self.cpu.values())
@@ -46,10 +48,12 @@ class Usage:
         return {"max_rss": self.max_rss, "user_cpu": round(user, 3), "system_cpu": round(system, 3)}
 
 
-async def watch(sid: int, usage: Usage, done: asyncio.Event, interval: float = 1.0) -> None:
-    """Sample `sid`'s processes every `interval` seconds until `done` (and once right away)."""
+async def watch(pids: int | Callable[[], list[int]], usage: Usage, done: asyncio.Event,
+                interval: float = 1.0) -> None:
+    """Sample the processes (of session `pids`, or that `pids()` lists) every `interval` seconds
+    until `done` (and once right away)."""
     while True:
-        usage.sample(sid)
+        usage.sample(session_pids(pids) if isinstance(pids, int) else pids())
         try:
             await asyncio.wait_for(done.wait(), interval)
             return

@@ -108,9 +108,11 @@ class Cluster:
 
     def __init__(self, root: Path, *, nodes: int = 2, cpus: int = 4, memory: int = 8000, gpus: int = 0,
                  conf: str | None = None, db_url: str | None = None, extra_conf: str = "",
-                 spec: dict | None = None, pools: dict[str, str] | None = None):
+                 spec: dict | None = None, pools: dict[str, str] | None = None, cgroup_conf: str | None = None,
+                 agent_env: dict[str, str] | None = None):
         """`spec`: a JSON cluster spec instead of slurm.conf; `pools`: node name -> the pool its agent joins
-        (these are the cluster's nodes then)."""
+        (these are the cluster's nodes then); `cgroup_conf`: cgroup.conf beside slurm.conf; `agent_env`:
+        more environment for the agents (SLURMLET_CGROUP)."""
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -124,6 +126,9 @@ class Cluster:
             f"PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE\n"
             f"PartitionName=short Nodes=ALL MaxTime=5\n"
             f"KillWait=2\nMinJobAge=300\nSlurmletRequeueDelay=0\n{extra_conf}"))
+        if cgroup_conf is not None:
+            (root / "cgroup.conf").write_text(cgroup_conf)
+        self.agent_env = agent_env or {}
         self.spec_path = None
         if spec is not None:
             self.spec_path = root / "cluster.json"
@@ -143,10 +148,10 @@ class Cluster:
         self.workdir.mkdir(exist_ok=True)
 
     # -- processes
-    def _spawn(self, key: str, argv: list[str]) -> None:
+    def _spawn(self, key: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         log = open(self.root / f"{key}.log", "ab")
         self.procs[key] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                           start_new_session=True, env=self.env, cwd=self.root)
+                                           start_new_session=True, env=dict(self.env, **(env or {})), cwd=self.root)
         log.close()
 
     def start_controller(self) -> None:
@@ -161,7 +166,7 @@ class Cluster:
     def start_agent(self, name: str) -> None:
         pool = ["--pool", self.pools[name], "--cpus", "2", "--memory", "4000"] if name in self.pools else []
         self._spawn(f"agent-{name}", [str(BIN / "slurmlet"), "agent", "--controller", self.url, "--name", name,
-                                      "--spool", str(self.root / "spool" / name), *pool])
+                                      "--spool", str(self.root / "spool" / name), *pool], self.agent_env)
 
     def start(self) -> "Cluster":
         self.start_controller()

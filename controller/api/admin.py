@@ -55,7 +55,8 @@ async def config(c: CtlDep):  # noqa: ANN202
             "min_job_age": cfg.min_job_age, "slurmd_timeout": cfg.slurmd_timeout,
             "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
             "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
-            "enforce_part_limits": cfg.enforce_part_limits, "raw": cfg.raw, "listen": c.settings.listen}
+            "enforce_part_limits": cfg.enforce_part_limits, "raw": cfg.raw, "listen": c.settings.listen,
+            "cgroup": cfg.cgroup}
 
 
 @router.get("/api/v1/config/file", response_class=PlainTextResponse)

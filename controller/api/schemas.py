@@ -185,6 +185,7 @@ class Finished(Strict):
     signal: int = 0
     timeout: bool = False
     launch_failed: bool = False
+    oom: bool = False  # the kernel killed some of it for its cgroup's memory limit (OUT_OF_MEMORY)
     end_time: float | None = None
     restarts: int | None = None  # the incarnation that ended; a stale report is ignored
     prolog_failed: bool = False  # the node's Prolog failed: the job never started

@@ -193,7 +193,7 @@ class NodeSync:
         elif action == "preempt":
             vals.update(state="PREEMPTED", reason="None", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)
-        elif (fin.get("timeout") or sig or code or fin.get("launch_failed")) and \
+        elif (fin.get("timeout") or fin.get("oom") or sig or code or fin.get("launch_failed")) and \
                 r.restarts < (json.loads(r.spec).get("max_retries") or 0):
             # an air run's failed attempt: run it again under the same id (the attempt counter is restarts)
             self._archive_run(c, r, "TIMEOUT" if fin.get("timeout") else "FAILED", now, code, sig)
@@ -204,6 +204,9 @@ class NodeSync:
         elif fin.get("timeout"):
             vals.update(state="TIMEOUT", reason="TimeLimit", end_time=end, batch_state="CANCELLED",
                         exit_code=0, exit_signal=0)
+        elif fin.get("oom"):  # the kernel killed some of it for its cgroup's memory limit: Slurm's 0:125
+            vals.update(state="OUT_OF_MEMORY", reason="OutOfMemory", end_time=end, batch_state="OUT_OF_MEMORY",
+                        exit_code=0, exit_signal=125, batch_exit_code=0, batch_exit_signal=125)
         elif fin.get("launch_failed"):  # (with a signal: its input could not be opened, Slurm's 0:53)
             vals.update(state="FAILED", reason="JobLaunchFailure", end_time=end,
                         batch_state="CANCELLED" if sig else "FAILED", exit_code=0 if sig else code or 1, exit_signal=sig)

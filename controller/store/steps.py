@@ -152,6 +152,9 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             code = max((v[0] for v in codes), default=0)
             sig = max((v[1] for v in codes), default=0)
             state = row.state if row.state != "RUNNING" else ("FAILED" if code or sig else "COMPLETED")
+            use = json.loads(vals.get("usage") or row.usage or "{}")
+            if row.state == "RUNNING" and any((u or {}).get("oom") for u in use.values()):
+                state, code, sig = "OUT_OF_MEMORY", 0, 125  # a task was OOM-killed (Slurm's 0:125)
             vals.update(state=state, exit_code=code, exit_signal=sig, end_time=rep.get("end_time") or now)
             request = _without_environment(row.request)
             if request is not None:
@@ -182,6 +185,8 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
         orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
                        "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
+                       "job_memory": next((a.get("memory") for a in json.loads(r.alloc or "[]") if a["node"] == node),
+                                          None),
                        "tasks_per_node": [len(x["ranks"]) for x in layout],
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),

@@ -33,6 +33,20 @@ def proc_state(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
+def stopped(pid: int) -> bool:
+    """A job's process is held: in a frozen cgroup (the freezer, as Slurm's proctrack/cgroup suspends
+    a job) or, where the agent has no cgroups, SIGSTOPped (T)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, ctrl, path = line.split(":", 2)
+        if ctrl == "freezer" and path != "/":
+            return Path(f"/sys/fs/cgroup/freezer{path}/freezer.state").read_text().strip() == "FROZEN"
+        if ctrl == "" and path != "/":
+            for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                if (Path(base + path) / "cgroup.events").exists():
+                    return "frozen 1" in (Path(base + path) / "cgroup.events").read_text().splitlines()
+    return proc_state(pid) == "T"
+
+
 @pytest.fixture(scope="module")
 def sched_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from serve(Cluster(tmp_path_factory.mktemp("sched"), nodes=1, conf=CONF))
@@ -77,13 +91,13 @@ def test_higher_tier_job_suspends_the_lower_one_which_resumes_after(sched_cluste
                   script=f"#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.1; done\necho done\n")
     c.wait_state(hi, "RUNNING")
     c.wait_state(low, "SUSPENDED")
-    wait_until(lambda: proc_state(pid) == "T", what="the suspended job's shell to be stopped")
+    wait_until(lambda: stopped(pid), what="the suspended job's shell to be stopped")
     r = c.run(f"squeue -h -o '%i %t %P' -j {low},{hi}")
     assert sorted(r.stdout.split("\n")[:-1]) == sorted([f"{low} S susp", f"{hi} R high"])
     gate.touch()
     c.wait_state(hi, "COMPLETED")
     c.wait_state(low, "RUNNING")
-    wait_until(lambda: proc_state(pid) != "T", what="the resumed job's shell to run again")
+    wait_until(lambda: not stopped(pid), what="the resumed job's shell to run again")
     assert c.job(low)["restarts"] == 0  # the same run, continued
     c.run(f"scancel {low}")
     c.wait_state(low, "CANCELLED")
@@ -150,20 +164,18 @@ def test_scontrol_suspend_and_resume_as_slurm_does(fresh_cluster, tmp_path):
     wait_until(tick.exists, 30, what="the job ticking")
     pid = int(pidfile.read_text())
 
-    def proc_state() -> str:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     r = c.run(["scontrol", "suspend", str(jid)])
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     assert c.run(["squeue", "-h", "-j", str(jid), "-o", "%T %r"]).stdout.split() == ["SUSPENDED", "None"]
     assert c.run(["scontrol", "suspend", str(jid)]).returncode == 0  # again: nothing to do
     other = c.sbatch("-n2", "--mem=100", "-o", "/dev/null", "--wrap", "sleep 2")  # its CPUs are lent (memory is kept)
     c.wait_state(other, "COMPLETED", timeout=60)
-    wait_until(lambda: proc_state() == "T", 30, what="the job stopped (SIGSTOP)")
-    stopped = tick.read_text()
+    wait_until(lambda: stopped(pid), 30, what="the job stopped (frozen)")
+    held = tick.read_text()
     assert c.job(jid)["state"] == "SUSPENDED"  # the scheduler left it suspended with its CPUs free
     r = c.run(["scontrol", "resume", str(jid)])
     assert (r.returncode, r.stderr) == (0, "")
-    wait_until(lambda: tick.read_text() != stopped and proc_state() != "T", 30, what="the job going on")
+    wait_until(lambda: tick.read_text() != held and not stopped(pid), 30, what="the job going on")
     r = c.run(["scontrol", "resume", str(jid)])
     assert (r.returncode, r.stderr) == (1, f"Job is not suspended for job {jid}\n")
     held = c.sbatch("-H", "--wrap", "true")

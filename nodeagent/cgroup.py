@@ -1,0 +1,365 @@
+"""Cgroups for jobs and steps: Slurm's proctrack/cgroup, task/cgroup (memory) and jobacct_gather/cgroup.
+
+Each job gets a cgroup under this agent's own part of a slurmlet hierarchy, and each of its steps
+(the batch script is step `batch`) one below it, as slurmstepd lays them out::
+
+    <root>/slurmlet/<node>-<spool hash>/job_<id>/step_<batch|N>
+
+A process is put in its step's cgroup before it runs anything of the job's: the launch shell stops
+itself first (`GATE`), the agent moves it and lets it go on. From then on nothing it starts can
+leave: processes that call setsid, double-fork or change their process group are still found
+(`pids`) and killed (`kill`, under the freezer where there is one, so that none forks meanwhile).
+
+Two layouts are supported: cgroup v2 (the unified hierarchy: one directory per group) and v1 (a
+directory per controller: freezer, memory, cpuacct, pids). A hybrid system (v1 controllers beside
+an empty v2) uses v1. Where neither can be written (an unprivileged agent, some containers) the
+agent says so once and tracks jobs by session, as Slurm's proctrack/linuxproc does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger("slurmlet.agent")
+
+ROOT = "/sys/fs/cgroup"
+#: v1 controllers a job's cgroup has (those mounted): freezer first, so that a kill freezes first
+V1_CONTROLLERS = ("freezer", "memory", "cpuacct", "pids")
+#: the launch shell stops itself until the agent has put it in its cgroup (prefixed to the shell's code)
+GATE = "kill -STOP $$; "
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What cgroup.conf has the agent enforce (Slurm's defaults: tracking only, no limits)."""
+
+    ram: bool = False  #: ConstrainRAMSpace: the job's memory is a hard limit
+    swap: bool = False  #: ConstrainSwapSpace: RAM plus swap too (no swapping past the limit)
+    allowed_ram: float = 100.0  #: AllowedRAMSpace: the limit, in percent of the job's memory
+
+    @classmethod
+    def from_conf(cls, conf: dict) -> Policy:
+        def yes(key: str) -> bool:
+            return str(conf.get(key, "no")).strip().lower() in ("yes", "true", "1")
+        try:
+            allowed = float(conf.get("AllowedRAMSpace", 100))
+        except ValueError:
+            log.warning("cgroup.conf: AllowedRAMSpace=%s is not a number: 100 taken", conf.get("AllowedRAMSpace"))
+            allowed = 100.0
+        return cls(ram=yes("ConstrainRAMSpace"), swap=yes("ConstrainSwapSpace"), allowed_ram=allowed)
+
+    def memory_limit(self, job_mb: int | None) -> int | None:
+        """The job's limit in MB (None: none), from its memory on this node."""
+        if not self.ram or not job_mb:
+            return None
+        return max(1, int(job_mb * self.allowed_ram / 100))
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _mount_type(path: str) -> str | None:
+    """The file system type mounted at `path`, from /proc/self/mounts."""
+    with contextlib.suppress(OSError):
+        for line in _read("/proc/self/mounts").splitlines():
+            parts = line.split()
+            if len(parts) > 2 and parts[1] == path:
+                return parts[2]
+    return None
+
+
+class Hierarchy:
+    """This agent's part of the slurmlet hierarchy: `kind` "v1" or "v2", `base` its directories by
+    controller ("" for v2)."""
+
+    def __init__(self, kind: str, base: dict[str, str]):
+        self.kind, self.base = kind, base
+
+    @classmethod
+    def detect(cls, node: str, spool: str, prefer: str | None = None) -> Hierarchy | None:
+        """The hierarchy this agent can write, made now; None (and why, logged once) where none can.
+        `prefer` ("v1", "v2" or "none") overrides the choice (SLURMLET_CGROUP)."""
+        key = f"{node}-{hashlib.sha256(os.path.abspath(spool).encode()).hexdigest()[:8]}"
+        if prefer == "none":
+            return None
+        v2 = ROOT if _mount_type(ROOT) == "cgroup2" else os.path.join(ROOT, "unified")
+        v2_ok = _mount_type(v2) == "cgroup2"
+        v1_ok = all(_mount_type(os.path.join(ROOT, c)) == "cgroup" for c in ("freezer", "memory"))
+        v2_memory = v2_ok and "memory" in _read(os.path.join(v2, "cgroup.controllers")).split()
+        kind = prefer or ("v2" if v2_ok and (v2_memory or not v1_ok) else "v1" if v1_ok else None)
+        why = None
+        if kind == "v2" and v2_ok:
+            base = {"": os.path.join(v2, "slurmlet", key)}
+        elif kind == "v1" and v1_ok:
+            base = {c: os.path.join(ROOT, c, "slurmlet", key) for c in V1_CONTROLLERS
+                    if _mount_type(os.path.join(ROOT, c)) == "cgroup"}
+        else:
+            kind, why = None, "no cgroup hierarchy is mounted"
+        if kind:
+            try:
+                for path in base.values():
+                    os.makedirs(path, exist_ok=True)
+                if kind == "v2":
+                    _enable_controllers(os.path.dirname(base[""]), base[""])
+            except OSError as e:
+                why = f"cannot write {e.filename}: {e.strerror}"
+        if why:
+            log.warning("cgroups: %s; jobs are tracked by session (as proctrack/linuxproc) and --mem is "
+                        "not enforced", why)
+            return None
+        h = cls(kind, base)
+        log.info("cgroups: %s, jobs under %s", kind, ", ".join(sorted(set(base.values()))))
+        return h
+
+    def group(self, job_id: int, step: str | None = None) -> Group:
+        rel = f"job_{job_id}" if step is None else os.path.join(f"job_{job_id}", f"step_{step}")
+        return Group(self.kind, {c: os.path.join(b, rel) for c, b in self.base.items()})
+
+    def close(self) -> None:
+        """At the agent's exit, its jobs gone: its part of the hierarchy goes too (left when not empty)."""
+        for b in self.base.values():
+            with contextlib.suppress(OSError):
+                for d, _, _ in os.walk(b, topdown=False):
+                    os.rmdir(d)
+
+    def stale_jobs(self) -> list[int]:
+        """Job cgroups left under this agent's part (by an agent that died)."""
+        out = set()
+        for b in self.base.values():
+            with contextlib.suppress(OSError):
+                out |= {int(n[4:]) for n in os.listdir(b) if n.startswith("job_") and n[4:].isdigit()}
+        return sorted(out)
+
+
+def _enable_controllers(top: str, leaf_parent: str) -> None:
+    """v2: make memory, pids and cpu available below `top` down to the agent's directory (those the
+    kernel offers; a controller bound to v1 is not)."""
+    root = os.path.dirname(top)
+    path = root
+    for part in os.path.relpath(leaf_parent, root).split(os.sep):
+        offered = _read(os.path.join(path, "cgroup.controllers")).split()
+        want = [c for c in ("memory", "pids", "cpu") if c in offered]
+        for c in want:
+            with contextlib.suppress(OSError):  # a controller the parent cannot pass on stays off
+                _write(os.path.join(path, "cgroup.subtree_control"), f"+{c}")
+        path = os.path.join(path, part)
+
+
+class Group:
+    """One job's or step's cgroup: its directory per controller (v1) or its one directory (v2)."""
+
+    def __init__(self, kind: str, dirs: dict[str, str]):
+        self.kind, self.dirs = kind, dirs
+
+    def _dir(self, controller: str) -> str | None:
+        return self.dirs.get("" if self.kind == "v2" else controller)
+
+    def create(self, memory_mb: int | None = None, swap: bool = False) -> None:
+        """Make the group (and its parents); `memory_mb`: a hard limit on RAM (and on RAM plus swap
+        with `swap`, ConstrainSwapSpace), set before any process is in it."""
+        for path in self.dirs.values():
+            os.makedirs(path, exist_ok=True)
+        if self.kind == "v2" and len(self.dirs) == 1:  # the job's level passes its controllers on to its steps
+            with contextlib.suppress(OSError):
+                _enable_controllers(os.path.dirname(os.path.dirname(self.dirs[""])), self.dirs[""])
+        if memory_mb:
+            limit = memory_mb * 1024 * 1024
+            if self.kind == "v2":
+                _write(os.path.join(self.dirs[""], "memory.max"), str(limit))
+                if swap:
+                    with contextlib.suppress(OSError):
+                        _write(os.path.join(self.dirs[""], "memory.swap.max"), "0")
+            elif "memory" in self.dirs:
+                _write(os.path.join(self.dirs["memory"], "memory.limit_in_bytes"), str(limit))
+                if swap:
+                    with contextlib.suppress(OSError):  # no memsw files without swap accounting
+                        _write(os.path.join(self.dirs["memory"], "memory.memsw.limit_in_bytes"), str(limit))
+
+    def add(self, pid: int) -> None:
+        for path in self.dirs.values():
+            _write(os.path.join(path, "cgroup.procs"), str(pid))
+
+    async def adopt(self, pid: int, timeout: float = 30.0) -> bool:
+        """Put a launch shell that stopped itself (`GATE`) in this group, then let it go on. False
+        when it could not be moved (it is killed then: it must not run outside its cgroup)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = proc_state(pid)
+            if state in ("T", None, "Z"):
+                break
+            await asyncio.sleep(0.001)
+        try:
+            self.add(pid)
+        except OSError as e:
+            if proc_state(pid) not in (None, "Z"):
+                log.warning("cgroup %s: cannot add process %s: %s", self.path, pid, e.strerror)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                return False
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+        return True
+
+    @property
+    def path(self) -> str:
+        return next(iter(self.dirs.values()))
+
+    def pids(self) -> list[int]:
+        """Every process in the group and the groups below it."""
+        out: set[int] = set()
+        top = self._dir("freezer") or self.path
+        for dirpath, _dirs, _files in os.walk(top):
+            with contextlib.suppress(OSError):
+                out |= {int(x) for x in _read(os.path.join(dirpath, "cgroup.procs")).split()}
+        return sorted(out)
+
+    def signal(self, sig: int) -> None:
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL every process of the group, none able to fork meanwhile: v2's cgroup.kill, v1's
+        freezer (frozen, killed, thawed: a frozen process dies only once thawed)."""
+        if self.kind == "v2":
+            with contextlib.suppress(OSError):
+                _write(os.path.join(self.dirs[""], "cgroup.kill"), "1")
+                return
+        elif self.freeze():
+            self.signal(signal.SIGKILL)
+            self.thaw()
+            return
+        self.signal(signal.SIGKILL)
+
+    def freeze(self) -> bool:
+        """Stop every process of the group (SUSPEND); False where there is no freezer."""
+        return self._freezer("FROZEN", "1")
+
+    def thaw(self) -> bool:
+        return self._freezer("THAWED", "0")
+
+    def _freezer(self, v1: str, v2: str) -> bool:
+        try:
+            if self.kind == "v2":
+                _write(os.path.join(self.dirs[""], "cgroup.freeze"), v2)
+            elif "freezer" in self.dirs:
+                _write(os.path.join(self.dirs["freezer"], "freezer.state"), v1)
+            else:
+                return False
+        except OSError:
+            return False
+        return True
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for the group's memory limit. The count is kept
+        where the killed process was (a step below) and, on some kernels and layouts, added up to
+        the group over the limit as well: the larger of the group's and its steps' sum."""
+        top = self._dir("memory")
+        if top is None:
+            return 0
+        name = "memory.events" if self.kind == "v2" else "memory.oom_control"
+        own, below = 0, 0
+        for dirpath, _dirs, _files in os.walk(top):
+            n = _oom_count(os.path.join(dirpath, name))
+            if dirpath == top:
+                own = n
+            else:
+                below += n
+        return max(own, below)
+
+    def cpu_times(self) -> tuple[float, float] | None:
+        """(user, system) CPU seconds of every process that ran in the group: their sum is the
+        kernel's exact count (v1 cpuacct.usage, v2 usage_usec, in ns and us); the split between
+        the two follows the kernel's tick-based user and system counts, as precise as those are.
+        None where the group has no count (v1 without cpuacct)."""
+        try:
+            if self.kind == "v2":
+                stat = dict(line.split() for line in _read(os.path.join(self.dirs[""], "cpu.stat")).splitlines())
+                total, user, system = int(stat["usage_usec"]) / 1e6, int(stat["user_usec"]), int(stat["system_usec"])
+            elif "cpuacct" in self.dirs:
+                d = self.dirs["cpuacct"]
+                total = int(_read(os.path.join(d, "cpuacct.usage"))) / 1e9
+                stat = dict(line.split() for line in _read(os.path.join(d, "cpuacct.stat")).splitlines())
+                user, system = int(stat["user"]), int(stat["system"])
+            else:
+                return None
+        except (OSError, KeyError, ValueError):
+            return None
+        share = user / (user + system) if user + system else 1.0
+        return total * share, total * (1 - share)
+
+    def memory_peak_kb(self) -> int | None:
+        """The most memory the group held at once (KB), where the kernel keeps it."""
+        with contextlib.suppress(OSError, ValueError):
+            if self.kind == "v2":
+                return int(_read(os.path.join(self.dirs[""], "memory.peak"))) // 1024
+            if "memory" in self.dirs:
+                return int(_read(os.path.join(self.dirs["memory"], "memory.max_usage_in_bytes"))) // 1024
+        return None
+
+    async def remove(self, timeout: float = 30.0) -> bool:
+        """Remove the group once its last process is gone (killing what is left), then its job's
+        group when no step is left in it. False when processes outlived `timeout` (left for later)."""
+        deadline = time.monotonic() + timeout
+        while self.pids():
+            self.kill()
+            if time.monotonic() > deadline:
+                log.warning("cgroup %s: processes %s outlived their job", self.path, self.pids()[:5])
+                return False
+            await asyncio.sleep(0.05)
+        for path in self.dirs.values():
+            below = [d for d, _, _ in os.walk(path, topdown=False)]  # a job's steps' groups first
+            for d in below + [os.path.dirname(path)]:
+                if os.path.basename(d).startswith(("job_", "step_")):
+                    with contextlib.suppress(OSError):  # EBUSY: another step of the job is still there
+                        os.rmdir(d)
+        return True
+
+
+def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str,
+               job_mb: int | None) -> tuple[Group, Group] | None:
+    """A job's cgroup (made with its memory limit when cgroup.conf constrains RAM; `job_mb`: its
+    memory on this node) and its step's below it; None without cgroups, or when they cannot be
+    made (logged: the job is then tracked by session)."""
+    if h is None:
+        return None
+    job, stepg = h.group(job_id), h.group(job_id, step)
+    try:
+        job.create(policy.memory_limit(job_mb), swap=policy.swap)
+        stepg.create()
+    except OSError as e:
+        log.warning("job %s: no cgroup (%s: %s); tracked by session", job_id, e.filename, e.strerror)
+        return None
+    return job, stepg
+
+
+def _oom_count(path: str) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in _read(path).splitlines():
+            k, _, v = line.partition(" ")
+            if k == "oom_kill":
+                return int(v)
+    return 0
+
+
+def proc_state(pid: int) -> str | None:
+    """A process's state letter (R, S, T, Z, ...) from /proc; None when it is gone."""
+    try:
+        stat = _read(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:][:1] or None

@@ -1,0 +1,185 @@
+"""Jobs in cgroups (nodeagent/cgroup.py) on real local clusters, in both layouts this machine can
+write: v1 (freezer, memory, cpuacct, pids) and v2 (the unified hierarchy; here without controllers,
+as on a hybrid system: tracking and CPU counts, no memory limit).
+
+What a user checks: a process that left its job's session still dies with the job (scancel, the
+job's end, the agent's exit); a job past its memory alone ends OUT_OF_MEMORY with slurmstepd's line
+while its neighbour on the node runs on; sacct's CPU time is the kernel's count, exact for short jobs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from slurmlet.nodeagent import cgroup
+from tests.conftest import Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def _layouts() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    out = []
+    if cgroup._mount_type("/sys/fs/cgroup/freezer") == "cgroup" and os.access("/sys/fs/cgroup/freezer", os.W_OK):
+        out.append("v1")
+    for v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if cgroup._mount_type(v2) == "cgroup2" and os.access(v2, os.W_OK):
+            out.append("v2")
+            break
+    return out
+
+
+LAYOUTS = _layouts()
+needs_cgroups = pytest.mark.skipif(not LAYOUTS, reason="no writable cgroup hierarchy (not root, or a container)")
+
+
+def _memory_layout() -> str | None:
+    """The layout whose cgroups can limit memory here (v1's memory controller, or v2's)."""
+    if "v1" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup/memory") == "cgroup":
+        return "v1"
+    if "v2" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup") == "cgroup2" and \
+            "memory" in open("/sys/fs/cgroup/cgroup.controllers").read().split():
+        return "v2"
+    return None
+
+
+@pytest.fixture(scope="module", params=LAYOUTS or ["none"])
+def cg_cluster(request, tmp_path_factory):
+    from tests.conftest import serve
+    if request.param == "none":
+        pytest.skip("no writable cgroup hierarchy (not root, or a container)")
+    root = tmp_path_factory.mktemp(f"cgroups-{request.param}")
+    gen = serve(Cluster(root, nodes=1, cpus=4, memory=8000, agent_env={"SLURMLET_CGROUP": request.param},
+                        cgroup_conf="ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n"))
+    c = next(gen)
+    c.layout = request.param
+    yield c
+    next(gen, None)
+
+
+def _pids_of(marker: str) -> list[int]:
+    r = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+#: a batch script whose children leave its session three ways: setsid, a double fork into a new
+#: session, a new process group; each sleeps with its own marker so the test can find it
+ESCAPES = """#!/bin/bash
+setsid sleep {m}1 &
+( setsid bash -c 'sleep {m}2 & exit 0' & )
+( set -m; sleep {m}3 & ) &
+sleep 1000{m}
+"""
+
+
+def _escapees_running(marker: int) -> None:
+    wait_until(lambda: all(_pids_of(f"sleep {marker}{i}") for i in (1, 2, 3)), 60,
+               what="the job's three escaped processes to run")
+    assert any(os.getsid(p) != os.getsid(_pids_of(f"sleep 1000{marker}")[0]) for p in _pids_of(f"sleep {marker}1"))
+
+
+def _all_gone(marker: int) -> None:
+    wait_until(lambda: not any(_pids_of(f"sleep {marker}{i}") for i in (1, 2, 3)) and not _pids_of(f"sleep 1000{marker}"),
+               60, what="every process of the job to be gone")
+
+
+@needs_cgroups
+def test_scancel_kills_processes_that_left_the_jobs_session(cg_cluster: Cluster):
+    c = cg_cluster
+    marker = 70 + LAYOUTS.index(c.layout)
+    jid = c.sbatch("-o", "/dev/null", script=ESCAPES.format(m=marker))
+    c.wait_state(jid, "RUNNING")
+    _escapees_running(marker)
+    assert c.run(f"scancel {jid}").returncode == 0
+    c.wait_state(jid, "CANCELLED")
+    _all_gone(marker)
+
+
+@needs_cgroups
+def test_processes_left_behind_die_when_the_batch_script_ends(cg_cluster: Cluster):
+    c = cg_cluster
+    marker = 80 + LAYOUTS.index(c.layout)
+    script = ESCAPES.format(m=marker).replace(f"sleep 1000{marker}", f"while ! pgrep -f 'sleep {marker}3' >/dev/null; "
+                                                                    f"do sleep 0.1; done; sleep 1")
+    jid = c.sbatch("-o", "/dev/null", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    _all_gone(marker)
+
+
+@needs_cgroups
+def test_a_steps_escaped_process_dies_with_its_step(cg_cluster: Cluster):
+    c = cg_cluster
+    marker = 90 + LAYOUTS.index(c.layout)
+    jid = c.sbatch("-o", "/dev/null", "--wrap", f"srun bash -c 'setsid sleep {marker}1 & sleep 1000{marker}'")
+    c.wait_state(jid, "RUNNING")
+    wait_until(lambda: _pids_of(f"sleep {marker}1"), 60, what="the step's escaped process to run")
+    assert c.run(f"scancel {jid}").returncode == 0
+    c.wait_state(jid, "CANCELLED")
+    wait_until(lambda: not _pids_of(f"sleep {marker}1") and not _pids_of(f"sleep 1000{marker}"), 60,
+               what="the step's processes to be gone")
+
+
+@needs_cgroups
+def test_sacct_cpu_time_of_a_busy_loop_is_the_kernels_count(cg_cluster: Cluster):
+    c = cg_cluster
+    # spins until the process has used 2 s of CPU (its own count), in the batch script and in a step
+    spin = "python3 -c 'import time\nwhile time.process_time() < 2.0: pass'"
+    jid = c.sbatch("-o", "/dev/null", "--wrap", f"{spin}; srun {spin}")
+    c.wait_state(jid, "COMPLETED", timeout=120)
+    rows = c.run(f"sacct -j {jid} -n -P -o JobID,TotalCPU,UserCPU").stdout.splitlines()
+    got = {r.split("|")[0]: r.split("|")[1:] for r in rows}
+
+    def secs(t: str) -> float:
+        m, s = t.split(":")[-2:]
+        return int(m) * 60 + float(s)
+    # 2 s of the loop and the interpreter's start: never less (the sampled count was 1.3 s), never
+    # much more (the kernel counts this job's processes only)
+    assert 2.0 <= secs(got[f"{jid}.batch"][0]) < 3.0, got
+    assert 2.0 <= secs(got[f"{jid}.0"][0]) < 3.0, got
+    assert 4.0 <= secs(got[str(jid)][0]) < 6.0, got
+
+
+@needs_cgroups
+def test_the_agents_exit_kills_processes_that_left_the_jobs_session(tmp_path):
+    from tests.conftest import serve
+    gen = serve(Cluster(tmp_path, nodes=1, agent_env={"SLURMLET_CGROUP": LAYOUTS[0]}))
+    c = next(gen)
+    try:
+        jid = c.sbatch("-o", "/dev/null", script=ESCAPES.format(m=60))
+        c.wait_state(jid, "RUNNING")
+        _escapees_running(60)
+        c.stop_proc("agent-node1", signal.SIGTERM)  # as `slurmlet down` stops it
+        _all_gone(60)
+    finally:
+        next(gen, None)
+
+
+LEAK = ("python3 -c 'import time\nx = []\nwhile True:\n    x.append(bytearray(16 << 20)); "
+        "x[-1][::4096] = b\"1\" * len(x[-1][::4096]); time.sleep(0.01)'")
+HOLD = "python3 -c 'import time\nx = bytearray(60 << 20); x[::4096] = b\"1\" * len(x[::4096]); time.sleep(8)'"
+
+
+@pytest.mark.skipif(_memory_layout() is None, reason="no cgroup memory controller to write here")
+def test_of_two_jobs_on_a_node_the_one_past_its_memory_alone_ends_out_of_memory(tmp_path):
+    from tests.conftest import serve
+    gen = serve(Cluster(tmp_path, nodes=1, cpus=4, memory=8000, agent_env={"SLURMLET_CGROUP": _memory_layout()},
+                        cgroup_conf="ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n"))
+    c = next(gen)
+    try:
+        ok = c.sbatch("--mem=200", "-o", str(c.workdir / "ok.out"), "--wrap", HOLD)
+        c.wait_state(ok, "RUNNING")
+        leak = c.sbatch("--mem=200", "-o", str(c.workdir / "leak.out"), "--wrap", LEAK)
+        j = c.wait_state(leak, ("OUT_OF_MEMORY", "FAILED", "COMPLETED", "CANCELLED"), timeout=120)
+        assert j["state"] == "OUT_OF_MEMORY"
+        assert f"slurmstepd: error: Detected 1 oom-kill event(s) in StepId={leak}.batch. Some of your processes " \
+               "may have been killed by the cgroup out-of-memory handler." in (c.workdir / "leak.out").read_text()
+        rows = c.run(f"sacct -j {leak} -n -P -o JobID,State,ExitCode").stdout.splitlines()
+        assert rows == [f"{leak}|OUT_OF_MEMORY|0:125", f"{leak}.batch|OUT_OF_MEMORY|0:125"]
+        assert c.job(ok)["state"] == "RUNNING"  # its neighbour runs on, then ends as it would
+        assert c.wait_state(ok, ("COMPLETED", "FAILED", "OUT_OF_MEMORY"), timeout=60)["state"] == "COMPLETED"
+    finally:
+        next(gen, None)
