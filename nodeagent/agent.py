@@ -376,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", type=int, help="MB")
     ap.add_argument("--gpus", type=int, help="fake GPU count when the machine has none")
     ap.add_argument("--gpu-type")
+    ap.add_argument("--gpu-files", default=os.environ.get("SLURMLET_GPU_FILES") or None,
+                    help="the GPUs' device files in index order, as gres.conf's File= (/dev/nvidia[0-7]); "
+                         "default: the /dev/nvidiaN there are (ConstrainDevices denies a job the others)")
     ap.add_argument("--addr", help="address other nodes reach this node at (default 127.0.0.1)")
     ap.add_argument("--spool", help="directory for job scripts (default /tmp/slurmlet-agent-NAME)")
     ap.add_argument("--kill-wait", type=float, default=None, help="seconds between SIGTERM and SIGKILL")
@@ -432,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("no command shims in %s: a job's shell without its environment (env -i bash) finds only "
                  "the commands on the system's default PATH", SHIM_DIR)
     agent.steps.conf_path = _keep_config_file(controller, spool)
-    _setup_cgroups(agent, cfg, spool)
+    _setup_cgroups(agent, cfg, spool, args.gpu_files)
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits
     # the fence kills this agent's jobs if it dies and no agent takes over before SlurmdTimeout runs out
     # (it watches this process through a pidfd: a pipe's end of file proved unreliable, its write end
@@ -450,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _setup_cgroups(agent: Agent, cfg: dict, spool: str) -> None:
+def _setup_cgroups(agent: Agent, cfg: dict, spool: str, gpu_spec: str | None = None) -> None:
     """Jobs in cgroups unless slurm.conf's ProctrackType says otherwise (22.05's default is
     proctrack/cgroup); cgroup.conf's constraints from the controller. SLURMLET_CGROUP=v1|v2|none
     chooses the layout (tests run both on one machine)."""
@@ -464,6 +467,15 @@ def _setup_cgroups(agent: Agent, cfg: dict, spool: str) -> None:
         log.warning("cgroup.conf: ConstrainRAMSpace=yes, but this node has no cgroups: --mem is not enforced")
     agent.launcher.cgroups = agent.steps.cgroups = h
     agent.launcher.policy = agent.steps.policy = policy
+    if policy.devices:
+        from .cgroup import gpu_files
+        agent.launcher.gpu_files = agent.steps.gpu_files = gpu_files(gpu_spec)
+        if h is None or h.kind != "v1":
+            log.warning("cgroup.conf: ConstrainDevices=yes needs cgroup v1's devices controller here: "
+                        "jobs may open every GPU's device file")
+    if policy.cores:  # the CPUs a job gets here: a cpuset where the node has one, else the tasks' affinity
+        from .cgroup import CpuMap, usable_cpus
+        agent.launcher.cpumap = agent.steps.cpumap = CpuMap(usable_cpus())
 
 
 def _keep_config_file(controller: str, spool: str) -> str | None:

@@ -23,7 +23,9 @@ import contextlib
 import hashlib
 import logging
 import os
+import glob
 import signal
+import stat
 import time
 from dataclasses import dataclass
 
@@ -31,7 +33,7 @@ log = logging.getLogger("slurmlet.agent")
 
 ROOT = "/sys/fs/cgroup"
 #: v1 controllers a job's cgroup has (those mounted): freezer first, so that a kill freezes first
-V1_CONTROLLERS = ("freezer", "memory", "cpuacct", "pids")
+V1_CONTROLLERS = ("freezer", "memory", "cpuacct", "pids", "cpuset", "devices")
 #: the launch shell stops itself until the agent has put it in its cgroup (prefixed to the shell's code)
 GATE = "kill -STOP $$; "
 
@@ -43,6 +45,8 @@ class Policy:
     ram: bool = False  #: ConstrainRAMSpace: the job's memory is a hard limit
     swap: bool = False  #: ConstrainSwapSpace: RAM plus swap too (no swapping past the limit)
     allowed_ram: float = 100.0  #: AllowedRAMSpace: the limit, in percent of the job's memory
+    cores: bool = False  #: ConstrainCores: a job's tasks run on its own CPUs only (a cpuset)
+    devices: bool = False  #: ConstrainDevices: a job opens only the GPU device files it was given
 
     @classmethod
     def from_conf(cls, conf: dict) -> Policy:
@@ -53,7 +57,8 @@ class Policy:
         except ValueError:
             log.warning("cgroup.conf: AllowedRAMSpace=%s is not a number: 100 taken", conf.get("AllowedRAMSpace"))
             allowed = 100.0
-        return cls(ram=yes("ConstrainRAMSpace"), swap=yes("ConstrainSwapSpace"), allowed_ram=allowed)
+        return cls(ram=yes("ConstrainRAMSpace"), swap=yes("ConstrainSwapSpace"), allowed_ram=allowed,
+                   cores=yes("ConstrainCores"), devices=yes("ConstrainDevices"))
 
     def memory_limit(self, job_mb: int | None) -> int | None:
         """The job's limit in MB (None: none), from its memory on this node."""
@@ -112,7 +117,7 @@ class Hierarchy:
         if kind:
             try:
                 for path in base.values():
-                    os.makedirs(path, exist_ok=True)
+                    _make(path)
                 if kind == "v2":
                     _enable_controllers(os.path.dirname(base[""]), base[""])
             except OSError as e:
@@ -145,6 +150,49 @@ class Hierarchy:
         return sorted(out)
 
 
+def _make(path: str) -> None:
+    """A cgroup directory and the ones above it; a v1 cpuset takes its parent's CPUs and memory
+    nodes (a new one has none, and takes no process until it has)."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        _make(parent)
+    os.mkdir(path)
+    if os.path.exists(os.path.join(path, "cpuset.mems")) and not _read(os.path.join(path, "cpuset.mems")).strip():
+        for f in ("cpuset.mems", "cpuset.cpus"):
+            _write(os.path.join(path, f), _read(os.path.join(parent, f)).strip())
+
+
+def usable_cpus() -> list[int]:
+    """The CPUs this node's jobs may be given: the agent's own affinity."""
+    return sorted(os.sched_getaffinity(0))
+
+
+class CpuMap:
+    """Which of the node's CPUs each job here has (ConstrainCores): a job takes the lowest-numbered
+    free ones; a node declared with more CPUs than it has shares the least-used ones."""
+
+    def __init__(self, cpus: list[int]):
+        self.cpus = cpus
+        self.jobs: dict[int, list[int]] = {}
+
+    def take(self, job_id: int, n: int) -> list[int]:
+        if job_id in self.jobs:
+            return self.jobs[job_id]
+        use = {c: 0 for c in self.cpus}
+        for got in self.jobs.values():
+            for c in got:
+                use[c] = use.get(c, 0) + 1
+        n = max(1, min(n, len(self.cpus)))
+        got = sorted(sorted(self.cpus, key=lambda c: (use[c], c))[:n])
+        self.jobs[job_id] = got
+        return got
+
+    def release(self, job_id: int) -> None:
+        self.jobs.pop(job_id, None)
+
+
 def _enable_controllers(top: str, leaf_parent: str) -> None:
     """v2: make memory, pids and cpu available below `top` down to the agent's directory (those the
     kernel offers; a controller bound to v1 is not)."""
@@ -168,11 +216,16 @@ class Group:
     def _dir(self, controller: str) -> str | None:
         return self.dirs.get("" if self.kind == "v2" else controller)
 
-    def create(self, memory_mb: int | None = None, swap: bool = False) -> None:
+    def create(self, memory_mb: int | None = None, swap: bool = False, cpus: list[int] | None = None) -> None:
         """Make the group (and its parents); `memory_mb`: a hard limit on RAM (and on RAM plus swap
-        with `swap`, ConstrainSwapSpace), set before any process is in it."""
+        with `swap`, ConstrainSwapSpace); `cpus`: the only CPUs its processes may run on (a cpuset,
+        where the node has the controller); both set before any process is in it."""
         for path in self.dirs.values():
-            os.makedirs(path, exist_ok=True)
+            _make(path)
+        if cpus:
+            with contextlib.suppress(OSError):  # v2 without the cpuset controller: the agent binds instead
+                _write(os.path.join(self.dirs["" if self.kind == "v2" else "cpuset"], "cpuset.cpus"),
+                       ",".join(map(str, cpus)))
         if self.kind == "v2" and len(self.dirs) == 1:  # the job's level passes its controllers on to its steps
             with contextlib.suppress(OSError):
                 _enable_controllers(os.path.dirname(os.path.dirname(self.dirs[""])), self.dirs[""])
@@ -189,13 +242,30 @@ class Group:
                     with contextlib.suppress(OSError):  # no memsw files without swap accounting
                         _write(os.path.join(self.dirs["memory"], "memory.memsw.limit_in_bytes"), str(limit))
 
+    def deny_devices(self, paths: list[str]) -> bool:
+        """Its processes may not open these device files (v1's devices controller); False where it
+        cannot be done (v2 takes an eBPF program for it, which the agent does not load)."""
+        d = self.dirs.get("devices") if self.kind == "v1" else None
+        if d is None:
+            return False
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            kind = "c" if stat.S_ISCHR(st.st_mode) else "b" if stat.S_ISBLK(st.st_mode) else None
+            if kind:
+                _write(os.path.join(d, "devices.deny"), f"{kind} {os.major(st.st_rdev)}:{os.minor(st.st_rdev)} rwm")
+        return True
+
     def add(self, pid: int) -> None:
         for path in self.dirs.values():
             _write(os.path.join(path, "cgroup.procs"), str(pid))
 
-    async def adopt(self, pid: int, timeout: float = 30.0) -> bool:
-        """Put a launch shell that stopped itself (`GATE`) in this group, then let it go on. False
-        when it could not be moved (it is killed then: it must not run outside its cgroup)."""
+    async def adopt(self, pid: int, cpus: list[int] | None = None, timeout: float = 30.0) -> bool:
+        """Put a launch shell that stopped itself (`GATE`) in this group (bound to `cpus`, which a
+        cpuset also confines it to where there is one), then let it go on. False when it could not
+        be moved (it is killed then: it must not run outside its cgroup)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = proc_state(pid)
@@ -210,9 +280,15 @@ class Group:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                 return False
+        if cpus:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(pid, cpus)
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGCONT)
         return True
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.path)
 
     @property
     def path(self) -> str:
@@ -330,16 +406,34 @@ class Group:
         return True
 
 
-def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str,
-               job_mb: int | None) -> tuple[Group, Group] | None:
+def gpu_files(spec: str | None) -> list[str]:
+    """The node's GPU device files in GPU index order: `spec` as gres.conf's File= writes them
+    (`/dev/nvidia[0-7]`), else the /dev/nvidiaN files there are."""
+    if spec:
+        import hostlist
+        return hostlist.expand_hostlist(spec)
+    return sorted((p for p in glob.glob("/dev/nvidia[0-9]*") if p[11:].isdigit()), key=lambda p: int(p[11:]))
+
+
+def others(files: list[str], gpu_ids: list[int] | None) -> list[str]:
+    """The GPU device files of the node but those of `gpu_ids`."""
+    mine = set(gpu_ids or [])
+    return [f for i, f in enumerate(files) if i not in mine]
+
+
+def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_mb: int | None,
+               cpus: list[int] | None = None, deny: list[str] | None = None) -> tuple[Group, Group] | None:
     """A job's cgroup (made with its memory limit when cgroup.conf constrains RAM; `job_mb`: its
-    memory on this node) and its step's below it; None without cgroups, or when they cannot be
-    made (logged: the job is then tracked by session)."""
+    memory on this node; `cpus`: its CPUs here, under ConstrainCores; `deny`: the device files it may
+    not open, under ConstrainDevices) and its step's below it; None without cgroups, or when they
+    cannot be made (logged: the job is then tracked by session)."""
     if h is None:
         return None
     job, stepg = h.group(job_id), h.group(job_id, step)
     try:
-        job.create(policy.memory_limit(job_mb), swap=policy.swap)
+        job.create(policy.memory_limit(job_mb), swap=policy.swap, cpus=cpus)
+        if deny:
+            job.deny_devices(deny)
         stepg.create()
     except OSError as e:
         log.warning("job %s: no cgroup (%s: %s); tracked by session", job_id, e.filename, e.strerror)

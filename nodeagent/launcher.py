@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
 from slurmlet.nodeagent import identity
-from slurmlet.nodeagent.cgroup import GATE, Group, Hierarchy, Policy, job_groups
+from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, others
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
@@ -87,6 +87,8 @@ class Launcher:
         #: where jobs get their cgroups, and what cgroup.conf has them enforce (set by the agent)
         self.cgroups: Hierarchy | None = None
         self.policy = Policy()
+        self.cpumap: CpuMap | None = None  #: the node's CPUs by job, under ConstrainCores
+        self.gpu_files: list[str] = []  #: the node's GPU device files by index, under ConstrainDevices
         self.spool = spool
         self.kill_wait = kill_wait
         self.jobs: dict[int, Job] = {}
@@ -187,7 +189,7 @@ class Launcher:
                   owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
         if groups:
             job.job_cgroup, job.cgroup = groups
-            await job.cgroup.adopt(proc.pid)
+            await job.cgroup.adopt(proc.pid, self.cpumap.jobs.get(jid) if self.cpumap else None)
         self.jobs[jid] = job
         self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
         from .usage import Usage, watch
@@ -202,7 +204,9 @@ class Launcher:
 
     def _groups(self, order: dict, step: str) -> tuple[Group, Group] | None:
         mine = next((a for a in order.get("alloc") or [] if a.get("node") == self.node), {})
-        return job_groups(self.cgroups, self.policy, order["job_id"], step, mine.get("memory"))
+        cpus = self.cpumap.take(order["job_id"], mine.get("cpus") or 1) if self.cpumap else None
+        return job_groups(self.cgroups, self.policy, order["job_id"], step, mine.get("memory"), cpus,
+                          others(self.gpu_files, mine.get("gpu_ids")) if self.policy.devices else None)
 
     def _arm(self, job: Job) -> None:
         """Timers for the time limit and --signal, from the job's (possibly moved) limit."""
@@ -293,6 +297,8 @@ class Launcher:
                         f"your processes may have been killed by the cgroup out-of-memory handler.\n".encode())
         await job.cgroup.remove(self.kill_wait)
         await job.job_cgroup.remove(self.kill_wait)
+        if self.cpumap:
+            self.cpumap.release(job.job_id)
         return out
 
     def _record(self, jid: int, gen: int, rep: dict) -> None:

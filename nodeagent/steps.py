@@ -24,7 +24,7 @@ from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
-from .cgroup import GATE, Group, Hierarchy, Policy, job_groups
+from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, others
 from .usage import Usage, watch
 
 log = logging.getLogger("slurmlet.agent")
@@ -45,6 +45,7 @@ class StepRun:
     killing: bool = False
     cgroup: Group | None = None  #: the step's cgroup here (None: its tasks are tracked by session)
     oom_before: int = 0  #: its job's OOM kills when it started: more at its end were its own
+    cpus: list[int] | None = None  #: the CPUs its tasks here are bound to (ConstrainCores)
     usage: dict = field(default_factory=dict)  #: rank -> nodeagent.usage.Usage of each task here
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
     entries: list = field(default_factory=list)  #: the tasks as records name them (pid, pgid, create time)
@@ -130,6 +131,8 @@ class StepRunner:
         self.conf_path: str | None = None  #: the agent's copy of slurm.conf (SLURM_CONF in tasks)
         self.cgroups: Hierarchy | None = None  #: set by the agent, as the launcher's
         self.policy = Policy()
+        self.cpumap: CpuMap | None = None  #: the launcher's (one per node)
+        self.gpu_files: list[str] = []  #: the launcher's
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
         self.running: dict[str, StepRun] = {}
@@ -153,7 +156,11 @@ class StepRunner:
             return
         run = self.running[key] = StepRun(key)
         req = order["request"]
-        groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"))
+        job_cpus = self.cpumap.take(order["job_id"], order.get("job_cpus") or order.get("cpus") or 1) \
+            if self.cpumap else None
+        groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
+                            job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None)
+        run.cpus = job_cpus[:max(1, order.get("cpus") or 1)] if job_cpus else None
         if groups:
             run.cgroup = groups[1]
             run.oom_before = groups[0].oom_kills()
@@ -226,7 +233,7 @@ class StepRunner:
                         if not isinstance(f, int):
                             f.close()
             if run.cgroup:
-                await run.cgroup.adopt(proc.pid)
+                await run.cgroup.adopt(proc.pid, run.cpus)
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
@@ -350,6 +357,8 @@ class StepRunner:
             job = self.cgroups.group(order["job_id"]) if self.cgroups else None
             oom = job is not None and job.oom_kills() > run.oom_before
             await run.cgroup.remove(self.kill_wait)
+            if self.cpumap and job is not None and not job.exists():  # its job's last step here
+                self.cpumap.release(order["job_id"])
         await asyncio.gather(*pumps, return_exceptions=True)
         self.running.pop(run.key, None)
         self.done[run.key] = time.time()

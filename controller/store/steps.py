@@ -187,6 +187,7 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
                        "job_memory": next((a.get("memory") for a in json.loads(r.alloc or "[]") if a["node"] == node),
                                           None),
+                       "job_cpus": next((a.get("cpus") for a in json.loads(r.alloc or "[]") if a["node"] == node), None),
                        "tasks_per_node": [len(x["ranks"]) for x in layout],
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": r.job_nodes, "request": json.loads(r.request),

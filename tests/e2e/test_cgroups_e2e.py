@@ -183,3 +183,73 @@ def test_of_two_jobs_on_a_node_the_one_past_its_memory_alone_ends_out_of_memory(
         assert c.wait_state(ok, ("COMPLETED", "FAILED", "OUT_OF_MEMORY"), timeout=60)["state"] == "COMPLETED"
     finally:
         next(gen, None)
+
+
+@needs_cgroups
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_constraincores_gives_each_job_its_own_cpus(tmp_path, layout: str):
+    """Two one-CPU jobs side by side on a 2-CPU node run on different CPUs, their steps on their
+    job's; a job of both CPUs has both. (v1: a cpuset confines them; v2 here has no cpuset
+    controller, and the tasks are bound instead, as task/affinity does.)"""
+    from tests.conftest import serve
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a node of two CPUs or more")
+    gen = serve(Cluster(tmp_path, nodes=1, cpus=2, memory=8000, agent_env={"SLURMLET_CGROUP": layout},
+                        cgroup_conf="ConstrainCores=yes\n"))
+    c = next(gen)
+    try:
+        show = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+        gate = c.workdir / "go"
+        jobs = [c.sbatch("-c1", "-o", str(c.workdir / f"cores{i}.out"), "--wrap",
+                         f"{show}; srun {show}; while [ ! -e {gate} ]; do sleep 0.1; done") for i in (1, 2)]
+        for j in jobs:
+            c.wait_state(j, "RUNNING")
+        outs = [c.workdir / f"cores{i}.out" for i in (1, 2)]
+        wait_until(lambda: all(o.exists() and len(o.read_text().split()) == 2 for o in outs), 60,
+                   what="both jobs to show their CPUs")
+        got = [o.read_text().split() for o in outs]
+        assert sorted(g[0] for g in got) == ["0", "1"], got  # one CPU each, not the same one
+        assert all(g[0] == g[1] for g in got), got  # the step runs on its job's CPU
+        gate.touch()
+        for j in jobs:
+            c.wait_state(j, "COMPLETED", timeout=60)
+        both = c.sbatch("-c2", "-o", str(c.workdir / "both.out"), "--wrap", show)
+        c.wait_state(both, "COMPLETED", timeout=60)
+        assert (c.workdir / "both.out").read_text().split() == ["0-1"]
+        if layout == "v1":  # confined: a task asking for both CPUs still has its own only
+            one = c.sbatch("-c1", "-o", str(c.workdir / "one.out"), "--wrap", f"taskset -c 0,1 {show}")
+            c.wait_state(one, "COMPLETED", timeout=60)
+            assert (c.workdir / "one.out").read_text().split() in (["0"], ["1"])
+    finally:
+        next(gen, None)
+
+
+@pytest.mark.skipif("v1" not in LAYOUTS or cgroup._mount_type("/sys/fs/cgroup/devices") != "cgroup",
+                    reason="cgroup v1's devices controller")
+def test_constraindevices_lets_a_job_open_only_its_own_gpus(tmp_path):
+    """Fake GPU device files (character devices 195:N, as the reference cluster fakes /dev/nvidia*):
+    a job given one GPU opens its own (the driver is absent: ENXIO) and is refused the others (EPERM)."""
+    from tests.conftest import serve
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for i in range(4):
+        os.mknod(dev / f"nvidia{i}", 0o666 | 0o020000, os.makedev(195, i))
+    gen = serve(Cluster(tmp_path / "c", nodes=1, cpus=4, memory=8000, gpus=4,
+                        agent_env={"SLURMLET_CGROUP": "v1", "SLURMLET_GPU_FILES": f"{dev}/nvidia[0-3]"},
+                        cgroup_conf="ConstrainDevices=yes\n"))
+    c = next(gen)
+    try:
+        probe = (f"python3 -c 'import os\nfor i in range(4):\n    try:\n        open(\"{dev}/nvidia%d\" % i, \"rb\")\n"
+                 f"    except OSError as e:\n        print(i, os.strerror(e.errno))'")
+        jid = c.sbatch("--gres=gpu:1", "-o", str(c.workdir / "dev.out"), "--wrap",
+                       f"echo gpu $CUDA_VISIBLE_DEVICES $SLURM_JOB_GPUS; {probe}; srun {probe}")
+        c.wait_state(jid, "COMPLETED", timeout=60)
+        lines = (c.workdir / "dev.out").read_text().splitlines()
+        mine = int(lines[0].split()[-1])  # the node's GPU index it was given
+        want = [f"{i} {'No such device or address' if i == mine else 'Operation not permitted'}" for i in range(4)]
+        assert lines[1:] == want + want  # the batch script and its step alike
+        free = c.sbatch("-o", str(c.workdir / "none.out"), "--wrap", probe)  # no GPU: none of them
+        c.wait_state(free, "COMPLETED", timeout=60)
+        assert (c.workdir / "none.out").read_text().splitlines() == [f"{i} Operation not permitted" for i in range(4)]
+    finally:
+        next(gen, None)
