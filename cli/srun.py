@@ -156,7 +156,10 @@ def _report(io: "_StepIO") -> int:
     worst = 0
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
-        if sig:
+        if rank in io.oom:  # (22.05's srun then exits 1)
+            print(f"srun: error: {node}: task {rank}: Out Of Memory", file=sys.stderr)
+            worst = max(worst, 1)
+        elif sig:
             print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
             worst = max(worst, 128 + sig)
         elif code:
@@ -222,6 +225,7 @@ class _StepIO:
         import socket
         self.wake_r, self.wake_w = socket.socketpair()  # a task's exit wakes the accept loop at once
         self.exits: dict[int, tuple[int, int, str]] = {}
+        self.oom: set[int] = set()  #: ranks the kernel killed for their cgroup's memory limit
         self.lock = threading.Lock()
         self.cancelled = False
 
@@ -275,6 +279,8 @@ class _StepIO:
                 with self.lock:
                     self.exits[rank] = code = (int(head.get("code") or 0), int(head.get("signal") or 0),
                                                head.get("node", "?"))
+                    if head.get("oom"):
+                        self.oom.add(rank)
                     hook, bad = self.on_bad_exit, code[0] or code[1]
                     if hook and bad:
                         self.on_bad_exit = None

@@ -415,6 +415,12 @@ def gpu_files(spec: str | None) -> list[str]:
     return sorted((p for p in glob.glob("/dev/nvidia[0-9]*") if p[11:].isdigit()), key=lambda p: int(p[11:]))
 
 
+def oom_line(node: str, step: str, kills: int) -> str:
+    """slurmstepd's line in a step's error output after OOM kills (22.05's words)."""
+    return (f"slurmstepd-{node}: error: Detected {kills} oom-kill event(s) in StepId={step}. Some of your "
+            f"processes may have been killed by the cgroup out-of-memory handler.\n")
+
+
 def others(files: list[str], gpu_ids: list[int] | None) -> list[str]:
     """The GPU device files of the node but those of `gpu_ids`."""
     mine = set(gpu_ids or [])

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
 from slurmlet.nodeagent import identity
-from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, others
+from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 
 log = logging.getLogger("slurmlet.agent")
@@ -293,8 +293,7 @@ class Launcher:
         if kills:
             out["oom"] = True
             with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
-                f.write(f"slurmstepd: error: Detected {kills} oom-kill event(s) in StepId={job.job_id}.batch. Some of "
-                        f"your processes may have been killed by the cgroup out-of-memory handler.\n".encode())
+                f.write(oom_line(self.node, f"{job.job_id}.batch", kills).encode())
         await job.cgroup.remove(self.kill_wait)
         await job.job_cgroup.remove(self.kill_wait)
         if self.cpumap:

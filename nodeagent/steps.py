@@ -24,7 +24,7 @@ from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
-from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, others
+from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
 from .usage import Usage, watch
 
 log = logging.getLogger("slurmlet.agent")
@@ -351,11 +351,11 @@ class StepRunner:
         run.usage_done.set()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
-        times, oom = None, False
+        times, oom = None, 0
         if run.cgroup is not None:  # and in its cgroup; the kernel's CPU count of all of it
             times = run.cgroup.cpu_times()
             job = self.cgroups.group(order["job_id"]) if self.cgroups else None
-            oom = job is not None and job.oom_kills() > run.oom_before
+            oom = job.oom_kills() - run.oom_before if job is not None else 0
             await run.cgroup.remove(self.kill_wait)
             if self.cpumap and job is not None and not job.exists():  # its job's last step here
                 self.cpumap.release(order["job_id"])
@@ -382,11 +382,14 @@ class StepRunner:
         # cancels steps still running, cannot overtake it
         self.wake.set()
         io = order["request"].get("io")
+        if oom > 0:  # slurmstepd's line on the step's error output; srun says which tasks it killed
+            await self._send(io, order["ranks"][0], "err", oom_line(self.node, run.key, oom).encode())
         for rank in order["ranks"]:
             code, sig = run.results.get(rank, [0, 0])
-            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
+            extra = {"oom": True} if oom > 0 and sig == signal.SIGKILL else {}
+            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
             for other in list(run.attached):  # sattach's
-                await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node)
+                await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
 
     def stat(self, key: str) -> list[dict] | None:
         """sstat: each task here of a running step, sampled now (None: no such step here)."""

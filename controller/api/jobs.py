@@ -289,6 +289,9 @@ def _add_steps(store: JobStore, jobs: list[dict]) -> None:
         j["steps"] = j["steps"] + got.get(j["job_id"], [])
         for k in ("user_cpu", "system_cpu", "total_cpu"):  # the job's CPU time is its steps'
             j[k] = sum(s.get(k) or 0.0 for s in j["steps"])
+        # DerivedExitCode: the highest exit status of its srun steps (as a wait status: code, then signal)
+        srun = [(s.get("exit_code") or 0, s.get("exit_signal") or 0) for s in j["steps"] if s.get("step") != "batch"]
+        j["derived_exit_code"], j["derived_exit_signal"] = max(srun, default=(0, 0))
 
 
 def _test_only(c: Controller, data: dict) -> dict:

@@ -158,13 +158,14 @@ def test_the_agents_exit_kills_processes_that_left_the_jobs_session(tmp_path):
         next(gen, None)
 
 
-LEAK = ("python3 -c 'import time\nx = []\nwhile True:\n    x.append(bytearray(16 << 20)); "
-        "x[-1][::4096] = b\"1\" * len(x[-1][::4096]); time.sleep(0.01)'")
 HOLD = "python3 -c 'import time\nx = bytearray(60 << 20); x[::4096] = b\"1\" * len(x[::4096]); time.sleep(8)'"
+LEAK = "python3 -c 'x = bytearray(1 << 30)'"
 
 
 @pytest.mark.skipif(_memory_layout() is None, reason="no cgroup memory controller to write here")
-def test_of_two_jobs_on_a_node_the_one_past_its_memory_alone_ends_out_of_memory(tmp_path):
+def test_of_jobs_on_a_node_the_ones_past_their_memory_alone_end_out_of_memory(tmp_path):
+    """The reference's run (tests/data/slurm-2205-oom.md): beside a job within its 200 MB, one that
+    takes 1 GiB in its batch script and one that does in a step, all on one node."""
     from tests.conftest import serve
     gen = serve(Cluster(tmp_path, nodes=1, cpus=4, memory=8000, agent_env={"SLURMLET_CGROUP": _memory_layout()},
                         cgroup_conf="ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n"))
@@ -173,14 +174,23 @@ def test_of_two_jobs_on_a_node_the_one_past_its_memory_alone_ends_out_of_memory(
         ok = c.sbatch("--mem=200", "-o", str(c.workdir / "ok.out"), "--wrap", HOLD)
         c.wait_state(ok, "RUNNING")
         leak = c.sbatch("--mem=200", "-o", str(c.workdir / "leak.out"), "--wrap", LEAK)
-        j = c.wait_state(leak, ("OUT_OF_MEMORY", "FAILED", "COMPLETED", "CANCELLED"), timeout=120)
-        assert j["state"] == "OUT_OF_MEMORY"
-        assert f"slurmstepd: error: Detected 1 oom-kill event(s) in StepId={leak}.batch. Some of your processes " \
-               "may have been killed by the cgroup out-of-memory handler." in (c.workdir / "leak.out").read_text()
-        rows = c.run(f"sacct -j {leak} -n -P -o JobID,State,ExitCode").stdout.splitlines()
-        assert rows == [f"{leak}|OUT_OF_MEMORY|0:125", f"{leak}.batch|OUT_OF_MEMORY|0:125"]
-        assert c.job(ok)["state"] == "RUNNING"  # its neighbour runs on, then ends as it would
-        assert c.wait_state(ok, ("COMPLETED", "FAILED", "OUT_OF_MEMORY"), timeout=60)["state"] == "COMPLETED"
+        step = c.sbatch("--mem=200", "-o", str(c.workdir / "step.out"), "--wrap", f"srun {LEAK}")
+        for j in (leak, step):
+            c.wait_state(j, ("OUT_OF_MEMORY", "FAILED", "COMPLETED", "CANCELLED"), timeout=120)
+        assert c.job(ok)["state"] == "RUNNING"  # its neighbours' ends did not touch it
+        c.wait_state(ok, ("COMPLETED", "FAILED", "OUT_OF_MEMORY"), timeout=60)
+        rows = c.run(f"sacct -j {ok},{leak},{step} -n -P -o JobID,State,ExitCode").stdout.splitlines()
+        assert rows == [f"{ok}|COMPLETED|0:0", f"{ok}.batch|COMPLETED|0:0",
+                        f"{leak}|OUT_OF_MEMORY|0:125", f"{leak}.batch|OUT_OF_MEMORY|0:125",
+                        f"{step}|FAILED|1:0", f"{step}.batch|FAILED|1:0", f"{step}.0|OUT_OF_MEMORY|0:125"]
+        derived = c.run(f"sacct -X -j {step} -n -P -o DerivedExitCode").stdout.split()
+        assert derived == ["0:125"]
+        line = ("slurmstepd-node1: error: Detected 1 oom-kill event(s) in StepId={}. Some of your processes "
+                "may have been killed by the cgroup out-of-memory handler.")
+        assert (c.workdir / "ok.out").read_text() == ""
+        assert (c.workdir / "leak.out").read_text().splitlines()[-1] == line.format(f"{leak}.batch")
+        assert sorted((c.workdir / "step.out").read_text().splitlines()) == sorted(
+            ["srun: error: node1: task 0: Out Of Memory", line.format(f"{step}.0")])
     finally:
         next(gen, None)
 
