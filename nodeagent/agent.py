@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import platform
@@ -442,7 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     # was seen closed within 0.1 s of the agent's start while the agent ran on)
     fence = subprocess.Popen([sys.executable, "-m", "slurmlet.nodeagent.fence", "--spool", spool, "--after",
                               str(fence_after(cfg.get("slurmd_timeout"), agent.launcher.kill_wait)),
-                              "--kill-wait", str(agent.launcher.kill_wait), "--agent", str(os.getpid())],
+                              "--kill-wait", str(agent.launcher.kill_wait), "--agent", str(os.getpid()),
+                              *(["--cgroups", json.dumps({"kind": h.kind, "base": h.base})]
+                                if (h := agent.launcher.cgroups) else [])],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True, cwd="/")
     try:
         asyncio.run(agent.run())

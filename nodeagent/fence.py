@@ -7,7 +7,8 @@ fence watches its parent, the agent, through a pidfd (polling its parent pid whe
 missing): when the agent is gone without that (killed, crashed), the fence waits `--after` seconds, watching the spool's lock: an agent started on the spool meanwhile
 takes over (it kills and reports what was left, see records.py) and the fence exits. Otherwise it
 kills every process of the spool's unfinished records, their whole trees (SIGTERM, SIGKILL after
-`--kill-wait`), marks the records `fenced` with the time, and exits. The agent chooses `--after` so
+`--kill-wait`), and everything in the agent's job cgroups (`--cgroups`), marks the records
+`fenced` with the time, and exits. The agent chooses `--after` so
 that this ends well before the controller's SlurmdTimeout runs out (`fence_after`)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import json
 import logging
 import os
 import sys
@@ -49,9 +51,10 @@ def _agent_holds(spool: str) -> bool:
     return False
 
 
-def fence(spool: str, after: float, kill_wait: float) -> int:
-    """After the agent's death: wait for a successor, else kill what it left. Returns the number
-    of processes killed."""
+def fence(spool: str, after: float, kill_wait: float, cgroups: dict | None = None) -> int:
+    """After the agent's death: wait for a successor, else kill what it left (`cgroups`: the
+    agent's part of the cgroup hierarchy, {"kind": ..., "base": ...}). Returns the number of
+    processes of its records killed."""
     deadline = time.monotonic() + after
     while time.monotonic() < deadline:
         if _agent_holds(spool):
@@ -59,6 +62,11 @@ def fence(spool: str, after: float, kill_wait: float) -> int:
         time.sleep(0.1)
     if _agent_holds(spool):
         return 0
+    if cgroups:  # whatever left its session and cleared its environment is still in its cgroup
+        from .cgroup import Hierarchy
+        h = Hierarchy(cgroups["kind"], cgroups["base"])
+        for jid in h.stale_jobs():
+            asyncio.run(h.group(jid).remove(kill_wait))
     recs = records_mod.Records(spool)
     left = {name: rec for name, rec in recs.load().items() if not rec.get("finished") and not rec.get("lost")}
     if not left:
@@ -94,10 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--after", type=float, required=True)
     ap.add_argument("--kill-wait", type=float, default=30.0)
     ap.add_argument("--agent", type=int, required=True, help="the agent's pid (this process's parent)")
+    ap.add_argument("--cgroups", type=json.loads, default=None, help="the agent's cgroups (JSON: kind, base)")
     args = ap.parse_args(argv)
     logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     wait_for_exit(args.agent)  # a clean exit ends the fence first (SIGTERM)
-    fence(args.spool, args.after, args.kill_wait)
+    fence(args.spool, args.after, args.kill_wait, args.cgroups)
     return 0
 
 

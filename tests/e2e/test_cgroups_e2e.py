@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +43,7 @@ def _memory_layout() -> str | None:
     if "v1" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup/memory") == "cgroup":
         return "v1"
     if "v2" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup") == "cgroup2" and \
-            "memory" in open("/sys/fs/cgroup/cgroup.controllers").read().split():
+            "memory" in Path("/sys/fs/cgroup/cgroup.controllers").read_text().split():
         return "v2"
     return None
 
@@ -66,10 +67,10 @@ def _pids_of(marker: str) -> list[int]:
     return [int(x) for x in r.stdout.split()]
 
 
-#: a batch script whose children leave its session three ways: setsid, a double fork into a new
+#: a batch script whose children leave its session three ways: setsid (with an empty environment), a double fork into a new
 #: session, a new process group; each sleeps with its own marker so the test can find it
 ESCAPES = """#!/bin/bash
-setsid sleep {m}1 &
+setsid env -i sleep {m}1 &
 ( setsid bash -c 'sleep {m}2 & exit 0' & )
 ( set -m; sleep {m}3 & ) &
 sleep 1000{m}
@@ -144,16 +145,19 @@ def test_sacct_cpu_time_of_a_busy_loop_is_the_kernels_count(cg_cluster: Cluster)
 
 
 @needs_cgroups
-def test_the_agents_exit_kills_processes_that_left_the_jobs_session(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["exit", "killed"])
+def test_the_agents_end_kills_processes_that_left_the_jobs_session(tmp_path, sig: int):
+    """SIGTERM: the agent's clean exit (`slurmlet down`); SIGKILL: its fence, when no agent comes back."""
     from tests.conftest import serve
     gen = serve(Cluster(tmp_path, nodes=1, agent_env={"SLURMLET_CGROUP": LAYOUTS[0]}))
     c = next(gen)
+    marker = 60 + sig % 10
     try:
-        jid = c.sbatch("-o", "/dev/null", script=ESCAPES.format(m=60))
+        jid = c.sbatch("-o", "/dev/null", script=ESCAPES.format(m=marker))
         c.wait_state(jid, "RUNNING")
-        _escapees_running(60)
-        c.stop_proc("agent-node1", signal.SIGTERM)  # as `slurmlet down` stops it
-        _all_gone(60)
+        _escapees_running(marker)
+        c.stop_proc("agent-node1", sig)
+        _all_gone(marker)
     finally:
         next(gen, None)
 
