@@ -1,18 +1,16 @@
 """A minimal HTTP/1.1 JSON client for the CLI.
 
 The CLI is run in loops by other tools, so this avoids `http.client` (which pulls in the email
-package) and `socket` (enum, selectors): it speaks HTTP/1.1 over the C `_socket` module.
+package): it speaks HTTP/1.1 over a plain socket, with the standard library's `json`.
 The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmlet up`
 (`~/.slurmlet/controller`), else 127.0.0.1:6817.
 """
 
 from __future__ import annotations
 
+import json
 import os
-
-import _socket
-
-from slurmlet.cli import jsonlite
+import socket
 
 DEFAULT = "http://127.0.0.1:6817"
 
@@ -59,7 +57,7 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     (no connection, or the connection lost before a whole answer came). Changes carry a credential
     for this one request (common/cred.py); reads only when `signed` (what only an owner may read)."""
     host, port = _split(url or controller_url())
-    payload = b"" if body is None else jsonlite.dumps(body).encode()
+    payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
     auth = ""
     if method != "GET" or signed:
         from slurmlet.common import cred
@@ -72,9 +70,9 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
     try:
         # a bytes host skips the idna codec (and the `re` import it brings)
-        infos = _socket.getaddrinfo(host.encode("ascii", "replace"), port, _socket.AF_UNSPEC, _socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host.encode("ascii", "replace"), port, socket.AF_UNSPEC, socket.SOCK_STREAM)
         fam, typ, proto, _, addr = infos[0]
-        s = _socket.socket(fam, typ, proto)
+        s = socket.socket(fam, typ, proto)
         try:
             s.settimeout(timeout)
             s.connect(addr)
@@ -98,7 +96,7 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
         status = int(header.split(" ", 2)[1])
         if "transfer-encoding: chunked" in header.lower():
             data = _dechunk(data)
-        doc = jsonlite.loads(data) if data else None
+        doc = json.loads(data) if data else None
     except (ValueError, IndexError):  # not the controller's JSON (a proxy's error page, a cut answer)
         first = header.split("\r\n", 1)[0][:100]
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}") from None

@@ -4,6 +4,8 @@ Expected lines and values as the reference Slurm 22.05 printed them (tests/data/
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 
@@ -24,9 +26,26 @@ def salloc(c: Cluster, *args: str, timeout: float = 120) -> subprocess.Completed
     return c.run([str(BIN / "salloc"), *args], timeout=timeout)
 
 
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_salloc_left():
+    """A test that fails midway leaves no salloc (nor its command) running after it."""
+    yield
+    while STARTED:
+        p = STARTED.pop()
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def popen(c: Cluster, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(BIN / "salloc"), *args], cwd=c.workdir, env=c.env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([str(BIN / "salloc"), *args], cwd=c.workdir, env=c.env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    STARTED.append(p)
+    return p
 
 
 def only_job_id(lines: list[str]) -> int:
