@@ -379,7 +379,8 @@ class Group:
         return total * share, total * (1 - share)
 
     def memory_peak_kb(self) -> int | None:
-        """The most memory the group held at once (KB), where the kernel keeps it."""
+        """The most memory the group held at once (KB), where the kernel keeps it: what its memory
+        limit is held against (anonymous memory and the page cache it brought in)."""
         with contextlib.suppress(OSError, ValueError):
             if self.kind == "v2":
                 return int(_read(os.path.join(self.dirs[""], "memory.peak"))) // 1024

@@ -289,6 +289,9 @@ class Launcher:
         times = job.cgroup.cpu_times()
         if times is not None:
             out.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
+        peak = job.cgroup.memory_peak_kb()
+        if peak:  # the kernel's own peak: a peak between two samples counts too
+            out["max_rss"] = max(peak, job.usage.max_rss if job.usage is not None else 0)
         kills = job.job_cgroup.oom_kills()
         if kills:
             out["oom"] = True

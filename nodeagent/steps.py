@@ -351,9 +351,11 @@ class StepRunner:
         run.usage_done.set()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
-        times, oom = None, 0
+        times, oom, peak = None, 0, None
         if run.cgroup is not None:  # and in its cgroup; the kernel's CPU count of all of it
             times = run.cgroup.cpu_times()
+            if len(order["ranks"]) == 1:  # its one task's peak (MaxRSS is a task's, not a node's sum)
+                peak = run.cgroup.memory_peak_kb()
             job = self.cgroups.group(order["job_id"]) if self.cgroups else None
             oom = job.oom_kills() - run.oom_before if job is not None else 0
             await run.cgroup.remove(self.kill_wait)
@@ -370,6 +372,8 @@ class StepRunner:
                  "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
         if times is not None:
             usage.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
+        if peak:
+            usage["max_rss"] = max(peak, usage["max_rss"])
         if oom:
             usage["oom"] = True
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,

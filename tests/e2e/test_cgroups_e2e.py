@@ -267,3 +267,22 @@ def test_constraindevices_lets_a_job_open_only_its_own_gpus(tmp_path):
         assert (c.workdir / "none.out").read_text().splitlines() == [f"{i} Operation not permitted" for i in range(4)]
     finally:
         next(gen, None)
+
+
+@pytest.mark.skipif(_memory_layout() is None, reason="no cgroup memory controller to write here")
+def test_maxrss_of_a_short_peak_is_the_kernels(tmp_path):
+    """300 MiB held for a tenth of a second, between two of the agent's samples: sacct's MaxRSS of
+    the batch step and of a one-task step is the cgroup's peak all the same."""
+    from tests.conftest import serve
+    gen = serve(Cluster(tmp_path, nodes=1, agent_env={"SLURMLET_CGROUP": _memory_layout()}))
+    c = next(gen)
+    try:
+        peak = ("python3 -c 'import time\ntime.sleep(1.3)\nx = bytearray(300 << 20); x[::4096] = b\"1\" * len(x[::4096])\n"
+                "time.sleep(0.1)'")
+        jid = c.sbatch("-o", "/dev/null", "--wrap", f"{peak}; srun {peak}")
+        c.wait_state(jid, "COMPLETED", timeout=60)
+        rows = dict(r.split("|") for r in c.run(f"sacct -j {jid} -n -P -o JobID,MaxRSS").stdout.splitlines())
+        for step in (f"{jid}.batch", f"{jid}.0"):
+            assert rows[step].endswith("K") and int(rows[step][:-1]) >= 300 * 1024, rows
+    finally:
+        next(gen, None)
