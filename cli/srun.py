@@ -23,6 +23,13 @@ def main(argv: list[str]) -> int:
         from slurmlet.cli.helptext import text
         sys.stdout.write(text("srun", "help" if "help" in o else "usage"))
         return 0
+    if req.get("cpu_bind"):
+        from slurmlet.common.cpubind import CpuBindError, parse
+        try:
+            parse(str(req["cpu_bind"]))
+        except CpuBindError as e:
+            sys.stderr.write("\n".join(e.lines) + "\n")
+            return 1
     if not req["command"]:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
@@ -101,7 +108,7 @@ def _step(req: dict) -> int:
             "cwd": req["workdir"] or os.getcwd(), "io": io_addr,
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
-            "pty": req["pty"], "winsize": _winsize(),
+            "pty": req["pty"], "winsize": _winsize(), "cpu_bind": req.get("cpu_bind") or None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname()}
     try:
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)

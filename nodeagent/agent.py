@@ -476,7 +476,9 @@ def _setup_cgroups(agent: Agent, cfg: dict, spool: str, gpu_spec: str | None = N
         if h is None or h.kind != "v1":
             log.warning("cgroup.conf: ConstrainDevices=yes needs cgroup v1's devices controller here: "
                         "jobs may open every GPU's device file")
-    if policy.cores:  # the CPUs a job gets here: a cpuset where the node has one, else the tasks' affinity
+    affinity = "task/affinity" in raw.get("taskplugin", "").lower()  # srun --cpu-bind binds step tasks
+    agent.steps.affinity = affinity
+    if policy.cores or affinity:  # the CPUs a job gets here: a cpuset where the node has one, else affinity
         from .cgroup import CpuMap, usable_cpus
         agent.launcher.cpumap = agent.steps.cpumap = CpuMap(usable_cpus())
 

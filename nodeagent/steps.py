@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import signal
 import time
 from dataclasses import dataclass, field
@@ -133,6 +134,7 @@ class StepRunner:
         self.policy = Policy()
         self.cpumap: CpuMap | None = None  #: the launcher's (one per node)
         self.gpu_files: list[str] = []  #: the launcher's
+        self.affinity = False  #: TaskPlugin=task/affinity: tasks bound as --cpu-bind says (cpumap is set)
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
         self.running: dict[str, StepRun] = {}
@@ -161,6 +163,14 @@ class StepRunner:
         groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
                             job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None)
         run.cpus = job_cpus[:max(1, order.get("cpus") or 1)] if job_cpus else None
+        binds, bind_env, bind = [], {}, None
+        if self.affinity and run.cpus:
+            from slurmlet.common import cpubind
+            try:
+                bind = cpubind.parse(req.get("cpu_bind"))
+            except cpubind.CpuBindError:  # (srun refused it already: not from srun)
+                bind = cpubind.Bind()
+            binds, bind_env = cpubind.plan(bind, run.cpus, len(order["ranks"]), req.get("cpus_per_task") or 1)
         if groups:
             run.cgroup = groups[1]
             run.oom_before = groups[0].oom_kills()
@@ -184,6 +194,8 @@ class StepRunner:
             env_error = str(e)
         for local_id, rank in enumerate(order["ranks"]):
             env = task_environment(order, rank, local_id, self.node_addr)
+            env.update(bind_env)
+            task_cpus = binds[local_id] if binds else run.cpus
             if self.conf_path:
                 env["SLURM_CONF"] = self.conf_path
             env[TOKEN] = rec["token"]
@@ -208,6 +220,10 @@ class StepRunner:
                 pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
             launch, args = identity.LAUNCH, [req["argv"][0], cwd, *req["argv"][1:]]
+            if bind is not None and bind.verbose:  # slurmstepd's line on the task's stderr, with its pid
+                from slurmlet.common.cpubind import verbose_line
+                line = verbose_line(bind, self.node.replace("%", "%%"), rank, local_id, binds[local_id])
+                launch = f'printf {shlex.quote(line + chr(92) + "n")} "$$" >&2; ' + launch
             if terminal:
                 launch, args = ptyrelay.PTY_PREFIX + launch, [req["argv"][0], terminal[2], cwd, *req["argv"][1:]]
             if run.cgroup:
@@ -233,7 +249,10 @@ class StepRunner:
                         if not isinstance(f, int):
                             f.close()
             if run.cgroup:
-                await run.cgroup.adopt(proc.pid, run.cpus)
+                await run.cgroup.adopt(proc.pid, task_cpus)
+            elif task_cpus:  # no cgroup to hold it until then: bound as soon as it runs
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(proc.pid, task_cpus)
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)

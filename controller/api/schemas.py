@@ -220,6 +220,7 @@ class StepCreate(Strict):
     ntasks: int | None = Field(None, ge=1)
     ntasks_per_node: int | None = Field(None, ge=1)
     cpus_per_task: int | None = Field(None, ge=1)  #: None: the job's CPUs on each node (no -c)
+    cpu_bind: str | None = Field(None, max_length=4096)  #: srun --cpu-bind (with TaskPlugin=task/affinity)
     gpus_per_task: int | None = Field(None, ge=1)
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"

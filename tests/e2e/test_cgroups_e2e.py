@@ -9,6 +9,7 @@ while its neighbour on the node runs on; sacct's CPU time is the kernel's count,
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from slurmlet.nodeagent import cgroup
-from tests.conftest import Cluster, wait_until
+from tests.conftest import ROOT, Cluster, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -284,5 +285,35 @@ def test_maxrss_of_a_short_peak_is_the_kernels(tmp_path):
         rows = dict(r.split("|") for r in c.run(f"sacct -j {jid} -n -P -o JobID,MaxRSS").stdout.splitlines())
         for step in (f"{jid}.batch", f"{jid}.0"):
             assert rows[step].endswith("K") and int(rows[step][:-1]) >= 300 * 1024, rows
+    finally:
+        next(gen, None)
+
+
+CPUBIND = ROOT / "tests" / "data" / "slurm-2205-cpubind.md"
+SHOW1 = """show='echo "$SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(env | grep ^SLURM_CPU_BIND | sort | tr "\\\\n" " ")"'"""
+SHOW2 = """show='echo "$SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(env | grep ^SLURM_CPU_BIND= )"'"""
+
+
+@pytest.mark.skipif("v1" not in LAYOUTS or len(os.sched_getaffinity(0)) < 2, reason="v1 cpusets, two CPUs")
+def test_cpu_bind_binds_and_sets_the_variables_as_the_reference(tmp_path):
+    """The reference's two scripts (tests/data/slurm-2205-cpubind.md), run on a node declared with
+    more CPUs than the machine's two as the reference's was: every line the same, pids aside."""
+    from tests.conftest import serve
+    blocks = CPUBIND.read_text().split("```")[1::2]
+    conf, script1, want1, script2, want2 = (b.strip("\n") for b in blocks)
+    gen = serve(Cluster(tmp_path, nodes=1, cpus=4, memory=8000, agent_env={"SLURMLET_CGROUP": "v1"},
+                        extra_conf="TaskPlugin=task/affinity,task/cgroup\n", cgroup_conf=conf + "\n"))
+    c = next(gen)
+    try:
+        for ntasks, script, show, want in (("2", script1, SHOW1, want1), ("4", script2, SHOW2, want2)):
+            lines = script.splitlines()
+            body = "\n".join([lines[0], show, *lines[1:]]) + "\n"
+            out = c.workdir / f"bind{ntasks}.out"
+            jid = c.sbatch(f"-n{ntasks}", "-o", str(out), script=body)
+            c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=120)
+
+            def norm(text: str) -> list[str]:
+                return [re.sub(r"\[\d+\]", "[PID]", x) for x in text.splitlines()]
+            assert norm(out.read_text()) == norm(want)
     finally:
         next(gen, None)
