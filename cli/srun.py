@@ -109,6 +109,8 @@ def _step(req: dict) -> int:
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
             "pty": req["pty"], "winsize": _winsize(), "cpu_bind": req.get("cpu_bind") or None,
+            "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
+            "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname()}
     try:
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)

@@ -341,9 +341,9 @@ class Group:
         return True
 
     def oom_kills(self) -> int:
-        """How many processes the kernel killed for the group's memory limit. The count is kept
-        where the killed process was (a step below) and, on some kernels and layouts, added up to
-        the group over the limit as well: the larger of the group's and its steps' sum."""
+        """How many processes of the group (and the groups below it) the kernel killed for a memory
+        limit (its own or its job's). v1 counts a kill where the killed process was, v2 adds it up
+        to every group above too: the larger of the group's own count and its steps' sum."""
         top = self._dir("memory")
         if top is None:
             return 0
@@ -429,11 +429,13 @@ def others(files: list[str], gpu_ids: list[int] | None) -> list[str]:
 
 
 def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_mb: int | None,
-               cpus: list[int] | None = None, deny: list[str] | None = None) -> tuple[Group, Group] | None:
+               cpus: list[int] | None = None, deny: list[str] | None = None,
+               step_mb: int | None = None) -> tuple[Group, Group] | None:
     """A job's cgroup (made with its memory limit when cgroup.conf constrains RAM; `job_mb`: its
     memory on this node; `cpus`: its CPUs here, under ConstrainCores; `deny`: the device files it may
-    not open, under ConstrainDevices) and its step's below it; None without cgroups, or when they
-    cannot be made (logged: the job is then tracked by session)."""
+    not open, under ConstrainDevices) and its step's below it (`step_mb`: the step's own memory,
+    srun --mem); None without cgroups, or when they cannot be made (logged: the job is then
+    tracked by session)."""
     if h is None:
         return None
     job, stepg = h.group(job_id), h.group(job_id, step)
@@ -441,7 +443,7 @@ def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_
         job.create(policy.memory_limit(job_mb), swap=policy.swap, cpus=cpus)
         if deny:
             job.deny_devices(deny)
-        stepg.create()
+        stepg.create(policy.memory_limit(step_mb), swap=policy.swap)
     except OSError as e:
         log.warning("job %s: no cgroup (%s: %s); tracked by session", job_id, e.filename, e.strerror)
         return None

@@ -292,7 +292,7 @@ class Launcher:
         peak = job.cgroup.memory_peak_kb()
         if peak:  # the kernel's own peak: a peak between two samples counts too
             out["max_rss"] = max(peak, job.usage.max_rss if job.usage is not None else 0)
-        kills = job.job_cgroup.oom_kills()
+        kills = job.cgroup.oom_kills()  # the batch step's own (its job's steps count theirs)
         if kills:
             out["oom"] = True
             with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:

@@ -45,7 +45,6 @@ class StepRun:
     results: dict[int, list[int]] = field(default_factory=dict)  #: rank -> [exit code, signal]
     killing: bool = False
     cgroup: Group | None = None  #: the step's cgroup here (None: its tasks are tracked by session)
-    oom_before: int = 0  #: its job's OOM kills when it started: more at its end were its own
     cpus: list[int] | None = None  #: the CPUs its tasks here are bound to (ConstrainCores)
     usage: dict = field(default_factory=dict)  #: rank -> nodeagent.usage.Usage of each task here
     usage_done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -160,8 +159,10 @@ class StepRunner:
         req = order["request"]
         job_cpus = self.cpumap.take(order["job_id"], order.get("job_cpus") or order.get("cpus") or 1) \
             if self.cpumap else None
+        step_mb = req.get("mem_per_node") or ((req.get("mem_per_cpu") or 0) * (order.get("cpus") or 1)) or None
         groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
-                            job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None)
+                            job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None,
+                            step_mb)
         run.cpus = job_cpus[:max(1, order.get("cpus") or 1)] if job_cpus else None
         binds, bind_env, bind = [], {}, None
         if self.affinity and run.cpus:
@@ -173,7 +174,6 @@ class StepRunner:
             binds, bind_env = cpubind.plan(bind, run.cpus, len(order["ranks"]), req.get("cpus_per_task") or 1)
         if groups:
             run.cgroup = groups[1]
-            run.oom_before = groups[0].oom_kills()
         code = await self.code_dir(order) if order.get("code") and self.code_dir else None
         venv, env_error = None, None
         if order.get("py_deps") and self.python_env:
@@ -376,7 +376,7 @@ class StepRunner:
             if len(order["ranks"]) == 1:  # its one task's peak (MaxRSS is a task's, not a node's sum)
                 peak = run.cgroup.memory_peak_kb()
             job = self.cgroups.group(order["job_id"]) if self.cgroups else None
-            oom = job.oom_kills() - run.oom_before if job is not None else 0
+            oom = run.cgroup.oom_kills()
             await run.cgroup.remove(self.kill_wait)
             if self.cpumap and job is not None and not job.exists():  # its job's last step here
                 self.cpumap.release(order["job_id"])

@@ -221,6 +221,8 @@ class StepCreate(Strict):
     ntasks_per_node: int | None = Field(None, ge=1)
     cpus_per_task: int | None = Field(None, ge=1)  #: None: the job's CPUs on each node (no -c)
     cpu_bind: str | None = Field(None, max_length=4096)  #: srun --cpu-bind (with TaskPlugin=task/affinity)
+    mem_per_node: int | None = Field(None, ge=0)  #: srun --mem (MB): the step's own limit on each node
+    mem_per_cpu: int | None = Field(None, ge=0)  #: srun --mem-per-cpu (MB), times the step's CPUs there
     gpus_per_task: int | None = Field(None, ge=1)
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"

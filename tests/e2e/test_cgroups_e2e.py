@@ -317,3 +317,22 @@ def test_cpu_bind_binds_and_sets_the_variables_as_the_reference(tmp_path):
             assert norm(out.read_text()) == norm(want)
     finally:
         next(gen, None)
+
+
+@pytest.mark.skipif(_memory_layout() is None, reason="no cgroup memory controller to write here")
+def test_a_steps_own_mem_is_its_limit(tmp_path):
+    """srun --mem=100 inside a job of 1000 MB: the step is held to its 100 MB (it alone ends
+    OUT_OF_MEMORY), and the batch script goes on within the job's."""
+    from tests.conftest import serve
+    gen = serve(Cluster(tmp_path, nodes=1, agent_env={"SLURMLET_CGROUP": _memory_layout()},
+                        cgroup_conf="ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n"))
+    c = next(gen)
+    try:
+        take = "python3 -c 'x = bytearray(300 << 20); x[::4096] = b\"1\" * len(x[::4096])'"
+        jid = c.sbatch("--mem=1000", "-o", "/dev/null", "--wrap", f"srun --mem=100 {take}; srun {take}; true")
+        c.wait_state(jid, ("COMPLETED", "FAILED", "OUT_OF_MEMORY"), timeout=60)
+        rows = c.run(f"sacct -j {jid} -n -P -o JobID,State,ExitCode").stdout.splitlines()
+        assert rows == [f"{jid}|COMPLETED|0:0", f"{jid}.batch|COMPLETED|0:0", f"{jid}.0|OUT_OF_MEMORY|0:125",
+                        f"{jid}.1|COMPLETED|0:0"]
+    finally:
+        next(gen, None)
