@@ -118,8 +118,8 @@ class Hierarchy:
             try:
                 for path in base.values():
                     _make(path)
-                if kind == "v2":
-                    _enable_controllers(os.path.dirname(base[""]), base[""])
+                if kind == "v2":  # from the hierarchy's root down to the agent's part, for its jobs
+                    _enable_controllers(os.path.dirname(os.path.dirname(base[""])), base[""])
             except OSError as e:
                 why = f"cannot write {e.filename}: {e.strerror}"
         if why:
@@ -148,6 +148,15 @@ class Hierarchy:
             with contextlib.suppress(OSError):
                 out |= {int(n[4:]) for n in os.listdir(b) if n.startswith("job_") and n[4:].isdigit()}
         return sorted(out)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("cgroups: %s", message)
 
 
 def _make(path: str) -> None:
@@ -193,18 +202,16 @@ class CpuMap:
         self.jobs.pop(job_id, None)
 
 
-def _enable_controllers(top: str, leaf_parent: str) -> None:
-    """v2: make memory, pids and cpu available below `top` down to the agent's directory (those the
-    kernel offers; a controller bound to v1 is not)."""
-    root = os.path.dirname(top)
+def _enable_controllers(root: str, down_to: str) -> None:
+    """v2: pass memory, pids and cpu (those the kernel offers here; a controller bound to v1 is not)
+    on to the children of every group from `root` down to `down_to`, which hold no process."""
     path = root
-    for part in os.path.relpath(leaf_parent, root).split(os.sep):
+    for part in [""] + os.path.relpath(down_to, root).split(os.sep):
+        path = os.path.join(path, part) if part else path
         offered = _read(os.path.join(path, "cgroup.controllers")).split()
-        want = [c for c in ("memory", "pids", "cpu") if c in offered]
-        for c in want:
+        for c in (c for c in ("memory", "pids", "cpu") if c in offered):
             with contextlib.suppress(OSError):  # a controller the parent cannot pass on stays off
                 _write(os.path.join(path, "cgroup.subtree_control"), f"+{c}")
-        path = os.path.join(path, part)
 
 
 class Group:
@@ -226,12 +233,15 @@ class Group:
             with contextlib.suppress(OSError):  # v2 without the cpuset controller: the agent binds instead
                 _write(os.path.join(self.dirs["" if self.kind == "v2" else "cpuset"], "cpuset.cpus"),
                        ",".join(map(str, cpus)))
-        if self.kind == "v2" and len(self.dirs) == 1:  # the job's level passes its controllers on to its steps
-            with contextlib.suppress(OSError):
-                _enable_controllers(os.path.dirname(os.path.dirname(self.dirs[""])), self.dirs[""])
+        if self.kind == "v2" and os.path.basename(self.path).startswith("job_"):
+            with contextlib.suppress(OSError):  # a job's group holds no process: it passes them on to its steps'
+                _enable_controllers(self.path, self.path)
         if memory_mb:
             limit = memory_mb * 1024 * 1024
             if self.kind == "v2":
+                if not os.path.exists(os.path.join(self.dirs[""], "memory.max")):
+                    _warn_once("the v2 hierarchy has no memory controller here: --mem is not enforced")
+                    return
                 _write(os.path.join(self.dirs[""], "memory.max"), str(limit))
                 if swap:
                     with contextlib.suppress(OSError):
