@@ -163,7 +163,7 @@ class StepRunner:
         groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
                             job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None,
                             step_mb)
-        run.cpus = job_cpus[:max(1, order.get("cpus") or 1)] if job_cpus else None
+        run.cpus = self._step_cpus(order, job_cpus) if job_cpus else None
         binds, bind_env, bind = [], {}, None
         if self.affinity and run.cpus:
             from slurmlet.common import cpubind
@@ -422,6 +422,22 @@ class StepRunner:
         return [dict(run.usage[rank].live(proc.pid, self._task_pids(run, proc.pid)), rank=rank, local_id=local_id)
                 for local_id, (rank, proc) in enumerate(sorted(run.procs.items()))
                 if rank in run.usage and proc.returncode is None]
+
+    def _step_cpus(self, order: dict, job_cpus: list[int]) -> list[int]:
+        """The step's CPUs out of its job's here: as many as it has, the least used by the job's
+        other steps running here (steps side by side, as a workflow engine starts them, each get
+        their own while there are enough)."""
+        n = max(1, order.get("cpus") or 1)
+        if n >= len(job_cpus):
+            return list(job_cpus)
+        prefix = f"{order['job_id']}."
+        use = {c: 0 for c in job_cpus}
+        for key, other in self.running.items():
+            if key.startswith(prefix) and other.cpus:
+                for c in other.cpus:
+                    if c in use:
+                        use[c] += 1
+        return sorted(sorted(job_cpus, key=lambda c: (use[c], c))[:n])
 
     @staticmethod
     def _task_pids(run: StepRun, sid: int):  # noqa: ANN205 - () -> list[int]

@@ -231,6 +231,13 @@ def test_constraincores_gives_each_job_its_own_cpus(tmp_path, layout: str):
         both = c.sbatch("-c2", "-o", str(c.workdir / "both.out"), "--wrap", show)
         c.wait_state(both, "COMPLETED", timeout=60)
         assert (c.workdir / "both.out").read_text().split() == ["0-1"]
+        # two one-CPU steps side by side in a job of both CPUs, as a workflow engine starts them
+        hold = f"{show}; while [ ! -e {gate}2 ]; do sleep 0.1; done"
+        side = c.sbatch("-c2", "-o", str(c.workdir / "side.out"), "--wrap",
+                        f"srun -c1 bash -c '{hold}' & srun -c1 bash -c '{hold}' & "
+                        f"while [ $(wc -l < {c.workdir / 'side.out'}) -lt 2 ]; do sleep 0.1; done; touch {gate}2; wait")
+        c.wait_state(side, "COMPLETED", timeout=60)
+        assert sorted((c.workdir / "side.out").read_text().split()) == ["0", "1"]
         if layout == "v1":  # confined: a task asking for both CPUs still has its own only
             one = c.sbatch("-c1", "-o", str(c.workdir / "one.out"), "--wrap", f"taskset -c 0,1 {show}")
             c.wait_state(one, "COMPLETED", timeout=60)
