@@ -77,6 +77,15 @@ def _remove_script(path: str | None, spool: str) -> None:
             os.rmdir(d)
 
 
+def _open_output(path: str, mode: str, order: dict):  # noqa: ANN202 - a binary file
+    """The job's output file, emptied first unless --open-mode=append, then open for appending: the
+    agent appends its own lines to it (CANCELLED AT, OOM), and a job writing at an offset of its own
+    would write over them."""
+    if mode == "wb":
+        identity.open_as(path, "wb", order).close()
+    return identity.open_as(path, "ab", order)
+
+
 def slurm_time(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
@@ -149,8 +158,8 @@ class Launcher:
             os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
             identity.own(script, order)  # the job runs as its user (agent as root), who must run it
             # output files with the user's rights, not the agent's (root's): theirs, where they may write
-            out = identity.open_as(out_path, mode, order) if out_path else open(os.devnull, "wb")
-            err = out if err_path == out_path else identity.open_as(err_path, mode, order)
+            out = _open_output(out_path, mode, order) if out_path else open(os.devnull, "wb")
+            err = out if err_path == out_path else _open_output(err_path, mode, order)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
             stdin.close()
