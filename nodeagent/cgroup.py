@@ -78,7 +78,9 @@ def _read(path: str) -> str:
 
 
 def _mount_type(path: str) -> str | None:
-    """The file system type mounted at `path`, from /proc/self/mounts."""
+    """The file system type mounted at `path` (followed where it is a link, as `cpuacct` is to a
+    co-mounted `cpu,cpuacct`), from /proc/self/mounts."""
+    path = os.path.realpath(path)
     with contextlib.suppress(OSError):
         for line in _read("/proc/self/mounts").splitlines():
             parts = line.split()
@@ -110,7 +112,7 @@ class Hierarchy:
         if kind == "v2" and v2_ok:
             base = {"": os.path.join(v2, "slurmlet", key)}
         elif kind == "v1" and v1_ok:
-            base = {c: os.path.join(ROOT, c, "slurmlet", key) for c in V1_CONTROLLERS
+            base = {c: os.path.join(os.path.realpath(os.path.join(ROOT, c)), "slurmlet", key) for c in V1_CONTROLLERS
                     if _mount_type(os.path.join(ROOT, c)) == "cgroup"}
         else:
             kind, why = None, "no cgroup hierarchy is mounted"

@@ -20,3 +20,16 @@ def test_memory_limits_follow_constrainramspace_and_allowedramspace():
     assert Policy.from_conf({"ConstrainRAMSpace": "yes"}).memory_limit(None) is None  # no memory asked
     p = Policy.from_conf({"ConstrainRAMSpace": "Yes", "ConstrainSwapSpace": "no", "AllowedRAMSpace": "lots"})
     assert (p.ram, p.swap, p.allowed_ram) == (True, False, 100.0)
+
+
+def test_cpumap_gives_jobs_the_lowest_free_cpus_and_shares_the_least_used_when_short():
+    from slurmlet.nodeagent.cgroup import CpuMap
+    m = CpuMap([0, 1, 2, 3])
+    assert m.take(1, 2) == [0, 1]
+    assert m.take(2, 1) == [2]
+    assert m.take(1, 2) == [0, 1]  # the same job asks again: the same CPUs
+    assert m.take(3, 3) == [0, 1, 3]  # the free one, then the lowest-numbered of those used once
+    m.release(1)
+    m.release(2)
+    m.release(3)
+    assert m.take(4, 8) == [0, 1, 2, 3]  # declared with more CPUs than the machine has: all of them
