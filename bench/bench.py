@@ -166,6 +166,44 @@ def _timed(argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def bench_queue(n: int) -> None:
+    """The CLI against a full queue: squeue printing 1,000 held jobs, squeue -j of one job with 10 and
+    with 10,000 queued (flat in the jobs not printed), 500 sequential sbatch -H."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import asyncio
+
+    import loadgen
+    c = LocalCluster(2)
+    try:
+        floor = floor_ms(n)
+        url = c.env["SLURMLET_CONTROLLER"]
+        body = loadgen.job_body(str(c.work))  # held
+
+        def fill(total: int) -> None:  # held jobs through the batch endpoint, up to `total` queued
+            have = len(c.api("/api/v1/jobs?states=PENDING")["jobs"])
+            if total > have:
+                asyncio.run(loadgen.submit(url, _key(c), body, total - have, batch=500))
+        fill(10)
+        one = c.run("sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "true").strip()
+        few = [c.timed("squeue", "-j", one) for _ in range(n)]
+        fill(1000)
+        full = [c.timed("squeue") for _ in range(n)]
+        t = time.perf_counter()
+        for _ in range(500 if n >= 20 else 100):
+            c.run("sbatch", "-H", "-o", "/dev/null", "--wrap", "true")
+        seq = (500 if n >= 20 else 100) / (time.perf_counter() - t)
+        fill(10000)
+        many = [c.timed("squeue", "-j", one) for _ in range(n)]
+        print(f"\nthe CLI against a full queue (2-node local cluster), medians of {n}; python3 -c pass {floor:.1f} ms")
+        row("benchmark", "slurmlet", "target", "real Slurm")
+        row("squeue, 1,000 jobs queued", vs_floor(median_ms(full), floor), "<= 1.5x", "")
+        row("squeue -j ID, 10 jobs queued", vs_floor(median_ms(few), floor), "<= 1.5x", "")
+        row("squeue -j ID, 10,000 jobs queued", vs_floor(median_ms(many), floor), "as with 10", "")
+        row(f"{500 if n >= 20 else 100} sequential sbatch -H --wrap true", f"{seq:.1f} jobs/s", ">= 70/s", "240 jobs/s")
+    finally:
+        c.down()
+
+
 def bench_example() -> None:
     """The llama-sft example (2 nodes x 2 gloo ranks, 40 steps): submit -> all ranks in one
     process group, and submit -> done. Needs torch."""
@@ -593,8 +631,8 @@ def bench_agents(n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--only", help="run one benchmark: core, sim, latency, air, example, throughput, sacct, "
-                                   "submit, agents")
+    ap.add_argument("--only", help="run one benchmark: core, sim, latency, queue, air, example, throughput, "
+                                   "sacct, submit, agents")
     ap.add_argument("--editable", action="store_true",
                     help="measure this interpreter's slurmlet (the development tree) instead of the wheel")
     args = ap.parse_args()
@@ -610,6 +648,7 @@ def main() -> None:
         "core": bench_core,
         "sim": lambda: __import__("bench_sim").main(["--jobs", "2000" if quick else "10000"]),
         "latency": lambda: bench_latency(10 if quick else 30),
+        "queue": lambda: bench_queue(10 if quick else 20),
         "air": lambda: bench_air(5 if quick else 15),
         "example": bench_example,
         "throughput": lambda: bench_throughput(100 if quick else 500),
