@@ -146,18 +146,22 @@ def test_sacct_cpu_time_of_a_busy_loop_is_the_kernels_count(cg_cluster: Cluster)
 
 
 @needs_cgroups
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["exit", "killed"])
-def test_the_agents_end_kills_processes_that_left_the_jobs_session(tmp_path, sig: int):
-    """SIGTERM: the agent's clean exit (`slurmlet down`); SIGKILL: its fence, when no agent comes back."""
+@pytest.mark.parametrize("how", ["exit", "killed", "restarted"])
+def test_the_agents_end_kills_processes_that_left_the_jobs_session(tmp_path, how: str):
+    """exit: the agent's clean exit (`slurmlet down`); killed: SIGKILL, and its fence when no agent
+    comes back; restarted: SIGKILL and an agent started at once on its spool, which finds the job's
+    cgroup left behind."""
     from tests.conftest import serve
     gen = serve(Cluster(tmp_path, nodes=1, agent_env={"SLURMLET_CGROUP": LAYOUTS[0]}))
     c = next(gen)
-    marker = 60 + sig % 10
+    marker = {"exit": 51, "killed": 52, "restarted": 53}[how]
     try:
         jid = c.sbatch("-o", "/dev/null", script=ESCAPES.format(m=marker))
         c.wait_state(jid, "RUNNING")
         _escapees_running(marker)
-        c.stop_proc("agent-node1", sig)
+        c.stop_proc("agent-node1", signal.SIGTERM if how == "exit" else signal.SIGKILL)
+        if how == "restarted":
+            c.start_agent("node1")
         _all_gone(marker)
     finally:
         next(gen, None)
