@@ -473,9 +473,9 @@ def _setup_cgroups(agent: Agent, cfg: dict, spool: str, gpu_spec: str | None = N
     if policy.devices:
         from .cgroup import gpu_files
         agent.launcher.gpu_files = agent.steps.gpu_files = gpu_files(gpu_spec)
-        if h is None or h.kind != "v1":
-            log.warning("cgroup.conf: ConstrainDevices=yes needs cgroup v1's devices controller here: "
-                        "jobs may open every GPU's device file")
+        if h is None:
+            log.warning("cgroup.conf: ConstrainDevices=yes, but this node has no cgroups: jobs may open every "
+                        "GPU's device file")
     affinity = "task/affinity" in raw.get("taskplugin", "").lower()  # srun --cpu-bind binds step tasks
     agent.steps.affinity = affinity
     if policy.cores or affinity:  # the CPUs a job gets here: a cpuset where the node has one, else affinity

@@ -26,6 +26,7 @@ import os
 import glob
 import signal
 import stat
+import struct
 import time
 from dataclasses import dataclass
 
@@ -255,11 +256,10 @@ class Group:
                         _write(os.path.join(self.dirs["memory"], "memory.memsw.limit_in_bytes"), str(limit))
 
     def deny_devices(self, paths: list[str]) -> bool:
-        """Its processes may not open these device files (v1's devices controller); False where it
-        cannot be done (v2 takes an eBPF program for it, which the agent does not load)."""
-        d = self.dirs.get("devices") if self.kind == "v1" else None
-        if d is None:
-            return False
+        """Its processes may not open these device files: v1's devices controller, or in v2 a
+        BPF_PROG_TYPE_CGROUP_DEVICE program attached to the group (as Slurm's cgroup/v2 does). False
+        where it cannot be done."""
+        rules = []
         for path in paths:
             try:
                 st = os.stat(path)
@@ -267,7 +267,19 @@ class Group:
                 continue
             kind = "c" if stat.S_ISCHR(st.st_mode) else "b" if stat.S_ISBLK(st.st_mode) else None
             if kind:
-                _write(os.path.join(d, "devices.deny"), f"{kind} {os.major(st.st_rdev)}:{os.minor(st.st_rdev)} rwm")
+                rules.append((kind, os.major(st.st_rdev), os.minor(st.st_rdev)))
+        if self.kind == "v2":
+            try:
+                _bpf_deny(self.dirs[""], rules)
+            except OSError as e:
+                _warn_once(f"cannot attach a device program to a cgroup ({e.strerror}): jobs may open every GPU")
+                return False
+            return True
+        d = self.dirs.get("devices")
+        if d is None:
+            return False
+        for kind, major, minor in rules:
+            _write(os.path.join(d, "devices.deny"), f"{kind} {major}:{minor} rwm")
         return True
 
     def add(self, pid: int) -> None:
@@ -452,14 +464,61 @@ def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_
         return None
     job, stepg = h.group(job_id), h.group(job_id, step)
     try:
+        fresh = not job.exists()
         job.create(policy.memory_limit(job_mb), swap=policy.swap, cpus=cpus)
-        if deny:
+        if deny and fresh:  # once, when the job's group is made (v2 takes one device program a group)
             job.deny_devices(deny)
         stepg.create(policy.memory_limit(step_mb), swap=policy.swap)
     except OSError as e:
         log.warning("job %s: no cgroup (%s: %s); tracked by session", job_id, e.filename, e.strerror)
         return None
     return job, stepg
+
+
+#: the bpf(2) system call's number (no libc wrapper), by machine
+_SYS_BPF = {"x86_64": 321, "aarch64": 280, "ppc64le": 361, "s390x": 351, "riscv64": 280}
+
+
+def _bpf_insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
+    return struct.pack("<BBhi", code, (src << 4) | dst, off, imm)
+
+
+def _bpf_deny(cgroup_dir: str, rules: list[tuple[str, int, int]]) -> None:
+    """Attach to a v2 cgroup a device program that refuses these (type, major, minor) devices and
+    allows every other one (BPF_PROG_TYPE_CGROUP_DEVICE; its context is access_type (type in the low
+    16 bits: 1 block, 2 char), major, minor). Once attached it stays with the cgroup, and its
+    descendants cannot replace it. Raises OSError where the kernel refuses."""
+    import ctypes
+    nr = _SYS_BPF.get(os.uname().machine)
+    if nr is None:
+        raise OSError(95, f"no bpf system call number for {os.uname().machine}")
+    ldxw, and32, jne, mov64, exit_ = 0x61, 0x54, 0x55, 0xb7, 0x95
+    code = [_bpf_insn(ldxw, 2, 1, 0), _bpf_insn(and32, 2, 0, 0, 0xFFFF), _bpf_insn(ldxw, 3, 1, 4),
+            _bpf_insn(ldxw, 4, 1, 8)]
+    for kind, major, minor in rules:  # a match: refuse (r0 = 0); else on to the next rule
+        code += [_bpf_insn(jne, 2, 0, 4, 2 if kind == "c" else 1), _bpf_insn(jne, 3, 0, 3, major),
+                 _bpf_insn(jne, 4, 0, 2, minor), _bpf_insn(mov64, 0, 0, 0, 0), _bpf_insn(exit_)]
+    code += [_bpf_insn(mov64, 0, 0, 0, 1), _bpf_insn(exit_)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    prog, lic = ctypes.create_string_buffer(b"".join(code)), ctypes.create_string_buffer(b"GPL")
+    # union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level, log_size, log_buf
+    attr = ctypes.create_string_buffer(struct.pack("<IIQQIIQ", 15, len(code), ctypes.addressof(prog),
+                                                   ctypes.addressof(lic), 0, 0, 0).ljust(128, b"\0"))
+    fd = libc.syscall(nr, 5, attr, 128)
+    if fd < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    try:
+        cfd = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:  # BPF_PROG_ATTACH: target_fd, attach_bpf_fd, attach_type (BPF_CGROUP_DEVICE), flags
+            attach = ctypes.create_string_buffer(struct.pack("<IIII", cfd, fd, 6, 0).ljust(128, b"\0"))
+            if libc.syscall(nr, 8, attach, 128) < 0:
+                e = ctypes.get_errno()
+                raise OSError(e, os.strerror(e))
+        finally:
+            os.close(cfd)
+    finally:
+        os.close(fd)
 
 
 def _oom_count(path: str) -> int:

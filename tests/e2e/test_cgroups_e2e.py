@@ -250,18 +250,21 @@ def test_constraincores_gives_each_job_its_own_cpus(tmp_path, layout: str):
         next(gen, None)
 
 
-@pytest.mark.skipif("v1" not in LAYOUTS or cgroup._mount_type("/sys/fs/cgroup/devices") != "cgroup",
-                    reason="cgroup v1's devices controller")
-def test_constraindevices_lets_a_job_open_only_its_own_gpus(tmp_path):
+@needs_cgroups
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_constraindevices_lets_a_job_open_only_its_own_gpus(tmp_path, layout: str):
     """Fake GPU device files (character devices 195:N, as the reference cluster fakes /dev/nvidia*):
-    a job given one GPU opens its own (the driver is absent: ENXIO) and is refused the others (EPERM)."""
+    a job given one GPU opens its own (the driver is absent: ENXIO) and is refused the others (EPERM).
+    v1: the devices controller; v2: a device program attached to the job's cgroup."""
     from tests.conftest import serve
+    if layout == "v1" and cgroup._mount_type("/sys/fs/cgroup/devices") != "cgroup":
+        pytest.skip("no v1 devices controller")
     dev = tmp_path / "dev"
     dev.mkdir()
     for i in range(4):
         os.mknod(dev / f"nvidia{i}", 0o666 | 0o020000, os.makedev(195, i))
     gen = serve(Cluster(tmp_path / "c", nodes=1, cpus=4, memory=8000, gpus=4,
-                        agent_env={"SLURMLET_CGROUP": "v1", "SLURMLET_GPU_FILES": f"{dev}/nvidia[0-3]"},
+                        agent_env={"SLURMLET_CGROUP": layout, "SLURMLET_GPU_FILES": f"{dev}/nvidia[0-3]"},
                         cgroup_conf="ConstrainDevices=yes\n"))
     c = next(gen)
     try:
