@@ -304,8 +304,8 @@ class Group:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                 return False
-        if cpus:
-            with contextlib.suppress(OSError):
+        if cpus:  # (a CPU id from the user's --cpu-bind may be out of any range: the task runs unbound)
+            with contextlib.suppress(OSError, ValueError, OverflowError):
                 os.sched_setaffinity(pid, cpus)
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGCONT)

@@ -251,7 +251,7 @@ class StepRunner:
             if run.cgroup:
                 await run.cgroup.adopt(proc.pid, task_cpus)
             elif task_cpus:  # no cgroup to hold it until then: bound as soon as it runs
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError, ValueError, OverflowError):
                     os.sched_setaffinity(proc.pid, task_cpus)
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))

@@ -50,3 +50,8 @@ def test_srun_refuses_what_it_cannot_parse(value):
         parse(value)
     assert e.value.lines == [f'srun: error: unrecognized --cpu-bind argument "{value}"',
                              "srun: fatal: Failed to parse --cpu-bind= values."]
+
+
+def test_a_cpu_id_out_of_any_range_is_laid_out_and_left_to_the_kernel_to_refuse():
+    got, env = plan(parse("map_cpu:99999999999999999999"), [0, 1], 1)
+    assert got == [[99999999999999999999]] and env["SLURM_CPU_BIND_LIST"] == "99999999999999999999"
