@@ -204,7 +204,8 @@ class Agent:
                     resp = sync.result()
                 except httpx.HTTPError as e:
                     pause = jittered(backoff)
-                    log.warning("controller unreachable (%s); retrying in %.1fs", e.__class__.__name__, pause)
+                    log.warning("controller unreachable (%s: %s); retrying in %.1fs", e.__class__.__name__,
+                                str(e)[:120] or "-", pause)
                     await asyncio.sleep(pause)
                     backoff = min(backoff * 2, self.max_backoff)
                     continue

@@ -139,6 +139,9 @@ class Launcher:
         jid = order["job_id"]
         gen = int(order.get("restarts") or 0)
         if jid in self.jobs or jid in self.ending or (jid, gen) in self.done_ids or jid in self.finished:
+            old = self.jobs.get(jid)
+            if old is not None and old.restarts != gen:
+                log.info("job %s: run %d waits for run %d to end here", jid, gen, old.restarts)
             return
         script = None
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
@@ -209,6 +212,7 @@ class Launcher:
             job.limit_at = (order.get("start_time") or time.time()) + limit * 60 + (order.get("suspended_secs") or 0)
             job.signal = _parse_signal_opt(order.get("signal"))
             self._arm(job)
+        log.info("Launching batch job %s (run %d) for UID %s: pid %d", jid, gen, order.get("uid"), proc.pid)
         asyncio.create_task(self._reap(job))
 
     def _groups(self, order: dict, step: str) -> tuple[Group, Group] | None:
@@ -290,6 +294,8 @@ class Launcher:
                 rep["epilog_failed"] = code
         self._record(job.job_id, job.restarts, rep)
         self.ending.discard(job.job_id)
+        log.info("job %s (run %d) completed: exit code %s, signal %s", job.job_id, job.restarts, rep["exit_code"],
+                 rep["signal"])
 
     async def _end_cgroups(self, job: Job) -> dict:
         """The batch step's exact CPU time and its job's OOM kills from their cgroups, then both
@@ -352,6 +358,7 @@ class Launcher:
             return
         job.killing = why
         job.suspended_at = None
+        log.info("job %s (run %d): killing it (%s)", jid, job.restarts, why)
         now = slurm_time(time.time())
         msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):

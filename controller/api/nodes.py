@@ -4,6 +4,7 @@ report, and long-poll for orders."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from fastapi import APIRouter, Request
 
@@ -12,6 +13,8 @@ from ..errors import InvalidRequest
 from ..views import partition_public
 from .deps import CtlDep, as_json, caller, nodes_of
 from .schemas import NodeSync, NodeUpdate
+
+log = logging.getLogger("slurmlet.controller")
 
 router = APIRouter()
 
@@ -71,6 +74,8 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
     c.run_controller_scripts()
     last = c.last_sync.get(name)
     c.last_sync[name] = now
+    if last is not None and now - last > c.config.slurmd_timeout:
+        log.info("Node %s now responding (silent for %.1f s)", name, now - last)
     if body.finished or body.resources or body.lost:  # a registering node ends the jobs it lost
         c.jobs_changed()
     if body.finished or body.scripts_done or body.resources or last is None or \

@@ -128,9 +128,30 @@ class NetnsCluster:
         r = self.cli("sinfo", "-h", "-N", "-o", "%N %T")
         return dict(line.split() for line in r.stdout.splitlines() if line.strip())
 
+    def log_tails(self, lines: int = 25) -> str:
+        out = []
+        for log in sorted(self.topo.log_dir.glob("*.log")):
+            if log.name.startswith("postgres"):
+                continue
+            kept = [ln[:300] for ln in log.read_text(errors="replace").splitlines()
+                    if '"GET /' not in ln and '"POST /' not in ln]
+            out.append(f"==== {log.name}\n" + "\n".join(kept[-lines:]))
+        return "\n".join(out)
+
     def wait_idle(self, *names: str, timeout: float = 30) -> None:
         wait_until(lambda: all(self.node_states().get(n) == "idle" for n in names), timeout, 0.1,
                    f"nodes {names} idle")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+    """A failed test shows what the daemons logged (their last lines, the HTTP access lines left out):
+    a failure seen only in CI can be read from its output."""
+    outcome = yield
+    rep = outcome.get_result()
+    c = item.funcargs.get("netns_cluster") if hasattr(item, "funcargs") else None
+    if rep.when == "call" and rep.failed and isinstance(c, NetnsCluster):
+        rep.sections.append(("daemon logs", c.log_tails()))
 
 
 @pytest.fixture(scope="module")
