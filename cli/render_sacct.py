@@ -185,11 +185,14 @@ def _a_total_cpu(key: str) -> Callable[[ARow], Any]:
     return get
 
 
-def _a_max_rss(r: ARow) -> str | None:
-    """``MaxRSS`` of a step in KB (``1688K``), when reported."""
-    if r.s is None or r.s.get("max_rss") is None:
-        return None
-    return F.convert_num(int(r.s["max_rss"]), "K")
+def _a_kb(key: str) -> Callable[[ARow], str | None]:
+    """A step's memory figure (``MaxRSS``, ``AveVMSize``...) in KB (``1688K``), when reported."""
+    def get(r: ARow) -> str | None:
+        v = None if r.s is None else r.s.get(key)
+        if v is None or isinstance(v, str):  # (sstat's rows come formatted)
+            return v
+        return F.convert_num(int(v), "K")
+    return get
 
 
 def _A_TIME(key: str) -> Callable[[ARow], str]:  # noqa: N802
@@ -216,8 +219,8 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("AveDiskRead", 14, _a_stat("ave_disk_read")),
     ("AveDiskWrite", 14, _a_stat("ave_disk_write")),
     ("AvePages", 10, _a_stat("ave_pages")),
-    ("AveRSS", 10, _a_stat("ave_rss")),
-    ("AveVMSize", 10, _a_stat("ave_vmsize")),
+    ("AveRSS", 10, _a_kb("ave_rss")),
+    ("AveVMSize", 10, _a_kb("ave_vmsize")),
     ("Cluster", 10, lambda r: r.j.get("cluster")),
     ("Comment", 14, _a_jf("comment")),
     ("Constraints", 19, _A_BLANK),
@@ -247,10 +250,10 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("MaxPages", 8, _a_stat("max_pages")),
     ("MaxPagesNode", 12, _a_stat("max_pages_node")),
     ("MaxPagesTask", 14, _a_stat("max_pages_task")),
-    ("MaxRSS", 10, _a_max_rss),
+    ("MaxRSS", 10, _a_kb("max_rss")),
     ("MaxRSSNode", 10, _a_stat("max_rss_node")),
     ("MaxRSSTask", 10, _a_stat("max_rss_task")),
-    ("MaxVMSize", 10, _a_stat("max_vmsize")),
+    ("MaxVMSize", 10, _a_kb("max_vmsize")),
     ("MaxVMSizeNode", 14, _a_stat("max_vmsize_node")),
     ("MaxVMSizeTask", 14, _a_stat("max_vmsize_task")),
     ("McsLabel", 12, _A_BLANK),

@@ -386,13 +386,17 @@ class StepRunner:
         if len(self.done) > 10000:
             for k in sorted(self.done, key=self.done.get)[:5000]:
                 del self.done[k]
-        reports = [u.report() for u in run.usage.values()]
-        usage = {"max_rss": max((u["max_rss"] for u in reports), default=0),
-                 "user_cpu": sum(u["user_cpu"] for u in reports), "system_cpu": sum(u["system_cpu"] for u in reports)}
+        reports = {rank: u.report() for rank, u in run.usage.items()}
+        if peak and len(reports) == 1:  # the kernel's peak of a lone task: exact, between two samples too
+            for rep in reports.values():
+                rep["max_rss"] = max(peak, rep["max_rss"])
+        usage = {"max_rss": max((u["max_rss"] for u in reports.values()), default=0),
+                 "max_vms": max((u["max_vms"] for u in reports.values()), default=0),
+                 "user_cpu": sum(u["user_cpu"] for u in reports.values()),
+                 "system_cpu": sum(u["system_cpu"] for u in reports.values()),
+                 "tasks": {str(rank): [u["max_rss"], u["max_vms"]] for rank, u in reports.items()}}
         if times is not None:
             usage.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
-        if peak:
-            usage["max_rss"] = max(peak, usage["max_rss"])
         if oom:
             usage["oom"] = True
         self.finished[run.key] = {"job_id": order["job_id"], "step_id": order["step_id"], "usage": usage,

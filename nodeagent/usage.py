@@ -1,5 +1,5 @@
 """Resource use of a job's (or a step task's) process tree, sampled while it runs: the largest
-resident set seen (sacct's MaxRSS) and the CPU time of every process seen (TotalCPU, UserCPU,
+resident set and virtual memory size seen (sacct's MaxRSS, MaxVMSize) and the CPU time of every process seen (TotalCPU, UserCPU,
 SystemCPU). Processes are found as the kill path finds them (by session id, and in the task's cgroup
 where it has one; the CPU times a cgroup counts replace these samples at the end: see cgroup.py)."""
 
@@ -45,7 +45,8 @@ class Usage:
     def report(self) -> dict:
         user = sum(u for u, _ in self.cpu.values())
         system = sum(s for _, s in self.cpu.values())
-        return {"max_rss": self.max_rss, "user_cpu": round(user, 3), "system_cpu": round(system, 3)}
+        return {"max_rss": self.max_rss, "max_vms": self.max_vms, "user_cpu": round(user, 3),
+                "system_cpu": round(system, 3)}
 
 
 async def watch(pids: int | Callable[[], list[int]], usage: Usage, done: asyncio.Event,

@@ -191,6 +191,7 @@ class Finished(Strict):
     prolog_failed: bool = False  # the node's Prolog failed: the job never started
     epilog_failed: int | None = None  # the node's Epilog exit code, when it failed
     max_rss: int | None = Field(None, ge=0)  # KB: the batch script's largest resident set, as sampled
+    max_vms: int | None = Field(None, ge=0)  # KB: its largest virtual memory size, as sampled
     user_cpu: float | None = Field(None, ge=0)  # seconds
     system_cpu: float | None = Field(None, ge=0)
 
@@ -204,12 +205,23 @@ class Lost(Strict):
     step_id: Id | None = None
 
 
+class StepUsage(Strict):
+    """What a step's tasks on one node used: the kernel's counts where the step had a cgroup."""
+
+    max_rss: int | None = Field(None, ge=0)  #: KB, its largest task's (the cgroup's peak for a lone task)
+    max_vms: int | None = Field(None, ge=0)  #: KB, its largest task's virtual memory, as sampled
+    user_cpu: float | None = Field(None, ge=0)  #: seconds, all its tasks
+    system_cpu: float | None = Field(None, ge=0)
+    oom: bool = False  #: the kernel killed some of it for the step's memory limit
+    tasks: dict[str, list[int]] = Field(default_factory=dict)  #: rank -> [max RSS KB, max VM size KB]
+
+
 class StepFinished(Strict):
     job_id: Id
     step_id: Id
     results: dict[str, list[int]] = Field(default_factory=dict)  #: rank -> [exit code, signal]
     end_time: float | None = None
-    usage: dict[str, float] | None = None  #: max_rss (KB), user_cpu and system_cpu (s) of the node's tasks
+    usage: StepUsage | None = None
 
 
 class StepCreate(Strict):

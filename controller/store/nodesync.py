@@ -187,6 +187,7 @@ class NodeSync:
             return
         vals: dict = dict(active=False, pending_action=None, pending_signal=None,
                           batch_exit_code=code, batch_exit_signal=sig, batch_max_rss=fin.get("max_rss"),
+                          batch_max_vms=fin.get("max_vms"),
                           batch_user_cpu=fin.get("user_cpu"), batch_system_cpu=fin.get("system_cpu"))
         if action == "cancel":
             vals.update(batch_state="CANCELLED")

@@ -109,7 +109,7 @@ class Queries:
                 "exit_code": row.batch_exit_code or 0, "exit_signal": row.batch_exit_signal or 0,
                 "start_time": row.start_time, "end_time": row.end_time if row.batch_state else None,
                 "nodes": row.batch_host or "", "num_nodes": 1, "num_cpus": batch_alloc["cpus"], "num_tasks": 1,
-                "max_rss": getattr(row, "batch_max_rss", None), "user_cpu": getattr(row, "batch_user_cpu", None) or 0.0,
+                **_batch_memory(row), "user_cpu": getattr(row, "batch_user_cpu", None) or 0.0,
                 "system_cpu": getattr(row, "batch_system_cpu", None) or 0.0,
                 "total_cpu": (getattr(row, "batch_user_cpu", None) or 0.0) + (getattr(row, "batch_system_cpu", None) or 0.0),
             })
@@ -270,3 +270,14 @@ class Queries:
     def max_job_id(self) -> int:
         with self.engine.connect() as c:
             return c.execute(select(func.max(J.c.id))).scalar() or 0
+
+
+def _batch_memory(row: Any) -> dict:
+    """sacct's memory figures of a batch step: its one task's, on its batch host."""
+    rss, vms = getattr(row, "batch_max_rss", None), getattr(row, "batch_max_vms", None)
+    if rss is None:
+        return {"max_rss": None}
+    out = {"max_rss": rss, "max_rss_node": row.batch_host, "max_rss_task": 0, "ave_rss": rss}
+    if vms is not None:
+        out.update(max_vmsize=vms, max_vmsize_node=row.batch_host, max_vmsize_task=0, ave_vmsize=vms)
+    return out

@@ -204,6 +204,24 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
     return orders
 
 
+def memory_stats(usage: dict[str, dict]) -> dict:
+    """sacct's memory figures of a step from what each node reported ({node: usage}): MaxRSS and
+    MaxVMSize are its largest task's, with that task's node and rank; AveRSS and AveVMSize the mean
+    over its tasks of each one's largest (KB). Nodes whose report has no task figures count as one task."""
+    tasks = [(node, int(rank), rss or 0, vms or 0) for node, u in sorted(usage.items())
+             for rank, (rss, vms) in sorted((u.get("tasks") or {}).items(), key=lambda kv: int(kv[0]))]
+    tasks += [(node, None, u.get("max_rss") or 0, u.get("max_vms") or 0)
+              for node, u in sorted(usage.items()) if not u.get("tasks")]
+    if not tasks:
+        return {"max_rss": None}
+    out = {}
+    for key, i in (("rss", 2), ("vmsize", 3)):
+        top = max(tasks, key=lambda t: t[i])
+        out.update({f"max_{key}": top[i], f"max_{key}_node": top[0], f"max_{key}_task": top[1],
+                    f"ave_{key}": sum(t[i] for t in tasks) / len(tasks)})
+    return out
+
+
 def public(c: Any, job_ids: list[int], srun: bool = False) -> dict[int, list[dict]]:
     """sacct's rows of the steps of these jobs, by job; with `srun`, a running step's srun host and pid
     too (scontrol show step: its request, environment and all, is read only then, not for squeue)."""
@@ -211,12 +229,13 @@ def public(c: Any, job_ids: list[int], srun: bool = False) -> dict[int, list[dic
     for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
         layout = json.loads(r.layout)
         req = json.loads(r.request) if srun and r.state == "RUNNING" else {}
-        use = list(json.loads(r.usage or "{}").values())
-        user = sum(u.get("user_cpu", 0) for u in use)
-        system = sum(u.get("system_cpu", 0) for u in use)
+        usage = json.loads(r.usage or "{}")
+        user = sum(u.get("user_cpu") or 0 for u in usage.values())
+        system = sum(u.get("system_cpu") or 0 for u in usage.values())
         out.setdefault(r.job_id, []).append({
-                    "max_rss": max((u.get("max_rss", 0) for u in use), default=None),
-                    "user_cpu": user, "system_cpu": system, "total_cpu": user + system,"step": r.step_id, "name": r.name, "state": r.state, "exit_code": r.exit_code,
+                    **memory_stats(usage),
+                    "user_cpu": user, "system_cpu": system, "total_cpu": user + system,
+                    "step": r.step_id, "name": r.name, "state": r.state, "exit_code": r.exit_code,
                     "exit_signal": r.exit_signal, "start_time": r.start_time, "end_time": r.end_time,
                     "nodes": hostlist.collect_hostlist([x["node"] for x in layout]), "num_nodes": len(layout),
                     "num_cpus": sum(x["cpus"] for x in layout),

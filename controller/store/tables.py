@@ -65,6 +65,7 @@ jobs = Table(
     Column("master_port", Integer),  #: MASTER_PORT of the job's rendezvous, the same on all its nodes
     #: the batch script's use, as the agent sampled it (sacct MaxRSS in KB, UserCPU/SystemCPU in s)
     Column("batch_max_rss", Integer),
+    Column("batch_max_vms", Integer),
     Column("batch_user_cpu", Float),
     Column("batch_system_cpu", Float),
 )
