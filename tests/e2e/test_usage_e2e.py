@@ -38,7 +38,7 @@ def test_sacct_reports_what_the_batch_script_and_steps_used(cluster: Cluster):
 
 def test_sacct_memory_figures_per_task(cluster: Cluster):
     """MaxRSS/MaxVMSize are the largest task's, with its node and rank (MaxRSSNode, MaxRSSTask);
-    AveRSS/AveVMSize the mean of the tasks' (reference: a 2-task step on 22.05, whose fields these are)."""
+    AveRSS/AveVMSize the mean of the tasks' (tests/data/slurm-2205-memstats.md: a 2-task step on 22.05)."""
     c = cluster
     hold = (f"{sys.executable} -c 'import os, time; x = bytearray((20 + 60 * int(os.environ[\"SLURM_PROCID\"])) "
             "* 2**20); x[::4096] = b\"1\" * len(x[::4096]); time.sleep(2)'")
