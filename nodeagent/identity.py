@@ -8,6 +8,7 @@ system's); `own(path, order)` hands a file the agent created for the job (its sc
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 
@@ -75,12 +76,33 @@ def _become(ident: tuple[int, int, list[int]] | None, umask: int | None) -> None
         os.umask(umask)
 
 
-def _in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, work, path: str):  # noqa: ANN001, ANN202
-    """Run `work()` in a forked child that has become the job's user (as the agent itself when
-    `ident` is None) with the job's umask: the descriptor it returns comes back over a socket pair
-    (SCM_RIGHTS); an OSError it raises is raised here with its errno. The child makes only system
-    calls, then _exit: safe in a threaded parent."""
+def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
+    """`open(path, mode)` with the rights of the job's user: a job may only write (or read, for its
+    stdin) what its user may, although the agent runs as root. The file is opened by a child
+    process that has become the user, with the submitter's umask, and sent back; a file it creates
+    is the user's. Raises OSError as open() does."""
+    if job_identity(order) is None and job_umask(order) is None:
+        return open(path, mode)
+    (f,), _ = open_all_as(order, [(path, mode)])
+    if isinstance(f, OSError):
+        raise f
+    return f
+
+
+#: open_all_as's modes: open()'s, and "wab": emptied, then written at its end (O_TRUNC with O_APPEND)
+_FLAGS = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+          "wab": os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND}
+
+
+def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None = None) \
+        -> tuple[list, OSError | None]:
+    """open_as for each (path, mode) of `files` and chdir_error(workdir), all in one child that has
+    become the job's user (a launch forks once, not once per file). Returns, in order, a file object
+    or the OSError its open raised (after the first failure the others are not tried: ECANCELED),
+    and the reason the user could not enter `workdir` (None when
+    they can, or when no `workdir` was given)."""
     import socket
+    ident, umask = job_identity(order), job_umask(order)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
@@ -88,42 +110,54 @@ def _in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, work,
         try:
             parent.close()
             _become(ident, umask)
-            fd = work()
-            if fd is None:
-                child.sendall(b"ok")
+            errs, fds = [], []
+            for path, mode in files:
+                if any(errs):  # after a failure the rest stay unopened (ECANCELED): nothing made in vain
+                    errs.append(errno.ECANCELED)
+                    continue
+                try:
+                    fds.append(os.open(path, _FLAGS[mode] | os.O_CLOEXEC, 0o666))
+                    errs.append(0)
+                except OSError as e:
+                    errs.append(e.errno or errno.EIO)
+            if workdir is not None:
+                try:
+                    os.chdir(workdir)
+                    errs.append(0)
+                except OSError as e:
+                    errs.append(e.errno or errno.EIO)
+            msg = ",".join(map(str, errs)).encode() or b"-"
+            if fds:
+                socket.send_fds(child, [msg], fds)
             else:
-                socket.send_fds(child, [b"ok"], [fd])
-        except OSError as e:
-            child.sendall(f"{e.errno or 0}".encode())
+                child.sendall(msg)
         except BaseException:  # noqa: BLE001 - never return into the parent's code
             code = 1
         finally:
             os._exit(code)
     child.close()
     try:
-        msg, fds, _flags, _addr = socket.recv_fds(parent, 64, 1)
+        msg, fds, _flags, _addr = socket.recv_fds(parent, 4096, max(1, len(files)))
     finally:
         parent.close()
         os.waitpid(pid, 0)
-    if msg != b"ok":  # the child sent the errno of its failure instead (EIO when it could not say)
-        errno = int(msg) if msg.isdigit() and int(msg) else 5
-        raise OSError(errno, os.strerror(errno), path)
-    return fds[0] if fds else None
-
-
-def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
-    """`open(path, mode)` with the rights of the job's user: a job may only write (or read, for its
-    stdin) what its user may, although the agent runs as root. The file is opened by a child
-    process that has become the user, with the submitter's umask, and sent back; a file it creates
-    is the user's. Raises OSError as open() does."""
-    ident = job_identity(order)
-    umask = job_umask(order)
-    if ident is None and umask is None:
-        return open(path, mode)
-    flags = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-             "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND}[mode]
-    fd = _in_child(ident, umask, lambda: os.open(path, flags | os.O_CLOEXEC, 0o666), path)
-    return os.fdopen(fd, mode)
+    try:
+        errs = [int(x) for x in msg.decode().split(",")] if msg and msg != b"-" else []
+    except ValueError:
+        errs = []
+    want = len(files) + (workdir is not None)
+    if len(errs) != want:  # the child failed before it could say: every one fails with EIO
+        for fd in fds:
+            os.close(fd)
+        errs, fds = [errno.EIO] * want, []
+    out: list = []
+    it = iter(fds)
+    for (path, mode), err in zip(files, errs):
+        out.append(OSError(err, os.strerror(err), path) if err else os.fdopen(next(it), mode.replace("wab", "ab")))
+    bad = None
+    if workdir is not None and errs[-1]:
+        bad = OSError(errs[-1], os.strerror(errs[-1]), workdir)
+    return out, bad
 
 
 def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
@@ -163,11 +197,7 @@ def chdir_error(path: str, order: dict) -> OSError | None:
     that has become the user, so a directory only root may enter is refused as it would be to them."""
     if not path.startswith("/"):
         return OSError(2, os.strerror(2), path)
-    try:
-        _in_child(job_identity(order), None, lambda: os.chdir(path), path)
-    except OSError as e:
-        return e
-    return None
+    return open_all_as(dict(order, environment={}), [], path)[1]  # (the umask plays no part)
 
 
 #: the batch script and each step task start through this: it changes into the job's working directory

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -77,15 +78,6 @@ def _remove_script(path: str | None, spool: str) -> None:
             os.rmdir(d)
 
 
-def _open_output(path: str, mode: str, order: dict):  # noqa: ANN202 - a binary file
-    """The job's output file, emptied first unless --open-mode=append, then open for appending: the
-    agent appends its own lines to it (CANCELLED AT, OOM), and a job writing at an offset of its own
-    would write over them."""
-    if mode == "wb":
-        identity.open_as(path, "wb", order).close()
-    return identity.open_as(path, "ab", order)
-
-
 def slurm_time(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
@@ -145,32 +137,53 @@ class Launcher:
             return
         script = None
         out_path, err_path = order.get("stdout"), order.get("stderr") or order.get("stdout")
-        mode = "ab" if order.get("open_mode") == "append" else "wb"
+        # output files emptied first unless --open-mode=append, and written at their end: the agent
+        # appends its own lines (CANCELLED AT, OOM), which a job writing at an offset of its own would overwrite
+        mode = "ab" if order.get("open_mode") == "append" else "wab"
         stdin_path = order.get("stdin") or os.devnull
-        try:  # first, as the job's user, as slurmstepd does: a job whose input it cannot read never starts
-            stdin = identity.open_as(stdin_path, "rb", order)
-        except OSError as e:
-            log.warning("job %s: could not open stdin file %s: %s", jid, stdin_path, e.strerror or e)
-            self._record(jid, gen, {"job_id": jid, "exit_code": 0, "signal": STDIN_FAILED, "launch_failed": True,
-                                    "restarts": gen})
+        workdir = order.get("workdir") or "/"
+        files = [(stdin_path, "rb")] + ([(out_path, mode)] if out_path else []) + \
+            ([(err_path, mode)] if err_path != out_path else [])
+        # all with the job's user's rights, in one child: its input first, as slurmstepd does (a job whose
+        # input it cannot read never starts, and makes no output file); its output where they may write;
+        # its working directory one they may enter (root may enter and write what they may not)
+        try:
+            opened, bad = identity.open_all_as(order, files, workdir if workdir.startswith("/") else None)
+        except OSError as e:  # (no process to open them in)
+            log.warning("job %s: launch failed: %s", jid, e)
+            self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
+        if not workdir.startswith("/"):
+            bad = OSError(errno.ENOENT, os.strerror(errno.ENOENT), workdir)
+        failed = next((f for f in opened if isinstance(f, OSError)), None)
+        if failed is not None:
+            for f in opened:
+                if not isinstance(f, OSError):
+                    f.close()
+            if failed is opened[0]:
+                log.warning("job %s: could not open stdin file %s: %s", jid, stdin_path, failed.strerror or failed)
+                self._record(jid, gen, {"job_id": jid, "exit_code": 0, "signal": STDIN_FAILED, "launch_failed": True,
+                                        "restarts": gen})
+            else:
+                log.warning("job %s: launch failed: %s", jid, failed)
+                self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
+            return
+        stdin = opened[0]
+        out = opened[1] if out_path else open(os.devnull, "wb")
+        err = out if err_path == out_path else opened[-1]
         try:
             script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
             with open(script, "w") as f:
                 f.write(order["script"])
             os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
             identity.own(script, order)  # the job runs as its user (agent as root), who must run it
-            # output files with the user's rights, not the agent's (root's): theirs, where they may write
-            out = _open_output(out_path, mode, order) if out_path else open(os.devnull, "wb")
-            err = out if err_path == out_path else _open_output(err_path, mode, order)
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
-            stdin.close()
+            for f in {stdin, out, err}:
+                f.close()
             _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
-        workdir = order.get("workdir") or "/"
-        bad = identity.chdir_error(workdir, order)  # as the job's user: root may enter what they may not
         if bad is not None:
             err.write(f"slurmstepd-{self.node}: error: couldn't chdir to `{workdir}': {bad.strerror}: "
                       f"going to /tmp instead\n".encode())
