@@ -12,5 +12,10 @@ python3 -m venv .venv >/dev/null
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && command -v pg_ctlcluster >/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
 fi
+# the dashboard's browser tests drive Debian's Chromium (tests/browser; they skip where there is none)
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >.venv/apt.log 2>&1 ||
+    echo "test.sh: could not install chromium (see .venv/apt.log): the browser tests will skip" >&2
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 exec .venv/bin/python -m pytest "$@"

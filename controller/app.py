@@ -18,7 +18,7 @@ from starlette.datastructures import Headers
 from slurmlet.common import cred
 
 from . import auth, metrics
-from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps
+from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
 from .api.deps import json_safe, nodes_of
 from .api.runs import MAX_CODE
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
@@ -135,7 +135,7 @@ def create_app(settings: Settings) -> FastAPI:
     # middleware, innermost first: authentication, then the body limit (an oversized request is refused
     # with 413 before 401), then the latency timing of metrics.install (outermost: it times everything)
     app.add_middleware(_Authenticate)
-    for r in (jobs, runs, secrets, steps, nodes, admin):
+    for r in (jobs, runs, secrets, steps, nodes, admin, web):
         app.include_router(r.router)
     app.add_middleware(limits.BodyLimit, max_code=MAX_CODE)  # 413 before an oversized body is read
     metrics.install(app, ctl, nodes_of)  # GET /metrics; its latency middleware is the outermost: it times all

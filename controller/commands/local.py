@@ -360,7 +360,26 @@ def up(argv: list[str]) -> int:
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
     print(f"# slurmlet: {len(node_names)} nodes idle; controller at {url}; state in {state}", file=sys.stderr)
+    print(f"# slurmlet: dashboard at {dashboard_url(url, key_file)}", file=sys.stderr)
     return 0
+
+
+def dashboard_url(url: str, key_file: str) -> str:
+    """The dashboard's address signed in as the user who started the cluster (a token for a week in
+    it, as Jupyter's address carries one): opening it signs in at once."""
+    import pwd
+    import time
+
+    from slurmlet.common.cred import read_key
+    from slurmlet.controller.auth import issue_token
+    key = read_key(key_file)
+    try:
+        user = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        user = None
+    if key is None or user is None:
+        return url.rstrip("/") + "/"
+    return f"{url.rstrip('/')}/?token={issue_token(key, user, 7 * 86400, time.time())}"
 
 
 def _shape_words(shape: dict) -> str:

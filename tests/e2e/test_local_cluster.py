@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import BIN, wait_until
@@ -27,6 +29,10 @@ def test_up_exports_then_down_stops_exactly_its_processes(tmp_path: Path):
     pids = json.loads((state / "pids.json").read_text())
     assert sorted(pids) == ["agent:node1", "agent:node2", "agent:node3", "controller", "credd"]
     assert exports["SLURMLET_CRED_SOCKET"] == str(state / "cred.sock")
+    # the dashboard's address, signed in as whoever started the cluster (a token in it, as Jupyter's)
+    dash = re.search(r"^# slurmlet: dashboard at (http://127\.0\.0\.1:\d+)/\?token=(\S+)$", up.stderr, re.M)
+    assert dash and dash.group(1) == exports["SLURMLET_CONTROLLER"], up.stderr
+    dashboard_token = dash.group(2)
     try:
         # without SLURMLET_CONTROLLER the CLI finds the running `up`
         r = subprocess.run([str(BIN / "sinfo"), "-h", "-N", "-o", "%N %t %G"], capture_output=True, text=True,
@@ -37,6 +43,11 @@ def test_up_exports_then_down_stops_exactly_its_processes(tmp_path: Path):
         r = subprocess.run([str(BIN / "sbatch"), "--parsable", "-H", "--wrap", "true"], capture_output=True,
                            text=True, env=nokey, timeout=30)
         assert r.returncode == 0, r.stderr
+        held = int(r.stdout.strip())
+        # the dashboard's token acts as that user: their held job is cancelled through it
+        got = httpx.post(exports["SLURMLET_CONTROLLER"] + "/api/v1/jobs/cancel", json={"ids": [held]},
+                         headers={"X-SLURM-USER-TOKEN": dashboard_token}, timeout=30)
+        assert got.status_code == 200 and got.json()["results"] == [{"job_id": held, "ok": True}], got.text
         # a second `up` on the same state directory keeps the running daemons
         again = subprocess.run([str(BIN / "slurmlet"), "up", "--state-dir", str(state)], capture_output=True,
                                text=True, env=env, timeout=60)

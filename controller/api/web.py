@@ -1,0 +1,88 @@
+"""The dashboard: its page at `/` and assets at `/ui/...` (all in the wheel: no CDN), and the event
+stream it follows (`/api/v1/events`, server-sent events). The page reads the same API as the CLI and
+signs in with a token from `scontrol token` (`/?token=TOKEN`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib import resources
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response, StreamingResponse
+from sqlalchemy import func, select
+
+from ..store.tables import jobs as J
+from .deps import CtlDep
+
+router = APIRouter()
+
+#: the assets the page loads, by name: (media type, file under controller/web/)
+ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+#: how often the event stream looks for a change it was not told of (a node going silent, a start)
+POLL = 1.0
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("slurmlet.controller").joinpath("web", name).read_bytes()
+
+
+_NO_STORE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> Response:
+    # the token in the address stays out of other sites' Referer headers
+    return Response(_asset("index.html"), media_type="text/html; charset=utf-8",
+                    headers=dict(_NO_STORE, **{"Referrer-Policy": "no-referrer",
+                                               "Content-Security-Policy": "default-src 'self'; img-src 'self' data:"}))
+
+
+@router.get("/ui/{name}", include_in_schema=False)
+async def asset(name: str) -> Response:
+    if name not in ASSETS:
+        return Response(status_code=404)
+    return Response(_asset(name), media_type=ASSETS[name] + "; charset=utf-8", headers=_NO_STORE)
+
+
+def fingerprint(c, fresh: bool = False) -> tuple:  # noqa: ANN001 - the Controller
+    """What changes when anything the dashboard shows changes: the jobs' states and times, holds,
+    and which nodes answer. Shared by every open page (computed at most every POLL/2 seconds, unless
+    `fresh`: a job just ended)."""
+    now = c.clock()
+    cached = getattr(c, "_ui_fp", None)
+    if cached is not None and now - cached[0] < POLL / 2 and not fresh:
+        return cached[1]
+    with c.store.engine.connect() as conn:
+        states = tuple(conn.execute(select(J.c.state, func.count()).group_by(J.c.state).order_by(J.c.state)).all())
+        times = tuple(conn.execute(select(func.max(J.c.id), func.max(J.c.start_time), func.max(J.c.end_time),
+                                          func.count(J.c.held), func.sum(J.c.priority))).one())
+    timeout = c.config.slurmd_timeout
+    alive = tuple(sorted(n for n, t in c.last_sync.items() if now - t <= timeout))
+    fp = (states, times, alive)
+    c._ui_fp = (now, fp)
+    return fp
+
+
+@router.get("/api/v1/events", include_in_schema=False)  # (a stream: no schema tool can end it)
+async def events(c: CtlDep, request: Request) -> StreamingResponse:
+    """`event: change` whenever what the dashboard shows may have changed (at once when a job ends,
+    else within a second); a comment line every 15 s keeps proxies from closing the stream."""
+    async def stream():  # noqa: ANN202
+        last, quiet, woken = None, 0.0, False
+        yield "retry: 2000\n\n"
+        while not await request.is_disconnected():
+            fp = fingerprint(c, fresh=woken)
+            if fp != last:
+                last, quiet = fp, 0.0
+                yield f"event: change\ndata: {json.dumps({'at': c.clock()})}\n\n"
+            elif quiet >= 15:
+                quiet = 0.0
+                yield ": idle\n\n"
+            ended = c.ended
+            try:
+                await asyncio.wait_for(ended.wait(), POLL)
+                woken = True
+            except asyncio.TimeoutError:
+                quiet, woken = quiet + POLL, False
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_STORE)

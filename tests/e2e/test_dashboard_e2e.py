@@ -1,0 +1,58 @@
+"""The dashboard as the controller serves it: the page and its assets from the wheel (nothing from
+elsewhere), and the event stream that makes it live. (What a browser then shows is tested with a
+real browser: issue 18.)"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import httpx
+import pytest
+
+from tests.conftest import Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+def test_page_and_assets_are_served_and_self_contained(cluster: Cluster):
+    page = httpx.get(cluster.url + "/", timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.headers["referrer-policy"] == "no-referrer"  # a ?token= address leaks to no other site
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    refs = [r for r in re.findall(r'(?:src|href)="([^"#]+)"', page.text) if not r.startswith("data:")]
+    assert sorted(refs) == ["/ui/app.js", "/ui/style.css"]
+    for ref in refs:
+        r = httpx.get(cluster.url + ref, timeout=30)
+        assert r.status_code == 200 and len(r.content) > 500, ref
+        assert not re.search(r"https?://|//cdn", r.text), f"{ref} loads something from elsewhere"
+    assert httpx.get(cluster.url + "/ui/slurm.conf", timeout=30).status_code == 404
+    assert httpx.get(cluster.url + "/ui/..%2Fslurm.conf", timeout=30).status_code == 404
+
+
+def test_event_stream_tells_of_a_job_starting_and_ending(cluster: Cluster):
+    events: list[str] = []
+    stop = threading.Event()
+
+    def listen() -> None:
+        try:
+            with httpx.stream("GET", cluster.url + "/api/v1/events", timeout=httpx.Timeout(30, read=60)) as r:
+                kinds.append(r.headers["content-type"])
+                for line in r.iter_lines():
+                    if line.startswith("event: "):
+                        events.append(line[7:])
+                    if stop.is_set():
+                        return
+        except httpx.HTTPError:  # the cluster stopped under it (after the test)
+            pass
+    kinds: list[str] = []
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    wait_until(lambda: events, 30, 0.05, "the stream's first event")
+    assert kinds[0].startswith("text/event-stream")
+    first = len(events)
+    jid = cluster.sbatch("--wrap", "sleep 1")
+    cluster.wait_state(jid, "COMPLETED", timeout=60)
+    wait_until(lambda: len(events) >= first + 1, 30, 0.05, "an event after the job ran")
+    assert set(events) == {"change"}
+    stop.set()
