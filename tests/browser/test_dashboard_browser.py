@@ -41,7 +41,7 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     stop = c.workdir / "dash-stop"
     jid = c.sbatch("-J", "watched", "--gpus=2", "--wrap", f"while [ ! -e {stop} ]; do sleep 0.1; done")
     row = f'#queue tr[data-job="{jid}"]'
-    page.wait_for_selector(f"{row} >> text=R", timeout=WAIT)
+    page.wait_for_selector(f'{row} td:text-is("R")', timeout=WAIT)  # squeue's ST
     assert page.inner_text(f"{row} td:nth-child(3)") == "watched"
 
     # the GPU grid: the cells the job holds carry its id, as many as scontrol says are allocated
