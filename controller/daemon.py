@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     # agents sync over one kept-alive connection each: uvicorn's default 5 s idle limit races an agent that
     # comes back after a busy moment (its request meets the closing connection: a read error, a back-off)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False,
-                timeout_keep_alive=75)
+                timeout_keep_alive=75, timeout_graceful_shutdown=5)  # (open dashboards stream until closed)
     return 0
 
 

@@ -104,12 +104,21 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
     import socket
     ident, umask = job_identity(order), job_umask(order)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        parent.close()
+        child.close()
+        raise
     if pid == 0:
         code = 0
         try:
             parent.close()
-            _become(ident, umask)
+            try:
+                _become(ident, umask)
+            except OSError as e:  # not any one file's fault: said apart, raised in the parent
+                child.sendall(f"E{e.errno or errno.EIO}".encode())
+                raise
             errs, fds = [], []
             for path, mode in files:
                 if any(errs):  # after a failure the rest stay unopened (ECANCELED): nothing made in vain
@@ -137,16 +146,21 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
             os._exit(code)
     child.close()
     try:
-        msg, fds, _flags, _addr = socket.recv_fds(parent, 4096, max(1, len(files)))
+        msg, fds, flags, _addr = socket.recv_fds(parent, 4096, max(1, len(files)))
     finally:
         parent.close()
         os.waitpid(pid, 0)
+    if msg.startswith(b"E") and msg[1:].isdigit():  # it could not become the user
+        err = int(msg[1:]) or errno.EIO
+        raise OSError(err, f"cannot act as the job's user: {os.strerror(err)}")
     try:
         errs = [int(x) for x in msg.decode().split(",")] if msg and msg != b"-" else []
     except ValueError:
         errs = []
     want = len(files) + (workdir is not None)
-    if len(errs) != want:  # the child failed before it could say: every one fails with EIO
+    if len(errs) != want or flags & socket.MSG_CTRUNC or len(fds) != errs[:len(files)].count(0):
+        # the child failed before it could say, or descriptors were lost on the way (the agent at its
+        # limit of open files): every one fails with EIO
         for fd in fds:
             os.close(fd)
         errs, fds = [errno.EIO] * want, []
@@ -197,7 +211,10 @@ def chdir_error(path: str, order: dict) -> OSError | None:
     that has become the user, so a directory only root may enter is refused as it would be to them."""
     if not path.startswith("/"):
         return OSError(2, os.strerror(2), path)
-    return open_all_as(dict(order, environment={}), [], path)[1]  # (the umask plays no part)
+    try:
+        return open_all_as(dict(order, environment={}), [], path)[1]  # (the umask plays no part)
+    except OSError as e:  # no child, or it could not become the user: they cannot enter it either
+        return e
 
 
 #: the batch script and each step task start through this: it changes into the job's working directory
@@ -214,6 +231,13 @@ def own(path: str, order: dict) -> None:
             os.chown(path, ident[0], ident[1])
         except OSError:
             pass
+
+
+def own_fd(fd: int, order: dict) -> None:
+    """`own` for a file the agent holds open (no name to be swapped under it)."""
+    ident = job_identity(order)
+    if ident is not None:
+        os.fchown(fd, ident[0], ident[1])
 
 
 def script_dir(order: dict) -> str | None:

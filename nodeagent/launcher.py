@@ -173,10 +173,15 @@ class Launcher:
         err = out if err_path == out_path else opened[-1]
         try:
             script = os.path.join(identity.script_dir(order) or self.spool, f"job{jid}.script")
-            with open(script, "w") as f:
+            # a new file, never what stands at its name (the user's directory could hold a link put there
+            # to make root write elsewhere): an earlier run's left over goes first, then O_EXCL|O_NOFOLLOW
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(script)
+            fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+            with os.fdopen(fd, "w") as f:
+                os.fchmod(fd, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
+                identity.own_fd(fd, order)  # the job runs as its user (agent as root), who must run it
                 f.write(order["script"])
-            os.chmod(script, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
-            identity.own(script, order)  # the job runs as its user (agent as root), who must run it
         except OSError as e:
             log.warning("job %s: launch failed: %s", jid, e)
             for f in {stdin, out, err}:

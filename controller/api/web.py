@@ -35,7 +35,8 @@ async def page() -> Response:
     # the token in the address stays out of other sites' Referer headers
     return Response(_asset("index.html"), media_type="text/html; charset=utf-8",
                     headers=dict(_NO_STORE, **{"Referrer-Policy": "no-referrer",
-                                               "Content-Security-Policy": "default-src 'self'; img-src 'self' data:"}))
+                                               "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                                                                          "frame-ancestors 'none'"}))
 
 
 @router.get("/ui/{name}", include_in_schema=False)
@@ -72,7 +73,10 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
         last, quiet, woken = None, 0.0, False
         yield "retry: 2000\n\n"
         while not await request.is_disconnected():
-            fp = fingerprint(c, fresh=woken)
+            try:
+                fp = fingerprint(c, fresh=woken)
+            except Exception:  # noqa: BLE001 - the database away: no change to tell; look again later
+                fp = last
             if fp != last:
                 last, quiet = fp, 0.0
                 yield f"event: change\ndata: {json.dumps({'at': c.clock()})}\n\n"

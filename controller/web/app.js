@@ -53,6 +53,7 @@ function el(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "class") e.className = v;
+    else if (k === "background") e.style.background = v;  // (a style attribute is refused by the page's CSP)
     else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v);
   }
@@ -123,7 +124,7 @@ function clusterPage() {
     const gpus = [];
     for (let i = 0; i < (n.gpus || 0); i++) {
       const j = (gpuHolder[n.name] || {})[i];
-      gpus.push(el("span", { class: "gpu" + (j ? " held" : ""), style: j ? `background:${jobColour(j.job_id)}` : null,
+      gpus.push(el("span", { class: "gpu" + (j ? " held" : ""), background: j ? jobColour(j.job_id) : null,
         title: j ? `GPU ${i}: job ${jobId(j)} (${j.user})` : `GPU ${i}: free`, "data-gpu": i,
         "data-job": j ? j.job_id : null }, j ? el("a", { href: `#/job/${j.job_id}` }, jobId(j)) : `${i}`));
     }
@@ -212,8 +213,10 @@ async function jobPage(id) {
   } }, label);
   if (mine && ACTIVE.has(j.state)) actions.push(act("Cancel", "POST", "/api/v1/jobs/cancel", { ids: [j.job_id] }));
   if (mine && j.state === "PENDING" && !j.held) actions.push(act("Hold", "POST", `/api/v1/jobs/${j.job_id}/hold`, {}));
-  if (mine && j.state === "PENDING" && j.held) actions.push(act("Release", "POST", `/api/v1/jobs/${j.job_id}/release`, {}));
-  if (mine && j.batch && (j.state === "RUNNING" || j.state === "SUSPENDED"))
+  // (an administrator's hold is theirs to lift)
+  if (mine && j.state === "PENDING" && j.held && (j.held !== "admin" || me === "root"))
+    actions.push(act("Release", "POST", `/api/v1/jobs/${j.job_id}/release`, {}));
+  if (mine && j.batch && j.requeue && (j.state === "RUNNING" || j.state === "SUSPENDED"))
     actions.push(act("Requeue", "POST", `/api/v1/jobs/${j.job_id}/requeue`, {}));
   return [
     el("h2", {}, `Job ${jobId(j)} `, el("span", { class: "state state-" + j.state.toLowerCase() }, j.state)),
@@ -250,9 +253,14 @@ function route() {
   return { page: parts[0] || "cluster", arg: parts[1] };
 }
 
-let rendering = 0;
+let rendering = 0, busy = false;
 async function render(keepFocus) {
   const n = ++rendering;
+  busy = true;
+  try { await draw(n, keepFocus); } finally { if (n === rendering) busy = false; }
+}
+
+async function draw(n, keepFocus) {
   const { page, arg } = route();
   const me = signedInUser();
   const who = document.getElementById("who");
@@ -316,6 +324,7 @@ window.addEventListener("DOMContentLoaded", async () => {
   // running times tick (not while a list is open or a sign-in is typed)
   setInterval(() => {
     const focus = document.activeElement;
-    if (route().page !== "signin" && !(focus && focus.tagName === "SELECT")) render(true);
+    // (not while a render waits on the controller: a slow answer is not thrown away every second)
+    if (!busy && route().page !== "signin" && !(focus && focus.tagName === "SELECT")) render(true);
   }, 1000);
 });

@@ -31,6 +31,7 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # (CSP refusals too)
     page.goto(f"{c.url}/?token={token_for(c)}")
     page.wait_for_selector("#who >> text=signed in as root", timeout=WAIT)
     assert "token=" not in page.url  # taken out of the address (and the history)
@@ -47,6 +48,8 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     # the GPU grid: the cells the job holds carry its id, as many as scontrol says are allocated
     page.click("nav >> text=Cluster")
     page.wait_for_selector(f'.gpu[data-job="{jid}"]', timeout=WAIT)
+    colours = page.eval_on_selector_all(f'.gpu[data-job="{jid}"]', "cells => cells.map(c => getComputedStyle(c).backgroundColor)")
+    assert len(set(colours)) == 1 and colours[0] not in ("rgba(0, 0, 0, 0)", "transparent"), colours  # the job's own
     for node in c.node_names:
         shown = page.locator(f'#nodes tr[data-node="{node}"] .gpu.held').count()
         out = c.run([str(BIN / "scontrol"), "show", "node", node]).stdout

@@ -4,6 +4,7 @@ real browser: issue 18.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -41,18 +42,23 @@ def test_event_stream_tells_of_a_job_starting_and_ending(cluster: Cluster):
                 for line in r.iter_lines():
                     if line.startswith("event: "):
                         events.append(line[7:])
+                    elif line.startswith("data: "):
+                        sent.append(json.loads(line[6:])["at"])  # the controller's clock when it told
                     if stop.is_set():
                         return
         except httpx.HTTPError:  # the cluster stopped under it (after the test)
             pass
     kinds: list[str] = []
+    sent: list[float] = []
     t = threading.Thread(target=listen, daemon=True)
     t.start()
     wait_until(lambda: events, 30, 0.05, "the stream's first event")
     assert kinds[0].startswith("text/event-stream")
-    first = len(events)
-    jid = cluster.sbatch("--wrap", "sleep 1")
-    cluster.wait_state(jid, "COMPLETED", timeout=60)
-    wait_until(lambda: len(events) >= first + 1, 30, 0.05, "an event after the job ran")
+    jid = cluster.sbatch("--wrap", "sleep 5")  # well beyond the stream's look-again interval (1.5 s at most)
+    job = cluster.wait_state(jid, "COMPLETED", timeout=60)
+    started = cluster.job(jid)["start_time"]
+    # told of its start (while it ran) and of its end (at or after it)
+    wait_until(lambda: any(started <= t < job["end_time"] for t in sent), 30, 0.05, "an event while it ran")
+    wait_until(lambda: any(t >= job["end_time"] for t in sent), 30, 0.05, "an event once it had ended")
     assert set(events) == {"change"}
     stop.set()
