@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import pwd
+import signal
 
 
 class IdentityError(PermissionError):
@@ -94,13 +95,14 @@ _FLAGS = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "ab": 
           "wab": os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND}
 
 
-def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None = None) \
-        -> tuple[list, OSError | None]:
+def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None = None,
+                timeout: float | None = None) -> tuple[list, OSError | None]:
     """open_as for each (path, mode) of `files` and chdir_error(workdir), all in one child that has
     become the job's user (a launch forks once, not once per file). Returns, in order, a file object
     or the OSError its open raised (after the first failure the others are not tried: ECANCELED),
     and the reason the user could not enter `workdir` (None when
-    they can, or when no `workdir` was given)."""
+    they can, or when no `workdir` was given). An open that does not return within `timeout` seconds
+    (a FIFO nobody writes, a hung network filesystem) has its child killed: OSError ETIMEDOUT."""
     import socket
     ident, umask = job_identity(order), job_umask(order)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -145,8 +147,13 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
         finally:
             os._exit(code)
     child.close()
+    parent.settimeout(timeout)
     try:
         msg, fds, flags, _addr = socket.recv_fds(parent, 4096, max(1, len(files)))
+    except TimeoutError:
+        os.kill(pid, signal.SIGKILL)
+        raise OSError(errno.ETIMEDOUT, f"no answer within {timeout:g} s opening {', '.join(p for p, _ in files)}") \
+            from None
     finally:
         parent.close()
         os.waitpid(pid, 0)

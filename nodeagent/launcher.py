@@ -66,6 +66,11 @@ class Job:
             self.cgroup.signal(sig)
 
 
+#: seconds a launch waits for its files to open as the job's user (a FIFO nobody writes, a hung NFS
+#: mount) before it fails the job
+OPEN_TIMEOUT = 10.0
+
+
 def _remove_script(path: str | None, spool: str) -> None:
     """The batch script's file, and the directory of its own it had when it ran as another user."""
     if not path:
@@ -147,9 +152,10 @@ class Launcher:
         # all with the job's user's rights, in one child: its input first, as slurmstepd does (a job whose
         # input it cannot read never starts, and makes no output file); its output where they may write;
         # its working directory one they may enter (root may enter and write what they may not)
-        try:
-            opened, bad = identity.open_all_as(order, files, workdir if workdir.startswith("/") else None)
-        except OSError as e:  # (no process to open them in)
+        try:  # (in a thread: an open that hangs must not stop the agent; it is given up after OPEN_TIMEOUT)
+            opened, bad = await asyncio.get_running_loop().run_in_executor(
+                None, identity.open_all_as, order, files, workdir if workdir.startswith("/") else None, OPEN_TIMEOUT)
+        except OSError as e:  # no process to open them in, or it hung
             log.warning("job %s: launch failed: %s", jid, e)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return

@@ -257,3 +257,17 @@ def test_requeue_running_job_runs_again(cluster: Cluster, tmp_path: Path):
     assert (j["state"], j["restarts"]) == ("RUNNING", 1)
     cluster.run(f"scancel {jid}")
     cluster.wait_state(jid, "CANCELLED")
+
+
+def test_an_input_that_never_opens_fails_its_job_alone(cluster: Cluster):
+    """`-i` naming a FIFO nobody writes: opening it (as the job's user) would wait forever. The agent
+    gives up after its open timeout and fails that job alone: its node stays up and runs the next."""
+    c = cluster
+    fifo = c.workdir / "never-written.fifo"
+    os.mkfifo(fifo)
+    stuck = c.sbatch("-w", "node1", "-i", str(fifo), "--wrap", "cat")
+    other = c.sbatch("-w", "node1", "--wrap", "true")
+    job = c.wait_state(stuck, ("FAILED", "COMPLETED", "CANCELLED"), timeout=90)
+    assert job["state"] == "FAILED", job
+    c.wait_state(other, "COMPLETED", timeout=60)
+    assert not any(n.get("state", "").startswith("DOWN") for n in c.api("GET", "/api/v1/nodes")["nodes"])
