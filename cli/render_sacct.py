@@ -189,9 +189,7 @@ def _a_kb(key: str) -> Callable[[ARow], str | None]:
     """A step's memory figure (``MaxRSS``, ``AveVMSize``...) in KB (``1688K``), when reported."""
     def get(r: ARow) -> str | None:
         v = None if r.s is None else r.s.get(key)
-        if v is None or isinstance(v, str):  # (sstat's rows come formatted)
-            return v
-        return F.convert_num(int(v), "K")
+        return None if v is None else F.convert_num(int(v), "K")
     return get
 
 

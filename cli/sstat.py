@@ -66,9 +66,9 @@ def step_figures(step: dict) -> dict:
     out.update(_tres_usage(tasks))
     out.update({
         "max_rss": top_rss["max_rss"], "max_rss_node": top_rss["node"], "max_rss_task": top_rss["rank"],
-        "ave_rss": _kb(sum(t["max_rss"] for t in tasks) / n),
-        "max_vmsize": _kb(top_vms["max_vms"]), "max_vmsize_node": top_vms["node"],
-        "max_vmsize_task": top_vms["rank"], "ave_vmsize": _kb(sum(t["max_vms"] for t in tasks) / n),
+        "ave_rss": sum(t["max_rss"] for t in tasks) / n,
+        "max_vmsize": top_vms["max_vms"], "max_vmsize_node": top_vms["node"],
+        "max_vmsize_task": top_vms["rank"], "ave_vmsize": sum(t["max_vms"] for t in tasks) / n,
         "min_cpu": _cpu(least["cpu"]), "min_cpu_node": least["node"], "min_cpu_task": least["rank"],
         "ave_cpu": _cpu(sum(t["cpu"] for t in tasks) / n),
         "max_pages": zero, "max_pages_node": top_rss["node"], "max_pages_task": top_rss["rank"], "ave_pages": zero,

@@ -149,6 +149,8 @@ class Controller:
         self.attach_wanted: dict[str, list[dict]] = {}
         #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
         self.ended = asyncio.Event()
+        #: the dashboard's last look at what it shows: (when, `ended` then, fingerprint); see api/web.py
+        self.ui_look: tuple | None = None
         self.bf_enabled = self.store.sched.backfill
         self.bf_interval = settings.config.bf_interval()
         self.bf_dirty = self.bf_enabled  #: something changed since the last backfill pass

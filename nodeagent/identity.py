@@ -100,9 +100,9 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
     """open_as for each (path, mode) of `files` and chdir_error(workdir), all in one child that has
     become the job's user (a launch forks once, not once per file). Returns, in order, a file object
     or the OSError its open raised (after the first failure the others are not tried: ECANCELED),
-    and the reason the user could not enter `workdir` (None when
-    they can, or when no `workdir` was given). An open that does not return within `timeout` seconds
-    (a FIFO nobody writes, a hung network filesystem) has its child killed: OSError ETIMEDOUT."""
+    and the reason the user could not enter `workdir` (ENOENT for a relative one; None when they
+    can, or when no `workdir` was given). An open that does not return within `timeout` seconds (a
+    FIFO nobody writes, a hung network filesystem) has its child killed: OSError ETIMEDOUT."""
     import socket
     ident, umask = job_identity(order), job_umask(order)
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -133,6 +133,8 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
                     errs.append(e.errno or errno.EIO)
             if workdir is not None:
                 try:
+                    if not workdir.startswith("/"):  # (relative to nothing the user chose)
+                        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
                     os.chdir(workdir)
                     errs.append(0)
                 except OSError as e:
@@ -216,8 +218,6 @@ def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
 def chdir_error(path: str, order: dict) -> OSError | None:
     """Why the job's user could not change into `path` (None when they can): checked by a child
     that has become the user, so a directory only root may enter is refused as it would be to them."""
-    if not path.startswith("/"):
-        return OSError(2, os.strerror(2), path)
     try:
         return open_all_as(dict(order, environment={}), [], path)[1]  # (the umask plays no part)
     except OSError as e:  # no child, or it could not become the user: they cannot enter it either

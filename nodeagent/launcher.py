@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -154,13 +153,11 @@ class Launcher:
         # its working directory one they may enter (root may enter and write what they may not)
         try:  # (in a thread: an open that hangs must not stop the agent; it is given up after OPEN_TIMEOUT)
             opened, bad = await asyncio.get_running_loop().run_in_executor(
-                None, identity.open_all_as, order, files, workdir if workdir.startswith("/") else None, OPEN_TIMEOUT)
+                None, identity.open_all_as, order, files, workdir, OPEN_TIMEOUT)
         except OSError as e:  # no process to open them in, or it hung
             log.warning("job %s: launch failed: %s", jid, e)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
-        if not workdir.startswith("/"):
-            bad = OSError(errno.ENOENT, os.strerror(errno.ENOENT), workdir)
         failed = next((f for f in opened if isinstance(f, OSError)), None)
         if failed is not None:
             for f in opened:

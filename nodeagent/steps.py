@@ -387,7 +387,7 @@ class StepRunner:
             for k in sorted(self.done, key=self.done.get)[:5000]:
                 del self.done[k]
         reports = {rank: u.report() for rank, u in run.usage.items()}
-        if peak and len(reports) == 1:  # the kernel's peak of a lone task: exact, between two samples too
+        if peak:  # the kernel's peak of a lone task (see above): exact, between two samples too
             for rep in reports.values():
                 rep["max_rss"] = max(peak, rep["max_rss"])
         usage = {"max_rss": max((u["max_rss"] for u in reports.values()), default=0),

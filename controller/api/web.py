@@ -46,14 +46,14 @@ async def asset(name: str) -> Response:
     return Response(_asset(name), media_type=ASSETS[name] + "; charset=utf-8", headers=_NO_STORE)
 
 
-def fingerprint(c, fresh: bool = False) -> tuple:  # noqa: ANN001 - the Controller
+def fingerprint(c) -> tuple:  # noqa: ANN001 - the Controller
     """What changes when anything the dashboard shows changes: the jobs' states and times, holds,
-    and which nodes answer. Shared by every open page (computed at most every POLL/2 seconds, unless
-    `fresh`: a job just ended)."""
+    and which nodes answer. One look serves every open page: taken again after POLL/2 seconds, or
+    once a job has ended since (`c.ended` was replaced)."""
     now = c.clock()
-    cached = getattr(c, "_ui_fp", None)
-    if cached is not None and now - cached[0] < POLL / 2 and not fresh:
-        return cached[1]
+    look = c.ui_look
+    if look is not None and now - look[0] < POLL / 2 and look[1] is c.ended:
+        return look[2]
     with c.store.engine.connect() as conn:
         states = tuple(conn.execute(select(J.c.state, func.count()).group_by(J.c.state).order_by(J.c.state)).all())
         times = tuple(conn.execute(select(func.max(J.c.id), func.max(J.c.start_time), func.max(J.c.end_time),
@@ -61,7 +61,7 @@ def fingerprint(c, fresh: bool = False) -> tuple:  # noqa: ANN001 - the Controll
     timeout = c.config.slurmd_timeout
     alive = tuple(sorted(n for n, t in c.last_sync.items() if now - t <= timeout))
     fp = (states, times, alive)
-    c._ui_fp = (now, fp)
+    c.ui_look = (now, c.ended, fp)
     return fp
 
 
@@ -70,11 +70,11 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
     """`event: change` whenever what the dashboard shows may have changed (at once when a job ends,
     else within a second); a comment line every 15 s keeps proxies from closing the stream."""
     async def stream():  # noqa: ANN202
-        last, quiet, woken = None, 0.0, False
+        last, quiet = None, 0.0
         yield "retry: 2000\n\n"
         while not await request.is_disconnected():
             try:
-                fp = fingerprint(c, fresh=woken)
+                fp = fingerprint(c)
             except Exception:  # noqa: BLE001 - the database away: no change to tell; look again later
                 fp = last
             if fp != last:
@@ -83,10 +83,8 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
             elif quiet >= 15:
                 quiet = 0.0
                 yield ": idle\n\n"
-            ended = c.ended
             try:
-                await asyncio.wait_for(ended.wait(), POLL)
-                woken = True
+                await asyncio.wait_for(c.ended.wait(), POLL)
             except asyncio.TimeoutError:
-                quiet, woken = quiet + POLL, False
+                quiet += POLL
     return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_STORE)
