@@ -76,3 +76,21 @@ def command_options(prog: str, argv: list[str], table: list, usage: str,
             print(usage)
         return 0
     return o, pos
+
+
+def start_thread(target, *args):  # noqa: ANN001, ANN201 - a threading.Thread
+    """Start a daemon thread that never takes the process's signals. Linux hands a signal sent to
+    the process to any thread not blocking it, and it passes over a main thread that already has one
+    pending (a Ctrl-C then a SIGTERM): Python runs its handlers in the main thread only, and one
+    blocked in a system call (waitpid, read) is woken only by a signal delivered to itself. So the
+    thread starts with the signals blocked (a new thread inherits its creator's mask)."""
+    import signal
+    import threading
+    every = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, every)
+    t = threading.Thread(target=target, args=args, daemon=True)
+    try:
+        t.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return t

@@ -168,7 +168,7 @@ class Allocation:
     def run(self, job: dict, submit: dict, command: list[str], kill_signal: int | None) -> int:
         import signal
         import subprocess
-        import threading
+        from slurmlet.cli.common import start_thread
         env = allocation_environment(job, submit, dict(os.environ))
         hung_up: list[int] = []
 
@@ -193,7 +193,7 @@ class Allocation:
             return 1
         if hung_up:
             self.child.send_signal(signal.SIGHUP)
-        threading.Thread(target=self._watch, args=(kill_signal,), daemon=True).start()
+        start_thread(self._watch, kill_signal)
         while True:
             try:
                 code = self.child.wait()

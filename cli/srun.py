@@ -240,12 +240,12 @@ class _StepIO:
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
         import selectors
-        import threading
+        from slurmlet.cli.common import start_thread
         import time
         sel = selectors.DefaultSelector()
         sel.register(self.srv, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
-        workers: list[threading.Thread] = []
+        workers: list = []
         last_check = time.monotonic()
         over_since: float | None = None
         while len(self.exits) < self.ntasks:
@@ -256,9 +256,7 @@ class _StepIO:
                         last_check = 0.0
                     continue
                 conn, _ = self.srv.accept()
-                t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-                t.start()
-                workers.append(t)
+                workers.append(start_thread(self._serve, conn))
             now = time.monotonic()
             if now - last_check > 1.0:  # a node that died never reports: ask the controller
                 last_check = now
@@ -330,6 +328,7 @@ class _StepIO:
         there in frames (nodeagent/ptyrelay.py), and so does the window's size, now and when it changes."""
         import struct
         import threading
+        from slurmlet.cli.common import start_thread
         lock = threading.Lock()
 
         def send(kind: bytes, data: bytes) -> None:
@@ -353,7 +352,7 @@ class _StepIO:
                 return
         winch()
         _ON_WINCH.append(winch)
-        threading.Thread(target=typed, daemon=True).start()
+        start_thread(typed)
         out = sys.stdout.buffer
         while True:
             chunk = f.read1(65536)
