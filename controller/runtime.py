@@ -147,6 +147,10 @@ class Controller:
         self.stat_came = asyncio.Event()
         #: sattach: orders for nodes to send a step's output to one more address
         self.attach_wanted: dict[str, list[dict]] = {}
+        #: questions for agents, carried by their next sync (the dashboard's output tail and usage
+        #: series): node -> orders; each order's "key" names the future its answer resolves
+        self.asks_wanted: dict[str, list[dict]] = {}
+        self.asks: dict[str, asyncio.Future] = {}
         #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
         self.ended = asyncio.Event()
         #: the dashboard's last look at what it shows: (when, `ended` then, fingerprint); see api/web.py
@@ -217,6 +221,34 @@ class Controller:
     def jobs_changed(self) -> None:
         self.ended.set()
         self.ended = asyncio.Event()
+
+    async def ask(self, node: str, order: dict, timeout: float) -> dict | None:
+        """Put `order` to `node`'s agent with its next sync and wait for its answer (None when none
+        comes within `timeout` seconds: the node is silent, or answers in an older version)."""
+        import secrets
+        key = secrets.token_hex(8)
+        fut = asyncio.get_running_loop().create_future()
+        self.asks[key] = fut
+        self.asks_wanted.setdefault(node, []).append(dict(order, key=key))
+        self.notify([node])
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self.asks.pop(key, None)
+            left = [o for o in self.asks_wanted.get(node, []) if o["key"] != key]
+            if left:
+                self.asks_wanted[node] = left
+            else:
+                self.asks_wanted.pop(node, None)
+
+    def answered(self, answers: list[dict]) -> None:
+        """An agent's answers to `ask`s (one nobody waits for any more is dropped)."""
+        for a in answers:
+            fut = self.asks.get(str(a.get("key")))
+            if fut is not None and not fut.done():
+                fut.set_result(a)
 
     def notify(self, hosts) -> None:  # noqa: ANN001
         for h in hosts:

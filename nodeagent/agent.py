@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
 import platform
 import signal
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -24,7 +26,7 @@ from . import identity, unpack
 from .env import batch_environment, script_environment
 from .fence import fence_after
 from . import records as records_mod
-from .launcher import Launcher
+from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
 
 log = logging.getLogger("slurmlet.agent")
@@ -89,6 +91,7 @@ class Agent:
         self.spool = spool
         self.steps = StepRunner(name, self.resources["addr"], kill_wait, self.launcher.exited, self.code_dir,
                                 self.python_env, records=self.launcher.records)
+        self.steps.book = self.launcher.book  # one record of the jobs' usage over time, for the dashboard
         #: jobs and steps whose processes a predecessor of this agent left running, killed by
         #: `recover`; reported to the controller (record name -> report) until it has them
         self.lost: dict[str, dict] = {}
@@ -102,6 +105,7 @@ class Agent:
         self.scripts_done: dict[tuple[int, int, str], dict] = {}
         self.script_tasks: set[asyncio.Task] = set()
         self.stats: list[dict] = []  #: sstat answers for the next sync
+        self.answers: list[dict] = []  #: answers to the controller's questions (tail, usage), likewise
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; then stop every job's processes and return."""
@@ -172,10 +176,12 @@ class Agent:
                 steps_done = self.steps.unacked()
                 scripts_done = dict(self.scripts_done)
                 stats, self.stats = self.stats, []
+                answers, self.answers = self.answers, []
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
                               "scripts_done": list(scripts_done.values()), "stats": stats,
+                              "answers": answers,
                               "wait": 0.0 if finished or steps_done or scripts_done or not self.registered
                               else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
@@ -330,6 +336,25 @@ class Agent:
                 tasks = self.launcher.stat(int(jid)) if sid == "batch" else self.steps.stat(key)
                 self.stats.append({"key": key, "node": self.name, "tasks": tasks or []})
             self.launcher.exited.set()
+        elif op == "usage":  # the dashboard's plot: the job's samples here over time
+            self.answer(order, series=self.launcher.book.series(int(order["job_id"])))
+        elif op == "tail":  # the dashboard's view of a job's output, read with its user's rights
+            task = asyncio.create_task(self._tail(order))
+            self.script_tasks.add(task)
+            task.add_done_callback(self.script_tasks.discard)
+
+    def answer(self, order: dict, **what) -> None:  # noqa: ANN003
+        self.answers.append(dict(what, key=order.get("key")))
+        self.launcher.exited.set()  # sync at once: someone waits
+
+    async def _tail(self, order: dict) -> None:
+        try:
+            got = await asyncio.get_running_loop().run_in_executor(None, read_tail, order)
+        except (OSError, identity.IdentityError) as e:
+            got = {"error": f"{order.get('path')}: {e.strerror or e}"}
+        except (KeyError, TypeError, ValueError) as e:
+            got = {"error": f"a malformed question: {e}"}
+        self.answer(order, **got)
 
 
     async def _node_script(self, order: dict) -> None:
@@ -352,6 +377,30 @@ class Agent:
 
 #: the cluster key (--key-file): every request to the controller carries a credential signed with it
 KEY: bytes | None = None
+
+
+#: the most bytes of output one question may read
+TAIL_MAX = 1 << 20
+
+
+def read_tail(order: dict) -> dict:
+    """`limit` bytes of the file at `path` from `offset` (-1: its last `limit` bytes), opened as the
+    job's user (what they could not read, nobody reads this way); base64, with the offset they start
+    at and the file's size. Only a regular file: a FIFO or a device is never read."""
+    import base64
+    limit = max(0, min(int(order["limit"]), TAIL_MAX))
+    offset = int(order["offset"])
+    (f,), _ = identity.open_all_as(order, [(str(order["path"]), "rb")], timeout=OPEN_TIMEOUT)
+    if isinstance(f, OSError):
+        raise f
+    with f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        start = max(0, st.st_size - limit) if offset < 0 else min(offset, st.st_size)
+        f.seek(start)
+        data = f.read(limit)
+    return {"offset": start, "size": max(st.st_size, start + len(data)), "data": base64.b64encode(data).decode()}
 
 
 async def _sign(request: httpx.Request) -> None:

@@ -22,6 +22,7 @@ from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, si
 from slurmlet.nodeagent import identity
 from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
+from slurmlet.nodeagent.usage import Book
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -97,6 +98,7 @@ class Launcher:
         self.spool = spool
         self.kill_wait = kill_wait
         self.jobs: dict[int, Job] = {}
+        self.book = Book()  #: every job's usage samples here (shared with the step runner)
         #: exits not yet acknowledged by the controller
         self.finished: dict[int, dict] = {}
         #: (job, incarnation) that ended recently: a late duplicate launch order must not run them again
@@ -225,8 +227,8 @@ class Launcher:
             await job.cgroup.adopt(proc.pid, self.cpumap.jobs.get(jid) if self.cpumap else None)
         self.jobs[jid] = job
         self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
-        from .usage import Usage, watch
-        job.usage, job.usage_done = Usage(), asyncio.Event()
+        from .usage import watch
+        job.usage, job.usage_done = self.book.new(jid, "batch"), asyncio.Event()
         asyncio.create_task(watch(job.pids, job.usage, job.usage_done))
         limit = order.get("time_limit")
         if limit:  # None or 0: no limit (Slurm's --time=0)

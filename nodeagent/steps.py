@@ -26,7 +26,7 @@ from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
 from .records import TOKEN, Records, new_token, proc_entry
 from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
-from .usage import Usage, watch
+from .usage import Book, watch
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -136,6 +136,7 @@ class StepRunner:
         self.affinity = False  #: TaskPlugin=task/affinity: tasks bound as --cpu-bind says (cpumap is set)
         self.kill_wait = kill_wait
         self.wake = wake  #: set when a step's tasks here ended: the agent reports at once
+        self.book = Book()  #: every task's usage samples (the agent shares the launcher's)
         self.running: dict[str, StepRun] = {}
         self.finished: dict[str, dict] = {}  #: reports not yet acknowledged by the controller
         self.done: dict[str, float] = {}  #: ended recently: a repeated order must not run them again
@@ -256,7 +257,7 @@ class StepRunner:
             run.procs[rank] = proc
             run.entries.append(proc_entry(proc.pid))
             self.records.save(f"step{key}", rec)
-            run.usage[rank] = Usage()
+            run.usage[rank] = self.book.new(order["job_id"], f"{order['step_id']}.{rank}")
             asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
             if terminal:
                 pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))

@@ -6,6 +6,8 @@ where it has one; the CPU times a cgroup counts replace these samples at the end
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 import psutil
@@ -13,11 +15,21 @@ import psutil
 from ..common.scripts import session_pids
 
 
+#: the most points a series keeps: when full, every other one goes and the spacing doubles (a run
+#: of any length keeps its whole course, at most this many points)
+SERIES_MAX = 512
+
+
 class Usage:
     def __init__(self) -> None:
         self.max_rss = 0  #: KB
         self.max_vms = 0  #: KB
         self.cpu: dict[int, tuple[float, float]] = {}  #: pid -> (user, system) seconds, last seen
+        #: (time, resident KB, CPU seconds so far) over the run, for the dashboard's plots
+        self.series: list[tuple[float, int, float]] = []
+        self.spacing = 1.0
+        self.sampled_at = 0.0  #: when the series' latest point was taken
+        self.running = True  #: still sampled (its processes run)
 
     def sample(self, pids: list[int]) -> None:
         rss = vms = 0
@@ -34,6 +46,13 @@ class Usage:
                 continue
         self.max_rss = max(self.max_rss, rss // 1024)
         self.max_vms = max(self.max_vms, vms // 1024)
+        now = time.time()
+        if not self.series or now - self.sampled_at >= 0.9 * self.spacing:
+            self.sampled_at = now
+            self.series.append((round(now, 2), rss // 1024, round(sum(u + s for u, s in self.cpu.values()), 3)))
+            if len(self.series) >= SERIES_MAX:
+                self.series = self.series[::2]
+                self.spacing *= 2
 
     def live(self, sid: int, pids: Callable[[], list[int]] | None = None) -> dict:
         """sstat's view of a running task: sampled now, its peaks so far, its CPU time, its processes."""
@@ -49,14 +68,39 @@ class Usage:
                 "system_cpu": round(system, 3)}
 
 
+class Book:
+    """The Usage of each job's process trees on this node, by job and source ("batch", or a step's
+    task "STEP.RANK"), kept after they end for the last JOBS jobs: what the dashboard plots."""
+
+    JOBS = 256
+
+    def __init__(self) -> None:
+        self.jobs: OrderedDict[int, dict[str, Usage]] = OrderedDict()
+
+    def new(self, job_id: int, source: str) -> Usage:
+        u = Usage()
+        self.jobs.setdefault(job_id, {})[source] = u
+        self.jobs.move_to_end(job_id)
+        while len(self.jobs) > self.JOBS:
+            self.jobs.popitem(last=False)
+        return u
+
+    def series(self, job_id: int) -> list[dict]:
+        return [{"source": src, "live": u.running, "points": [list(p) for p in u.series]}
+                for src, u in self.jobs.get(job_id, {}).items()]
+
+
 async def watch(pids: int | Callable[[], list[int]], usage: Usage, done: asyncio.Event,
                 interval: float = 1.0) -> None:
     """Sample the processes (of session `pids`, or that `pids()` lists) every `interval` seconds
     until `done` (and once right away)."""
-    while True:
-        usage.sample(session_pids(pids) if isinstance(pids, int) else pids())
-        try:
-            await asyncio.wait_for(done.wait(), interval)
-            return
-        except asyncio.TimeoutError:
-            continue
+    try:
+        while True:
+            usage.sample(session_pids(pids) if isinstance(pids, int) else pids())
+            try:
+                await asyncio.wait_for(done.wait(), interval)
+                return
+            except asyncio.TimeoutError:
+                continue
+    finally:
+        usage.running = False

@@ -69,6 +69,8 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
                 collector[name] = rep.get("tasks") or []
         c.stat_came.set()
         c.stat_came = asyncio.Event()
+    if body.answers:
+        c.answered(body.answers)
     orders = c.store.node_sync(name, data, now) + _held_orders(c, name)
     c.notify(c.store.take_notify())
     c.run_controller_scripts()
@@ -103,6 +105,8 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
 
 
 def _held_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
-    """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments."""
+    """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments, the
+    questions asked of it (one lost on the way is given up by its asker, who may ask again)."""
     keys = c.stat_wanted.pop(name, None)
-    return ([{"op": "stat", "keys": sorted(keys)}] if keys else []) + c.attach_wanted.pop(name, [])
+    return ([{"op": "stat", "keys": sorted(keys)}] if keys else []) + c.attach_wanted.pop(name, []) + \
+        c.asks_wanted.pop(name, [])

@@ -270,6 +270,8 @@ class NodeSync(Strict):
     wait: float = Field(0.0, ge=0, le=30)
     #: sstat's answers: {"key": "JOB.STEP", "node": name, "tasks": [{rank, max_rss, max_vms, cpu, pids}]}
     stats: list[dict] = Field(default_factory=list, max_length=10000)
+    #: answers to the controller's questions (Controller.ask): {"key": ..., what was asked}
+    answers: list[dict] = Field(default_factory=list, max_length=1000)
     cpu_load: float | None = None
     free_mem: int | None = None
 

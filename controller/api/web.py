@@ -7,18 +7,26 @@ from __future__ import annotations
 import asyncio
 import json
 from importlib import resources
+from typing import Literal
 
-from fastapi import APIRouter, Request
+import hostlist
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import func, select
 
 from ..store.tables import jobs as J
-from .deps import CtlDep
+from .deps import CtlDep, JobId, as_json, own_job
 
 router = APIRouter()
 
 #: the assets the page loads, by name: (media type, file under controller/web/)
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+#: how long the dashboard's questions wait for a node's answer
+ASK_WAIT = 5.0
+#: the most bytes of output one request returns (as the agents read at most)
+OUTPUT_MAX = 1 << 20
+#: the most nodes one usage request asks
+USAGE_NODES = 64
 #: how often the event stream looks for a change it was not told of (a node going silent, a start)
 POLL = 1.0
 
@@ -88,3 +96,46 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
             except asyncio.TimeoutError:
                 quiet += POLL
     return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_STORE)
+
+
+@router.get("/api/v1/jobs/{job_id}/output")
+async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query(-1, ge=-1),
+                 limit: int = Query(65536, ge=0, le=OUTPUT_MAX),
+                 which: Literal["stdout", "stderr"] = "stdout"):  # noqa: ANN201
+    """The job's output file as its batch host reads it with the job's user's rights: `limit` bytes
+    from `offset` (-1: its last `limit`), base64 in `data`, with the `offset` they start at and the
+    file's `size` (a page follows the file by asking from offset + bytes read). Its owner, operators
+    and administrators only (403 for others, as for its script and environment). `error` says why
+    there is nothing: not started, no output file, the node silent, the file unreadable."""
+    own_job(c, request, job_id)
+    row = c.store.get_row(job_id)
+    path = row.stdout if which == "stdout" else (row.stderr or row.stdout)
+    out = {"job_id": job_id, "which": which, "path": path, "node": row.batch_host, "offset": 0, "size": 0,
+           "data": "", "error": None}
+    if not row.batch_host:
+        return as_json(dict(out, error="the job has not started"))
+    if not path:
+        return as_json(dict(out, error="the job has no output file"))
+    got = await c.ask(row.batch_host, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
+                                       "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
+    if got is None:
+        return as_json(dict(out, error=f"node {row.batch_host} did not answer"))
+    if got.get("error"):
+        return as_json(dict(out, error=str(got["error"])))
+    return as_json(dict(out, offset=int(got.get("offset") or 0), size=int(got.get("size") or 0),
+                        data=str(got.get("data") or "")))
+
+
+@router.get("/api/v1/jobs/{job_id}/usage")
+async def usage(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN201
+    """CPU and memory of the job over time on each of its nodes, from the agents' samples (kept on
+    each node while the job runs and for its last jobs after): `nodes` maps a node to its series,
+    one per process tree (`source`: "batch", or a step's task "STEP.RANK"), each a list of
+    [time, resident KB, CPU seconds so far]. Its owner, operators and administrators (as sstat)."""
+    own_job(c, request, job_id)
+    row = c.store.get_row(job_id)
+    nodes = hostlist.expand_hostlist(row.nodes)[:USAGE_NODES] if row.nodes else []
+    got = await asyncio.gather(*(c.ask(n, {"op": "usage", "job_id": job_id}, ASK_WAIT) for n in nodes))
+    return as_json({"job_id": job_id, "state": row.state,
+                    "nodes": {n: (a or {}).get("series") or [] for n, a in zip(nodes, got)},
+                    "silent": [n for n, a in zip(nodes, got) if a is None]})

@@ -164,12 +164,13 @@ function queuePage() {
     el("select", { "data-filter": key, onchange: (e) => { f[key] = e.target.value; render(); } },
       el("option", { value: "" }, "all"),
       choices(key).map((v) => el("option", { value: v, selected: v === f[key] ? "selected" : null }, v))));
-  const rows = shown.map((j) => el("tr", { "data-job": j.job_id },
-    el("td", {}, el("a", { href: `#/job/${j.job_id}` }, jobId(j))),
+  const rows = collapseArrays(shown).map(({ j, tasks, count, reason }) => el("tr", { "data-job": j.job_id,
+      "data-array": tasks ? j.array_job_id : null, title: tasks ? `${count} pending tasks of array ${j.array_job_id}` : null },
+    el("td", {}, el("a", { href: `#/job/${j.job_id}` }, tasks ? `${j.array_job_id}_[${tasks}]` : jobId(j))),
     el("td", {}, j.partition), el("td", {}, j.name), el("td", {}, j.user),
     el("td", { class: "state state-" + j.state.toLowerCase(), title: j.state }, SHORT[j.state] || j.state),
     el("td", {}, duration(elapsed(j))), el("td", {}, j.num_nodes),
-    el("td", {}, j.state === "PENDING" ? `(${j.reason})` : j.nodes),
+    el("td", {}, j.state === "PENDING" ? `(${reason || j.reason})` : j.nodes),
     el("td", {}, j.priority),
     el("td", {}, j.state === "PENDING" && j.expected_start ? stamp(j.expected_start) : "")));
   return [
@@ -181,6 +182,69 @@ function queuePage() {
       "NODES", "NODELIST(REASON)", "PRIORITY", "EXPECTED START"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("p", { class: "count" }, `${shown.length} jobs`),
   ];
+}
+
+// squeue's rows: the pending tasks of one array (same name and partition) are one row, `7885_[0-3,5]`
+// (`%2` when throttled), standing where the array's own record or else its first pending task stands
+function ranges(ids) {
+  const out = [];
+  for (const n of [...ids].sort((a, b) => a - b)) {
+    const last = out[out.length - 1];
+    if (last && n === last[1] + 1) last[1] = n; else out.push([n, n]);
+  }
+  return out.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",");
+}
+
+function collapseArrays(jobs) {
+  const isTask = (j) => j.state === "PENDING" && j.array_task_id !== null && j.array_task_id !== undefined;
+  const groups = new Map();
+  for (const j of jobs.filter(isTask)) {
+    const key = `${j.array_job_id}\u0000${j.name}\u0000${j.partition}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(j);
+  }
+  const lead = new Map();
+  for (const members of groups.values()) {
+    lead.set(members.find((m) => m.job_id === m.array_job_id) || members[0], members);
+  }
+  const rows = [];
+  for (const j of jobs) {
+    if (!isTask(j)) { rows.push({ j }); continue; }
+    const members = lead.get(j);
+    if (!members) continue;
+    const reasons = [...new Set([j, ...members].map((m) => m.reason))];
+    rows.push({ j, tasks: ranges(members.map((m) => m.array_task_id)) + (j.array_max_tasks ? `%${j.array_max_tasks}` : ""),
+      count: members.length, reason: reasons.join(",") });
+  }
+  return rows;
+}
+
+// sprio's columns for a pending job (each factor already weighted)
+const SPRIO = [["site", "SITE"], ["age", "AGE"], ["assoc", "ASSOC"], ["fairshare", "FAIRSHARE"], ["jobsize", "JOBSIZE"],
+  ["partition", "PARTITION"], ["qos", "QOS"], ["nice", "NICE"]];
+
+async function priorityPart(j) {
+  if (j.state !== "PENDING") return [];
+  let r;
+  try { r = await api("GET", `/api/v1/priorities?ids=${j.job_id}`); } catch (e) { return []; }
+  const f = (r.jobs || [])[0];
+  if (!f) return [el("h3", {}, "Priority"), el("p", { class: "muted" }, "sprio does not list it: it is held or waits for its begin time, or no priority weight is set.")];
+  return [el("h3", {}, "Priority (sprio)"),
+    el("table", { id: "sprio" }, el("thead", {}, el("tr", {}, ["PRIORITY", ...SPRIO.map((x) => x[1]), "TRES"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, el("tr", {}, el("td", { "data-factor": "priority" }, f.priority),
+        SPRIO.map(([k]) => el("td", { "data-factor": k }, Math.round(f.factors[k] || 0))),
+        el("td", {}, (f.factors.tres || []).map(([t, v]) => `${t}=${Math.round(v)}`).join(",")))))];
+}
+
+// sacct -D: each run of the job (a requeued job's earlier ones first)
+async function runsPart(j) {
+  let r;
+  try { r = await api("GET", `/api/v1/jobs?ids=${j.job_id}&history=1&duplicates=1`); } catch (e) { return []; }
+  const rows = (r.jobs || []).map((x, i) => el("tr", { "data-run": i },
+    el("td", {}, i + 1), el("td", {}, x.state), el("td", {}, stamp(x.start_time)), el("td", {}, x.end_time ? stamp(x.end_time) : ""),
+    el("td", {}, duration(elapsed(x))), el("td", {}, `${x.exit_code}:${x.exit_signal}`), el("td", {}, x.nodes || "")));
+  return [el("h3", {}, "Runs (sacct -D)"), el("table", { id: "runs" }, el("thead", {}, el("tr", {},
+    ["Run", "State", "Start", "End", "Elapsed", "ExitCode", "NodeList"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))];
 }
 
 async function jobPage(id) {
@@ -218,6 +282,9 @@ async function jobPage(id) {
     actions.push(act("Release", "POST", `/api/v1/jobs/${j.job_id}/release`, {}));
   if (mine && j.batch && j.requeue && (j.state === "RUNNING" || j.state === "SUSPENDED"))
     actions.push(act("Requeue", "POST", `/api/v1/jobs/${j.job_id}/requeue`, {}));
+  // (read in the background: a slow node holds up neither this page nor its ticks)
+  const out = mine ? followOutput(j) : null, use = mine ? followUsage(j) : null;
+  const [prio, runs] = await Promise.all([priorityPart(j), runsPart(j)]);
   return [
     el("h2", {}, `Job ${jobId(j)} `, el("span", { class: "state state-" + j.state.toLowerCase() }, j.state)),
     el("div", { class: "actions" }, actions.length ? actions : el("span", { class: "muted" },
@@ -226,7 +293,163 @@ async function jobPage(id) {
     el("h3", {}, "Steps"),
     el("table", { id: "steps" }, el("thead", {}, el("tr", {}, ["Step", "Name", "State", "Nodes", "Tasks", "ExitCode"]
       .map((h) => el("th", {}, h)))), el("tbody", {}, steps)),
+    ...prio, ...runs,
+    el("h3", {}, "CPU and memory"),
+    use ? use.box : el("p", { class: "muted" }, "Only the job's owner and administrators see its usage."),
+    el("h3", {}, "Output"),
+    out ? out.box : el("p", { class: "muted" }, "Only the job's owner and administrators see its output."),
   ];
+}
+
+// ---------------------------------------------------------------- a job's output, followed live
+// What the page has of each job's output: kept across renders (the element too, with its scroll);
+// read from the batch host (with the job's user's rights) from where the last read ended.
+const OUTPUT_KEEP = 256 * 1024;  // characters shown at most: the file's last ones
+const outputs = {};
+
+function followOutput(j) {
+  let o = outputs[j.job_id];
+  if (!o) {
+    o = outputs[j.job_id] = { end: -1, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
+      pre: el("pre", { id: "output", tabindex: 0 }), head: el("p", { class: "muted", id: "output-head" }) };
+    o.pre.addEventListener("scroll", () => {
+      o.follow = o.pre.scrollTop + o.pre.clientHeight >= o.pre.scrollHeight - 4;
+      o.scroll = o.pre.scrollTop;
+    });
+    o.box = el("div", { class: "output" }, o.head, o.pre);
+  }
+  // while it may still write, and once more after its end (what it wrote last)
+  if (!o.done && !o.busy) readOutput(o, j);
+  afterMount.push(() => { o.pre.scrollTop = o.follow ? o.pre.scrollHeight : o.scroll || 0; });
+  return o;
+}
+
+async function readOutput(o, j) {
+  const ended = !ACTIVE.has(j.state);
+  o.busy = true;
+  try {
+    for (let round = 0; round < 8; round++) {  // a burst: read on until caught up
+      const q = o.end < 0 ? "offset=-1&limit=65536" : `offset=${o.end}&limit=262144`;
+      const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${q}`);
+      if (r.error) { o.head.textContent = r.error; break; }
+      if (r.size < o.end) {  // emptied (a new run, or by hand): from its end again
+        Object.assign(o, { end: -1, text: "", decoder: new TextDecoder("utf-8") });
+        continue;
+      }
+      const bytes = Uint8Array.from(atob(r.data), (c) => c.charCodeAt(0));
+      if (o.end < 0 && r.offset > 0) o.text = `[… the first ${r.offset} bytes are not shown]\n`;
+      o.text += o.decoder.decode(bytes, { stream: true });
+      if (o.text.length > OUTPUT_KEEP) o.text = o.text.slice(o.text.length - OUTPUT_KEEP);
+      o.end = r.offset + bytes.length;
+      o.head.textContent = `${r.path} on ${r.node}: ${r.size} bytes` + (ended ? "" : ", following");
+      if (o.end >= r.size || !bytes.length) break;
+    }
+    if (ended) o.done = true;
+  } catch (e) {
+    o.head.textContent = e.message;
+  } finally {
+    o.busy = false;
+  }
+  if (o.pre.textContent !== o.text) {
+    o.pre.textContent = o.text;
+    if (o.follow) o.pre.scrollTop = o.pre.scrollHeight;
+  }
+}
+
+// ---------------------------------------------------------------- a job's CPU and memory, plotted
+const usages = {};
+const USAGE_EVERY = 5000;  // ms between looks while the job runs
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// per node: resident memory (MB, the sum of its process trees while each runs) and CPU in use
+// (cores: what their CPU-seconds grew by, over the time between samples)
+function nodeCurves(series) {
+  const times = [...new Set(series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
+  const at = (points, t, k, before, after) => {
+    if (!points.length || t < points[0][0]) return before;
+    if (t > points[points.length - 1][0]) return after === undefined ? points[points.length - 1][k] : after;
+    let v = points[0][k];
+    for (const p of points) { if (p[0] > t) break; v = p[k]; }
+    return v;
+  };
+  // (a tree still running counts at its latest sample until its next one; one that ended, no more)
+  const mem = times.map((t) => [t, series.reduce((a, s) => a + at(s.points, t, 1, 0, s.live ? undefined : 0), 0) / 1024]);
+  const cpuSum = times.map((t) => series.reduce((a, s) => a + at(s.points, t, 2, 0), 0));
+  const cpu = times.slice(1).map((t, i) => [t, Math.max(0, (cpuSum[i + 1] - cpuSum[i]) / Math.max(1e-3, t - times[i]))]);
+  return { mem, cpu };
+}
+
+const DASHES = ["", "6 3", "2 2", "8 3 2 3"];
+
+function plot(id, title, unit, curves) {
+  const W = 560, H = 150, L = 48, B = 20;
+  const all = Object.values(curves).flat();
+  if (!all.length) return el("p", { class: "muted", id }, `${title}: not enough samples yet.`);
+  const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]));
+  const top = Math.max(1e-9, ...all.map((p) => p[1])) * 1.1;
+  const x = (t) => L + (W - L - 8) * (t1 > t0 ? (t - t0) / (t1 - t0) : 1);
+  const y = (v) => 8 + (H - B - 8) * (1 - v / top);
+  const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "plot", id, role: "img",
+    "aria-label": `${title} over ${duration(t1 - t0)}` });
+  g.append(svg("title", {}, title));
+  g.append(svg("line", { x1: L, y1: y(0), x2: W - 8, y2: y(0), class: "axis" }));
+  g.append(svg("line", { x1: L, y1: 8, x2: L, y2: y(0), class: "axis" }));
+  g.append(svg("text", { x: L - 4, y: 16, "text-anchor": "end" }, (top / 1.1).toFixed(top < 10 ? 2 : 0)));
+  g.append(svg("text", { x: L - 4, y: y(0), "text-anchor": "end" }, "0"));
+  g.append(svg("text", { x: L, y: H - 4 }, stamp(t0).slice(11)));
+  g.append(svg("text", { x: W - 8, y: H - 4, "text-anchor": "end" }, stamp(t1).slice(11)));
+  g.append(svg("text", { x: L + 6, y: 18, class: "plot-title" }, `${title} (${unit})`));
+  Object.entries(curves).forEach(([node, pts], i) => {
+    if (!pts.length) return;
+    g.append(svg("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "),
+      class: `curve curve-${i % 4}`, "stroke-dasharray": DASHES[Math.floor(i / 4) % DASHES.length], "data-node": node }));
+  });
+  return g;
+}
+
+function followUsage(j) {
+  let u = usages[j.job_id];
+  if (!u) {
+    u = usages[j.job_id] = { at: 0, done: false, box: el("div", { class: "usage", id: "usage" },
+      el("p", { class: "muted" }, "Asking the nodes…")) };
+  }
+  const ended = !ACTIVE.has(j.state);
+  if (!u.done && !u.busy && Date.now() - u.at >= (ended ? 0 : USAGE_EVERY) && j.nodes) readUsage(u, j, ended);
+  return u;
+}
+
+async function readUsage(u, j, ended) {
+  u.busy = true;
+  u.at = Date.now();
+  try {
+    const r = await api("GET", `/api/v1/jobs/${j.job_id}/usage`);
+    const mem = {}, cpu = {};
+    for (const [node, series] of Object.entries(r.nodes)) ({ mem: mem[node], cpu: cpu[node] } = nodeCurves(series));
+    const nodes = Object.keys(mem).filter((n) => mem[n].length);
+    if (!nodes.length) {
+      u.box.replaceChildren(el("p", { class: "muted" }, r.silent.length ? `No answer from ${r.silent.join(",")}.`
+        : "No samples (yet)."));
+    } else {
+      const last = (n) => mem[n][mem[n].length - 1][1];
+      u.box.replaceChildren(
+        el("div", { class: "plots" }, plot("plot-mem", "Memory", "MB", mem), plot("plot-cpu", "CPU", "cores", cpu)),
+        el("ul", { class: "legend" }, nodes.map((n, i) => el("li", { "data-node": n },
+          el("span", { class: `swatch curve-${i % 4}` }), `${n}: ${last(n).toFixed(0)} MB at the latest sample` +
+          (DASHES[Math.floor(i / 4) % DASHES.length] ? " (dashed)" : "")))));
+    }
+    if (ended) u.done = true;
+  } catch (e) {
+    u.box.replaceChildren(el("p", { class: "error" }, e.message));
+  } finally {
+    u.busy = false;
+  }
 }
 
 function signInPage() {
@@ -254,6 +477,7 @@ function route() {
 }
 
 let rendering = 0, busy = false;
+let afterMount = [];  // what a page does once its elements are in place (restore a scroll position)
 async function render(keepFocus) {
   const n = ++rendering;
   busy = true;
@@ -268,6 +492,7 @@ async function draw(n, keepFocus) {
     sessionStorage.removeItem(TOKEN_KEY); render(); } }, "Sign out")) : el("a", { href: "#/signin" }, "Sign in"));
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.page === page);
   let content;
+  afterMount = [];
   if (page === "queue") content = queuePage();
   else if (page === "job" && arg) content = await jobPage(arg);
   else if (page === "signin") content = signInPage();
@@ -277,6 +502,7 @@ async function draw(n, keepFocus) {
   const main = document.getElementById("main");
   main.replaceChildren(...content);
   main.dataset.page = page;
+  for (const f of afterMount) f();
   if (focused) {
     const again = main.querySelector(`[data-filter="${focused}"]`);
     if (again) { again.focus(); if (again.setSelectionRange) again.setSelectionRange(again.value.length, again.value.length); }

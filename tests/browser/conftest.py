@@ -40,7 +40,10 @@ def browser():
 
 @pytest.fixture(scope="module")
 def gpu_cluster(tmp_path_factory: pytest.TempPathFactory):
-    yield from serve(Cluster(tmp_path_factory.mktemp("dash"), nodes=2, cpus=4, gpus=4))
+    # (multifactor weights: the job page shows sprio's factors, which need them)
+    yield from serve(Cluster(tmp_path_factory.mktemp("dash"), nodes=2, cpus=4, gpus=4,
+                             extra_conf="PriorityType=priority/multifactor\nPriorityWeightAge=1000\n"
+                                        "PriorityWeightJobSize=100\nPriorityMaxAge=1-0\n"))
 
 
 def token_for(c: Cluster, user: str | None = None) -> str:

@@ -40,7 +40,8 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     # submitted from the CLI: appears, runs and finishes on the queue page, without a reload
     page.click("nav >> text=Queue")
     stop = c.workdir / "dash-stop"
-    jid = c.sbatch("-J", "watched", "--gpus=2", "--wrap", f"while [ ! -e {stop} ]; do sleep 0.1; done")
+    jid = c.sbatch("-J", "watched", "--gpus=2", "--wrap",
+                   f"echo started-watched; while [ ! -e {stop} ]; do sleep 0.1; done; echo finished-watched")
     row = f'#queue tr[data-job="{jid}"]'
     page.wait_for_selector(f'{row} td:text-is("R")', timeout=WAIT)  # squeue's ST
     assert page.inner_text(f"{row} td:nth-child(3)") == "watched"
@@ -63,9 +64,13 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     # its page, then its end: the page follows it to COMPLETED
     page.click(f"{row} a")
     page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is(\"RUNNING\")', timeout=WAIT)
+    page.wait_for_selector("#output:has-text('started-watched')", timeout=WAIT)  # its output file, read live
+    page.wait_for_selector("#plot-mem polyline", timeout=WAIT)  # its memory, from the agent's samples
     shot(page, "job", tmp_path)
     stop.touch()
     page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is(\"COMPLETED\")', timeout=WAIT)
+    page.wait_for_selector("#output:has-text('finished-watched')", timeout=WAIT)  # followed to its end
+    assert page.inner_text("#output").splitlines() == ["started-watched", "finished-watched"]
     assert c.job(jid)["state"] == "COMPLETED"
 
     # another job, cancelled from its page with the button the CLI's rules allow
@@ -95,4 +100,57 @@ def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):  
     # its owner has Release
     page.goto(f"{c.url}/?token={token_for(c)}#/job/{jid}")
     page.wait_for_selector('button[data-action="release"]', timeout=WAIT)
+    page.close()
+
+
+def test_follow_a_two_node_job_its_log_and_memory(browser, gpu_cluster: Cluster, tmp_path: Path):  # noqa: ANN001
+    """The issue's walk-through: a 2-node job followed from submission to completion, its log and
+    each node's memory on its page while it runs."""
+    c = gpu_cluster
+    go = c.workdir / "two-go"
+    script = ("#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 -J two\n"
+              "srun bash -c 'echo rank $SLURM_PROCID on $SLURMD_NODENAME; "
+              "x=$(head -c 30000000 /dev/zero | tr \"\\\\0\" a); "
+              f"while [ ! -e {go} ]; do sleep 0.1; done; echo rank $SLURM_PROCID done'\n")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    jid = c.sbatch(script=script)
+    page.goto(f"{c.url}/?token={token_for(c)}#/job/{jid}")
+    page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is(\"RUNNING\")', timeout=WAIT)
+    for rank, node in enumerate(c.node_names):
+        page.wait_for_selector(f"#output:has-text('rank {rank} on {node}')", timeout=WAIT)
+        # each node's curve, with its name in the legend (not colour alone)
+        page.wait_for_selector(f'#plot-mem polyline[data-node="{node}"]', timeout=WAIT)
+        page.wait_for_selector(f'.legend li[data-node="{node}"]', timeout=WAIT)
+    page.wait_for_selector("#plot-cpu polyline", timeout=WAIT)  # two looks at least: a rate
+    shot(page, "job-two-nodes", tmp_path)
+    go.touch()
+    page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is(\"COMPLETED\")', timeout=WAIT)
+    page.wait_for_selector("#output:has-text('rank 1 done')", timeout=WAIT)
+    page.wait_for_selector("#output:has-text('rank 0 done')", timeout=WAIT)
+    assert not errors, errors
+    page.close()
+
+
+def test_queue_collapses_a_pending_array_and_a_job_shows_its_priority(browser, gpu_cluster: Cluster):  # noqa: ANN001
+    c = gpu_cluster
+    blocker = c.sbatch("-N2", "--exclusive", "--wrap", "sleep 300")
+    c.wait_state(blocker, "RUNNING", timeout=60)
+    jid = c.sbatch("--array=0-3,7%2", "-J", "wide", "--wrap", "true")  # pends for resources
+    page = browser.new_page()
+    page.goto(f"{c.url}/?token={token_for(c)}#/queue")
+    row = f'#queue tr[data-array="{jid}"]'
+    page.wait_for_selector(row, timeout=WAIT)
+    assert page.locator(f'#queue tr[data-job]:has-text("{jid}_")').count() == 1  # one row, as squeue's
+    out = c.run([str(BIN / "squeue"), "-h", "-j", str(jid), "-o", "%i"]).stdout.split()
+    assert out == [f"{jid}_[0-3,7%2]"] == [page.inner_text(f"{row} td:first-child")]
+    # a pending job's page: sprio's factors
+    page.goto(f"{c.url}/#/job/{jid}")
+    page.wait_for_selector("#sprio td[data-factor=priority]", timeout=WAIT)
+    sprio = c.run([str(BIN / "sprio"), "-h", "-j", str(jid), "-o", "%Y %A"]).stdout.split()
+    assert page.inner_text("#sprio td[data-factor=priority]") == sprio[0]
+    assert page.inner_text("#sprio td[data-factor=age]") == sprio[1]
+    c.run(f"scancel {jid} {blocker}")
     page.close()

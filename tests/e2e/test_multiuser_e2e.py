@@ -379,3 +379,69 @@ def test_an_input_file_the_user_cannot_read_fails_the_job_at_launch(mu: Cluster,
     mine.chmod(0o600)
     job = run(mu, u1, "#!/bin/sh\ncat\n", stdin=str(mine), stdout=str(out / "stdin.out"))
     assert job["state"] == "COMPLETED" and (out / "stdin.out").read_text() == "mine\n"
+
+
+def _get(c: Cluster, user: pwd.struct_passwd, path: str) -> httpx.Response:
+    return httpx.get(c.url + path, auth=_as(c, user), timeout=60)
+
+
+def test_the_dashboard_reads_a_jobs_output_and_usage_for_its_owner_only(mu: Cluster, users, base: Path):
+    """The job page's live output and plots: read on the node with the job's user's rights, for its
+    owner; another user gets 403 (as for sstat), and a link the job puts at its output's name reads
+    only what the user could."""
+    u1, u2 = users
+    out = home(base, u1)
+    stop = out / "usage-stop"
+    script = ("#!/bin/bash\nfor i in $(seq 1 200); do echo line $i; done\n"
+              "x=$(head -c 40000000 /dev/zero | tr '\\0' a)\n"  # ~40 MB held by bash while it waits
+              f"while [ ! -e {stop} ]; do sleep 0.1; done\necho ${{#x}}\n")
+    r = submit(mu, u1, script, stdout=str(out / "usage.out"), workdir=str(out))
+    assert r.status_code == 201, r.text
+    jid = r.json()["job_id"]
+
+    def tail(**q) -> dict:
+        r = _get(mu, u1, f"/api/v1/jobs/{jid}/output?" + "&".join(f"{k}={v}" for k, v in q.items()) if q
+                 else f"/api/v1/jobs/{jid}/output")
+        assert r.status_code == 200, r.text
+        return r.json()
+    got = wait_until(lambda: (t := tail(limit=100)).get("size", 0) >= 1600 and t, timeout=60, what="the output")
+    assert got["error"] is None and got["path"] == str(out / "usage.out") and got["node"] == mu.node_names[0]
+    text = base64.b64decode(got["data"]).decode()
+    assert len(base64.b64decode(got["data"])) == 100 and text.endswith("line 200\n")  # the last 100 bytes
+    assert got["offset"] == got["size"] - 100
+    whole = tail(offset=0, limit=1 << 20)
+    assert base64.b64decode(whole["data"]).decode().splitlines() == [f"line {i}" for i in range(1, 201)]
+    assert tail(offset=whole["size"])["data"] == ""  # followed to the end: nothing new yet
+    assert _get(mu, u2, f"/api/v1/jobs/{jid}/output").status_code == 403
+
+    # the plot's samples: the batch script's tree holds its ~40 MB (in KB)
+    def usage() -> dict:
+        r = _get(mu, u1, f"/api/v1/jobs/{jid}/usage")
+        assert r.status_code == 200, r.text
+        return r.json()
+    u = wait_until(lambda: (x := usage())["nodes"].get(mu.node_names[0]) and
+                   max(p[1] for s in x["nodes"][mu.node_names[0]] for p in s["points"]) > 30_000 and x,
+                   timeout=60, what="a sample with the job's memory")
+    series = u["nodes"][mu.node_names[0]]
+    assert [(s["source"], s["live"]) for s in series] == [("batch", True)] and u["silent"] == []
+    times = [p[0] for p in series[0]["points"]]
+    assert times == sorted(times)
+    assert _get(mu, u2, f"/api/v1/jobs/{jid}/usage").status_code == 403
+    stop.touch()
+    wait_until(lambda: mu.job(jid)["state"] == "COMPLETED", timeout=60, what="the job to end")
+    after = usage()["nodes"][mu.node_names[0]]  # kept after its end
+    assert len(after[0]["points"]) >= len(series[0]["points"]) and not after[0]["live"]
+    assert base64.b64decode(tail()["data"]).decode().endswith("line 200\n40000000\n")
+
+    # the output's name made a link to a file only root may read: the job's user reads it, so nothing comes
+    secret = base / "root-secret.txt"
+    secret.write_text("root's secret\n")
+    secret.chmod(0o600)
+    r = submit(mu, u1, f"#!/bin/sh\nrm -f {out}/linked.out\nln -s {secret} {out}/linked.out\ntouch {stop}2\nsleep 300\n",
+               stdout=str(out / "linked.out"), workdir=str(out))
+    jid = r.json()["job_id"]
+    wait_until(lambda: Path(f"{stop}2").exists(), timeout=60, what="the link")
+    got = _get(mu, u1, f"/api/v1/jobs/{jid}/output").json()
+    assert got["data"] == "" and "Permission denied" in got["error"], got
+    assert _get(mu, u1, f"/api/v1/jobs/{jid}/output?which=stderr&limit=-1").status_code == 422
+    mu.api("POST", "/api/v1/jobs/cancel", {"ids": [jid]})
