@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -73,6 +74,10 @@ class PassStats:
                 "mean_queue_length": self.total_queue // n, "last_cycle_when": self.last_when}
 
 
+#: how many passes Stats.history keeps
+HISTORY = 2000
+
+
 @dataclass
 class Stats:
     main: PassStats = field(default_factory=PassStats)
@@ -82,6 +87,9 @@ class Stats:
     backfilled: int = 0
     preempted: int = 0
     started: float = field(default_factory=time.time)
+    #: the last passes, for the dashboard's Scheduler page: (when, "main" or "backfill", microseconds,
+    #: jobs examined, jobs pending, jobs started)
+    history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
 
 
 @dataclass

@@ -45,8 +45,20 @@ def start() -> int:
         if os.environ.get(var):
             c.log_param(run.info.run_id, key, os.environ[var])
     c.log_param(run.info.run_id, "attempt", attempt)
+    _note_run(uri=os.environ["MLFLOW_TRACKING_URI"], experiment_id=exp_id, run_id=run.info.run_id, attempt=attempt)
     print(run.info.run_id)
     return 0
+
+
+def _note_run(**run) -> None:  # noqa: ANN003
+    """Where this attempt's MLflow run is, for the dashboard's Runs page (`.air/JOB-aN.mlflow`, beside
+    the nodes' logs, in the run's directory: the job's working directory)."""
+    import json
+    try:
+        with open(os.path.join(".air", f"{os.environ.get('SLURM_JOB_ID')}-a{run['attempt']}.mlflow"), "w") as f:
+            json.dump(run, f)
+    except OSError:
+        pass
 
 
 def _gpu_util() -> float | None:

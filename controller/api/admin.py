@@ -71,11 +71,13 @@ async def config_file(c: CtlDep):  # noqa: ANN202
 
 
 @router.get("/api/v1/diag")
-async def diag(c: CtlDep):  # noqa: ANN202
-    """sdiag: scheduler cycle statistics and job counters since the controller started."""
+async def diag(c: CtlDep, history: bool = False):  # noqa: ANN202
+    """sdiag: scheduler cycle statistics and job counters since the controller started (or sdiag -r).
+    `history`: the last passes too (the dashboard's plots), each [when, "main" or "backfill",
+    microseconds, jobs examined, jobs pending, jobs started]."""
     s = c.stats
     counts = c.store.state_counts()
-    return {"now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
+    return {**({"history": [list(h) for h in s.history]} if history else {}),"now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
             "skipped": s.skipped, "jobs_started": s.jobs_started, "backfilled_jobs": s.backfilled,
             "preempted_jobs": s.preempted, "backfill_enabled": c.bf_enabled,
             "bf_interval": c.bf_interval, "jobs": counts,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from importlib import resources
 from typing import Literal
 
@@ -101,25 +102,41 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
 @router.get("/api/v1/jobs/{job_id}/output")
 async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query(-1, ge=-1),
                  limit: int = Query(65536, ge=0, le=OUTPUT_MAX),
-                 which: Literal["stdout", "stderr"] = "stdout"):  # noqa: ANN201
-    """The job's output file as its batch host reads it with the job's user's rights: `limit` bytes
-    from `offset` (-1: its last `limit`), base64 in `data`, with the `offset` they start at and the
-    file's `size` (a page follows the file by asking from offset + bytes read). Its owner, operators
-    and administrators only (403 for others, as for its script and environment). `error` says why
-    there is nothing: not started, no output file, the node silent, the file unreadable."""
+                 which: Literal["stdout", "stderr", "mlflow"] = "stdout",
+                 air_node: int | None = Query(None, ge=0, le=100000),
+                 attempt: int | None = Query(None, ge=1, le=100000)):  # noqa: ANN201
+    """The job's output file as its node reads it with the job's user's rights: `limit` bytes from
+    `offset` (-1: its last `limit`), base64 in `data`, with the `offset` they start at and the file's
+    `size` (a page follows the file by asking from offset + bytes read). `which`: its stdout, its
+    stderr, or for an air run its attempt's MLflow run (`mlflow`); `air_node=N`: an air run's log of
+    its Nth node (read there), of `attempt` (default: the latest). Its owner, operators and
+    administrators only (403 for others, as for its script and environment). `error` says why there
+    is nothing: not started, no output file, the node silent, the file unreadable."""
     own_job(c, request, job_id)
     row = c.store.get_row(job_id)
-    path = row.stdout if which == "stdout" else (row.stderr or row.stdout)
-    out = {"job_id": job_id, "which": which, "path": path, "node": row.batch_host, "offset": 0, "size": 0,
+    node = row.batch_host
+    if air_node is not None or which == "mlflow":  # an air run's files (controller/workload.py, mlflow_track.py)
+        job = c.store.public(row)
+        air = os.path.join(job.get("submit_dir") or job.get("workdir") or "/", ".air")
+        attempt = attempt or (row.restarts or 0) + 1
+        if air_node is not None:
+            nodes = hostlist.expand_hostlist(row.nodes) if row.nodes else []
+            node = nodes[air_node] if air_node < len(nodes) else None
+            path = os.path.join(air, f"{job_id}-node-{air_node}-a{attempt}.log")
+        else:
+            path = os.path.join(air, f"{job_id}-a{attempt}.mlflow")
+    else:
+        path = row.stdout if which == "stdout" else (row.stderr or row.stdout)
+    out = {"job_id": job_id, "which": which, "path": path, "node": node, "offset": 0, "size": 0,
            "data": "", "error": None}
-    if not row.batch_host:
-        return as_json(dict(out, error="the job has not started"))
+    if not node:
+        return as_json(dict(out, error="the job has not started" if not row.nodes else "no such node in the job"))
     if not path:
         return as_json(dict(out, error="the job has no output file"))
-    got = await c.ask(row.batch_host, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
-                                       "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
+    got = await c.ask(node, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
+                             "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
     if got is None:
-        return as_json(dict(out, error=f"node {row.batch_host} did not answer"))
+        return as_json(dict(out, error=f"node {node} did not answer"))
     if got.get("error"):
         return as_json(dict(out, error=str(got["error"])))
     return as_json(dict(out, offset=int(got.get("offset") or 0), size=int(got.get("size") or 0),

@@ -76,6 +76,7 @@ def run_pass(ctl: Controller, backfill: bool = False) -> PassResult:
     else:
         s.main.add(us, len(snap.pending), len(snap.pending), now)
         ctl.bf_dirty = ctl.bf_enabled
+    s.history.append((round(now, 3), "backfill" if backfill else "main", us, tested, len(snap.pending), len(p.starts)))
     return PassResult(started=len(p.starts), backfilled=len(p.backfilled), preempted=len(p.preemptions),
                       pending=len(snap.pending), tested=tested, elapsed_us=us)
 

@@ -330,7 +330,7 @@ async function readOutput(o, j) {
   try {
     for (let round = 0; round < 8; round++) {  // a burst: read on until caught up
       const q = o.end < 0 ? "offset=-1&limit=65536" : `offset=${o.end}&limit=262144`;
-      const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${q}`);
+      const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${o.query ? o.query + "&" : ""}${q}`);
       if (r.error) { o.head.textContent = r.error; break; }
       if (r.size < o.end) {  // emptied (a new run, or by hand): from its end again
         Object.assign(o, { end: -1, text: "", decoder: new TextDecoder("utf-8") });
@@ -403,11 +403,13 @@ function plot(id, title, unit, curves) {
   g.append(svg("line", { x1: L, y1: 8, x2: L, y2: y(0), class: "axis" }));
   g.append(svg("text", { x: L - 4, y: 16, "text-anchor": "end" }, (top / 1.1).toFixed(top < 10 ? 2 : 0)));
   g.append(svg("text", { x: L - 4, y: y(0), "text-anchor": "end" }, "0"));
-  g.append(svg("text", { x: L, y: H - 4 }, stamp(t0).slice(11)));
-  g.append(svg("text", { x: W - 8, y: H - 4, "text-anchor": "end" }, stamp(t1).slice(11)));
+  const when = (t) => (t1 - t0 > 43200 ? stamp(t).slice(5, 16).replace("T", " ") : stamp(t).slice(11));
+  g.append(svg("text", { x: L, y: H - 4 }, when(t0)));
+  g.append(svg("text", { x: W - 8, y: H - 4, "text-anchor": "end" }, when(t1)));
   g.append(svg("text", { x: L + 6, y: 18, class: "plot-title" }, `${title} (${unit})`));
   Object.entries(curves).forEach(([node, pts], i) => {
     if (!pts.length) return;
+    if (pts.length === 1) g.append(svg("circle", { cx: x(pts[0][0]), cy: y(pts[0][1]), r: 3, class: `dot curve-${i % 4}` }));
     g.append(svg("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "),
       class: `curve curve-${i % 4}`, "stroke-dasharray": DASHES[Math.floor(i / 4) % DASHES.length], "data-node": node }));
   });
@@ -452,6 +454,161 @@ async function readUsage(u, j, ended) {
   }
 }
 
+// ---------------------------------------------------------------- air runs
+// the statuses `air` shows (cli/air.py)
+const AIR_STATUS = { PENDING: "QUEUED", RUNNING: "RUNNING", SUSPENDED: "SUSPENDED", COMPLETING: "RUNNING",
+  COMPLETED: "SUCCEEDED", FAILED: "FAILED", TIMEOUT: "FAILED", NODE_FAIL: "FAILED", OUT_OF_MEMORY: "FAILED",
+  BOOT_FAIL: "FAILED", DEADLINE: "FAILED", CANCELLED: "CANCELLED", PREEMPTED: "CANCELLED" };
+const isRun = (j) => (j.comment || "").startsWith("air: ");
+
+function runsPage() {
+  const runs = state.jobs.filter(isRun).sort((a, b) => b.job_id - a.job_id);
+  const rows = runs.map((j) => el("tr", { "data-run": j.job_id },
+    el("td", {}, el("a", { href: `#/run/${j.job_id}` }, j.job_id)), el("td", {}, j.name),
+    el("td", { class: "state state-" + j.state.toLowerCase(), title: j.state }, AIR_STATUS[j.state] || j.state),
+    el("td", {}, j.comment.split(" ")[1]), el("td", {}, (j.restarts || 0) + 1),
+    el("td", {}, stamp(j.submit_time)), el("td", {}, duration(elapsed(j)))));
+  return [el("h2", {}, "Runs"),
+    el("p", { class: "muted" }, "Workloads submitted with ", el("code", {}, "air run"), " (those the controller still lists)."),
+    el("table", { id: "runs-list" }, el("thead", {}, el("tr", {}, ["ID", "EXPERIMENT", "STATUS", "ACCELERATORS", "ATTEMPTS",
+      "CREATED", "DURATION"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+    el("p", { class: "count" }, `${runs.length} runs`)];
+}
+
+// one run: its attempts, each node's log of the chosen attempt (followed live), its MLflow run
+const runView = {};
+
+async function runPage(id) {
+  let j;
+  try { j = await api("GET", `/api/v1/jobs/${id}`); } catch (e) { return [el("h2", {}, `Run ${id}`), el("p", { class: "error" }, e.message)]; }
+  const attempts = (j.restarts || 0) + 1;
+  const v = runView[id] = runView[id] || { node: 0, attempt: attempts, logs: {}, mlflow: {} };
+  const nodes = j.node_list || [];
+  const key = `${v.node}/${v.attempt}`;
+  let log = v.logs[key];
+  if (!log) {
+    log = v.logs[key] = { end: -1, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
+      pre: el("pre", { id: "output", tabindex: 0 }), head: el("p", { class: "muted", id: "output-head" }),
+      query: `air_node=${v.node}&attempt=${v.attempt}` };
+    log.pre.addEventListener("scroll", () => {
+      log.follow = log.pre.scrollTop + log.pre.clientHeight >= log.pre.scrollHeight - 4;
+      log.scroll = log.pre.scrollTop;
+    });
+    log.box = el("div", { class: "output" }, log.head, log.pre);
+  }
+  const live = v.attempt === attempts && ACTIVE.has(j.state);
+  if (nodes.length && !log.done && !log.busy) readOutput(log, live ? j : Object.assign({}, j, { state: "COMPLETED" }));
+  afterMount.push(() => { log.pre.scrollTop = log.follow ? log.pre.scrollHeight : log.scroll || 0; });
+  if (!(v.attempt in v.mlflow) && nodes.length) {
+    v.mlflow[v.attempt] = null;
+    try {
+      const r = await api("GET", `/api/v1/jobs/${id}/output?which=mlflow&attempt=${v.attempt}`);
+      if (!r.error) v.mlflow[v.attempt] = JSON.parse(atob(r.data));
+      else if (live) delete v.mlflow[v.attempt];  // (it may come once the attempt starts tracking)
+    } catch (e) { delete v.mlflow[v.attempt]; }
+  }
+  const ml = v.mlflow[v.attempt];
+  const mlLink = ml && /^https?:\/\//.test(ml.uri)
+    ? el("a", { id: "mlflow", href: `${ml.uri.replace(/\/$/, "")}/#/experiments/${encodeURIComponent(ml.experiment_id)}/runs/${encodeURIComponent(ml.run_id)}`,
+      target: "_blank", rel: "noopener noreferrer" }, `MLflow run ${ml.run_id}`)
+    : ml ? el("span", { id: "mlflow" }, `MLflow run ${ml.run_id} in ${ml.uri}`) : el("span", { class: "muted" }, "no MLflow tracking");
+  const choose = (what, n) => () => { v[what] = n; render(); };
+  return [
+    el("h2", {}, `Run ${id} `, el("span", { class: "state state-" + j.state.toLowerCase() }, AIR_STATUS[j.state] || j.state)),
+    el("dl", { id: "job-fields" }, [["Experiment", j.name], ["Accelerators", (j.comment || "").split(" ")[1] || ""],
+      ["Attempts", attempts], ["Nodes", nodes.join(", ") || "(none yet)"], ["Created", stamp(j.submit_time)],
+      ["Started", stamp(j.start_time)], ["Ended", stamp(j.end_time)], ["Duration", duration(elapsed(j))],
+      ["ExitCode", `${j.exit_code}:${j.exit_signal}`], ["Tracking", mlLink], ["Job", el("a", { href: `#/job/${id}` }, `job ${id}`)]]
+      .map(([k, x]) => [el("dt", {}, k), el("dd", { "data-field": k }, x)])),
+    el("div", { class: "filters" },
+      el("span", {}, "Attempt ", Array.from({ length: attempts }, (_, i) => el("button", { "data-attempt": i + 1,
+        class: v.attempt === i + 1 ? "current" : null, onclick: choose("attempt", i + 1) }, i + 1))),
+      el("span", {}, "Node ", nodes.map((n, i) => el("button", { "data-node": i, class: v.node === i ? "current" : null,
+        onclick: choose("node", i) }, `${i} (${n})`)))),
+    el("h3", {}, `Log of node ${v.node}, attempt ${v.attempt}`),
+    nodes.length ? log.box : el("p", { class: "muted" }, "The run has not started."),
+  ];
+}
+
+// ---------------------------------------------------------------- the scheduler (sdiag over time)
+const cached = {};  // page data fetched at most every `every` ms: name -> {at, data, busy}
+
+async function every(name, ms, fetcher) {
+  const c = cached[name] = cached[name] || { at: 0, data: null };
+  if (!c.busy && Date.now() - c.at >= ms) {
+    c.busy = true;
+    try { c.data = await fetcher(); c.at = Date.now(); c.error = null; } catch (e) { c.error = e.message; } finally { c.busy = false; }
+  }
+  return c;
+}
+
+async function schedulerPage() {
+  const c = await every("diag", 5000, () => api("GET", "/api/v1/diag?history=1"));
+  if (!c.data) return [el("h2", {}, "Scheduler"), el("p", { class: "error" }, c.error || "…")];
+  const d = c.data, hist = d.history || [];
+  const by = (kind, k) => hist.filter((h) => h[1] === kind).map((h) => [h[0], h[k]]);
+  const kinds = (k) => Object.fromEntries(["main", "backfill"].map((kind) => [kind, by(kind, k)]));
+  const row = (name, p) => el("tr", { "data-pass": name }, el("td", {}, name), el("td", {}, p.cycles), el("td", {}, p.last_cycle_us),
+    el("td", {}, p.max_cycle_us), el("td", {}, p.mean_cycle_us), el("td", {}, p.last_depth), el("td", {}, p.mean_depth),
+    el("td", {}, p.last_queue_length), el("td", {}, p.last_cycle_when ? stamp(p.last_cycle_when) : ""));
+  return [
+    el("h2", {}, "Scheduler"),
+    el("p", { class: "muted" }, `sdiag since ${stamp(d.started)}: ${d.jobs_started} jobs started, ${d.backfilled_jobs} by backfill, `
+      + `${d.preempted_jobs} preempted; ${d.skipped} wake-ups with nothing to do. Backfill ${d.backfill_enabled ? `every ${d.bf_interval} s` : "off"}.`),
+    el("table", { id: "sdiag" }, el("thead", {}, el("tr", {}, ["Pass", "Cycles", "Last (µs)", "Max (µs)", "Mean (µs)",
+      "Last depth", "Mean depth", "Queue", "Last cycle"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, row("main", d.main), row("backfill", d.backfill))),
+    el("h3", {}, `The last ${hist.length} passes`),
+    hist.length ? el("div", { class: "plots" }, plot("plot-cycle", "Cycle time", "µs", kinds(2)),
+      plot("plot-depth", "Jobs examined", "jobs", kinds(3)), plot("plot-started", "Jobs started per pass", "jobs", kinds(5)))
+      : el("p", { class: "muted" }, "No pass yet."),
+    el("ul", { class: "legend" }, ["main", "backfill"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
+  ];
+}
+
+// ---------------------------------------------------------------- accounting (sreport, sshare)
+const WINDOWS = { hour: 3600, day: 86400, week: 7 * 86400 };
+const BUCKETS = 24;
+
+async function accountingPage() {
+  const win = state.window || "day";
+  const span = WINDOWS[win];
+  const c = await every("acct-" + win, 30000, async () => {
+    const end = Math.floor(Date.now() / 1000), start = end - span, step = span / BUCKETS;
+    const parts = await Promise.all(Array.from({ length: BUCKETS }, (_, i) =>
+      api("GET", `/api/v1/reports/usage?start=${start + i * step}&end=${start + (i + 1) * step}&top=0`)));
+    const [whole, shares] = await Promise.all([api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=10`),
+      api("GET", "/api/v1/shares")]);
+    return { parts, whole, shares, start, end };
+  });
+  const pick = el("div", { class: "filters" }, "Window ", Object.keys(WINDOWS).map((w) => el("button", { "data-window": w,
+    class: w === win ? "current" : null, onclick: () => { state.window = w; render(); } }, `last ${w}`)));
+  if (!c.data) return [el("h2", {}, "Accounting"), pick, el("p", { class: c.error ? "error" : "muted" }, c.error || "…")];
+  const { parts, whole, shares } = c.data;
+  const hours = (secs) => secs / 3600;
+  const curves = { allocated: parts.map((p) => [p.end, hours(p.allocated)]), idle: parts.map((p) => [p.end, hours(p.idle)]) };
+  const pct = (x) => (whole.reported ? (100 * x / whole.reported).toFixed(2) + "%" : "—");
+  return [
+    el("h2", {}, "Accounting"), pick,
+    el("p", { id: "utilization" }, `Cluster ${whole.cluster}, ${stamp(whole.start)} – ${stamp(whole.end)} (sreport cluster utilization): `
+      + `allocated ${hours(whole.allocated).toFixed(2)} CPU hours (${pct(whole.allocated)}), idle ${hours(whole.idle).toFixed(2)} (${pct(whole.idle)}), `
+      + `reported ${hours(whole.reported).toFixed(2)}.`),
+    el("div", { class: "plots" }, plot("plot-util", `CPU hours per ${duration(WINDOWS[win] / BUCKETS)}`, "CPU hours", curves)),
+    el("ul", { class: "legend" }, ["allocated", "idle"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
+    el("h3", {}, "Top users (sreport user topusage)"),
+    el("table", { id: "top-users" }, el("thead", {}, el("tr", {}, ["User", "Account", "CPU hours", "Share of allocated"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, whole.top.map((t) => el("tr", { "data-user": t.user }, el("td", {}, t.user), el("td", {}, t.account),
+        el("td", {}, hours(t.used).toFixed(2)), el("td", {}, whole.allocated ? (100 * t.used / whole.allocated).toFixed(1) + "%" : ""))))),
+    el("h3", {}, "Fair share (sshare)"),
+    el("table", { id: "shares" }, el("thead", {}, el("tr", {}, ["Account", "User", "RawShares", "NormShares", "RawUsage",
+      "EffectvUsage", "FairShare"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, shares.shares.map((n) => el("tr", { "data-account": n.account, "data-user": n.user || "" },
+        el("td", { class: "indent-" + Math.min(n.depth, 6) }, n.account), el("td", {}, n.user || ""), el("td", {}, n.raw_shares),
+        el("td", {}, n.norm_shares.toFixed(6)), el("td", {}, Math.round(n.raw_usage)), el("td", {}, n.effective_usage.toFixed(6)),
+        el("td", {}, n.fairshare === null ? "" : n.fairshare.toFixed(6)))))),
+  ];
+}
+
 function signInPage() {
   const input = el("input", { id: "token-input", type: "password", autocomplete: "off", size: 60 });
   return [
@@ -490,11 +647,16 @@ async function draw(n, keepFocus) {
   const who = document.getElementById("who");
   who.replaceChildren(me ? el("span", {}, `signed in as ${me} `, el("button", { id: "sign-out", onclick: () => {
     sessionStorage.removeItem(TOKEN_KEY); render(); } }, "Sign out")) : el("a", { href: "#/signin" }, "Sign in"));
-  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.page === page);
+  const section = { job: "queue", run: "runs" }[page] || page;
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.page === section);
   let content;
   afterMount = [];
   if (page === "queue") content = queuePage();
   else if (page === "job" && arg) content = await jobPage(arg);
+  else if (page === "runs") content = runsPage();
+  else if (page === "scheduler") content = await schedulerPage();
+  else if (page === "accounting") content = await accountingPage();
+  else if (page === "run" && arg) content = await runPage(arg);
   else if (page === "signin") content = signInPage();
   else content = clusterPage();
   if (n !== rendering) return;  // a newer render started meanwhile

@@ -154,3 +154,67 @@ def test_queue_collapses_a_pending_array_and_a_job_shows_its_priority(browser, g
     assert page.inner_text("#sprio td[data-factor=age]") == sprio[1]
     c.run(f"scancel {jid} {blocker}")
     page.close()
+
+
+RUN_YAML = """experiment_name: dash-run
+compute: {num_accelerators: 4, accelerator_type: GPU_2xH100}
+command: |
+  echo "node $NODE_RANK of $NUM_NODES says hi"
+timeout_minutes: 5
+"""
+
+
+def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_cluster: Cluster):  # noqa: ANN001
+    c = gpu_cluster
+    (c.workdir / "dash-run.yaml").write_text(RUN_YAML)
+    r = c.run(["air", "run", "-f", "dash-run.yaml", "--watch"], timeout=180)
+    assert r.returncode == 0, r.stderr
+    run_id = int(r.stdout.splitlines()[0])
+    # where `slurmlet mlflow start` notes the attempt's MLflow run (a tracking server's address: a link)
+    (c.workdir / ".air" / f"{run_id}-a1.mlflow").write_text(
+        '{"uri": "http://mlflow.example:5000", "experiment_id": "3", "run_id": "abc123", "attempt": 1}')
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{c.url}/?token={token_for(c)}#/runs")
+    row = f'#runs-list tr[data-run="{run_id}"]'
+    page.wait_for_selector(f'{row} td:text-is("SUCCEEDED")', timeout=WAIT)
+    assert page.inner_text(f"{row} td:nth-child(2)") == "dash-run"
+    page.click(f"{row} a")
+    page.wait_for_selector("#output:has-text('node 0 of 2 says hi')", timeout=WAIT)
+    page.click('button[data-node="1"]')
+    page.wait_for_selector("#output:has-text('node 1 of 2 says hi')", timeout=WAIT)
+    link = page.wait_for_selector("a#mlflow", timeout=WAIT)
+    assert link.get_attribute("href") == "http://mlflow.example:5000/#/experiments/3/runs/abc123"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    air = c.run(["air", "get", str(run_id)]).stdout
+    assert "attempts:" in air and page.inner_text('dd[data-field="Attempts"]') == "1"
+    assert not errors, errors
+    page.close()
+
+
+def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa: ANN001
+    c = gpu_cluster
+    jid = c.sbatch("--wrap", "sleep 2")  # some allocated time in the window, and a pass that started it
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"{c.url}/?token={token_for(c)}#/accounting")
+    page.wait_for_selector("#plot-util polyline", timeout=WAIT)
+    page.wait_for_selector('#top-users tr[data-user="root"]', timeout=WAIT)  # this module's jobs are root's
+    # the fair-share tree: sshare's rows, in its order
+    want = [ln.split("|")[:2] for ln in c.run([str(BIN / "sshare"), "-a", "-P", "-n", "-o", "Account,User"]).stdout.split()]
+    shown = page.eval_on_selector_all("#shares tbody tr", "rows => rows.map(r => [r.dataset.account, r.dataset.user])")
+    assert [[a.strip(), u] for a, u in want] == shown
+    shot(page, "accounting", Path(c.workdir))
+    page.click("nav >> text=Scheduler")
+    page.wait_for_selector('#sdiag tr[data-pass="main"]', timeout=WAIT)
+    page.wait_for_selector("#plot-cycle polyline", timeout=WAIT)
+    cycles = int(page.inner_text('#sdiag tr[data-pass="main"] td:nth-child(2)'))
+    sdiag = c.run([str(BIN / "sdiag")]).stdout
+    assert cycles >= 1 and "Main schedule statistics" in sdiag
+    shot(page, "scheduler", Path(c.workdir))
+    assert not errors, errors
+    page.close()

@@ -247,6 +247,15 @@ def test_mlflow_tracks_parameters_status_node_metrics_and_logs(air_cluster: Clus
     assert {"node0.cpu_percent", "node1.cpu_percent", "node0.memory_percent", "exit_code"} <= set(run.data.metrics)
     logs = sorted(a.path for a in client.list_artifacts(run.info.run_id, "logs"))
     assert logs == [f"logs/{run_id}-node-0-a1.log", f"logs/{run_id}-node-1-a1.log"]
+    # the dashboard's Runs page: where the attempt's MLflow run is, and each node's log
+    import base64
+    import json
+    got = c.api("GET", f"/api/v1/jobs/{run_id}/output?which=mlflow", signed=True)
+    assert json.loads(base64.b64decode(got["data"])) == {"uri": uri, "experiment_id": exp.experiment_id,
+                                                         "run_id": run.info.run_id, "attempt": 1}
+    log1 = c.api("GET", f"/api/v1/jobs/{run_id}/output?air_node=1&attempt=1", signed=True)
+    assert log1["node"] == c.job(int(run_id))["node_list"][1] and log1["path"].endswith(f".air/{run_id}-node-1-a1.log")
+    assert "node" in base64.b64decode(log1["data"]).decode()
 
 
 def test_a_retried_air_run_is_the_same_run(air_cluster: Cluster, monkeypatch: pytest.MonkeyPatch):
