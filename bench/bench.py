@@ -166,6 +166,65 @@ def _timed(argv: list[str]) -> float:
     return time.perf_counter() - t
 
 
+DASH_PROBE = """
+import json, statistics, sys
+from playwright.sync_api import sync_playwright
+url, token, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+marks = lambda page, name: [m["startTime"] for m in page.evaluate("() => performance.getEntriesByType('mark').map(m => m.toJSON())")
+                            if m["name"] == name]
+shown, data = [], []
+with sync_playwright() as p:
+    b = p.chromium.launch(executable_path=sys.argv[4], args=["--no-sandbox"])
+    for _ in range(n):
+        page = b.new_page()
+        page.goto(f"{url}/?token={token}#/queue")
+        page.wait_for_selector('#queue tr[data-job]', timeout=60000)
+        page.wait_for_function("() => performance.getEntriesByType('mark').length > 0", timeout=60000)
+        shown.append(marks(page, "page-shown")[0])
+        data.append(max(r["responseEnd"] for r in page.evaluate(
+            "() => performance.getEntriesByType('resource').map(r => r.toJSON())") if "/api/v1/jobs" in r["name"]))
+        page.close()
+    b.close()
+print(json.dumps({"shown": statistics.median(shown), "data": statistics.median(data)}))
+"""
+
+
+def bench_dashboard(n: int) -> None:
+    """The dashboard's queue page with 1,000 jobs queued, opened fresh in headless Chromium: when its
+    rows show (the page's own `page-shown` mark, from the start of navigation) and when the job
+    list had arrived. Needs Playwright (the test extras: the development tree's .venv drives the
+    browser) and Chromium; the controller is the one installed."""
+    import shutil
+    sys.path.insert(0, str(ROOT / "bench"))
+    import asyncio
+    import json
+
+    import loadgen
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = next((str(p) for p in (ROOT / ".venv" / "bin" / "python", Path(sys.executable))
+                   if p.exists() and subprocess.run([str(p), "-c", "import playwright"], capture_output=True).returncode == 0),
+                  None)
+    if not browser or not driver:
+        print("\nthe dashboard: skipped (needs chromium and Playwright: ./test.sh installs both)")
+        return
+    c = LocalCluster(2)
+    try:
+        asyncio.run(loadgen.submit(c.env["SLURMLET_CONTROLLER"], _key(c), loadgen.job_body(str(c.work)), 1000, batch=500))
+        token = c.run("scontrol", "token", "lifespan=3600").strip().removeprefix("SLURM_JWT=")
+        r = subprocess.run([driver, "-c", DASH_PROBE, c.env["SLURMLET_CONTROLLER"], token, str(n), browser],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode:
+            print(f"\nthe dashboard: the browser failed: {r.stderr[-2000:]}")
+            return
+        got = json.loads(r.stdout.splitlines()[-1])
+        print(f"\nthe dashboard in headless Chromium, 1,000 jobs queued, medians of {n} fresh page opens")
+        row("benchmark", "slurmlet", "target", "real Slurm")
+        row("queue page: rows shown", f"{got['shown']:.0f} ms", "< 300 ms", "(no web page)")
+        row("queue page: job list arrived", f"{got['data']:.0f} ms", "", "")
+    finally:
+        c.down()
+
+
 def bench_queue(n: int) -> None:
     """The CLI against a full queue: squeue printing 1,000 held jobs, squeue -j of one job with 10 and
     with 10,000 queued (flat in the jobs not printed), 500 sequential sbatch -H."""
@@ -632,7 +691,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--only", help="run one benchmark: core, sim, latency, queue, air, example, throughput, "
-                                   "sacct, submit, agents")
+                                   "sacct, submit, agents, dashboard")
     ap.add_argument("--editable", action="store_true",
                     help="measure this interpreter's slurmlet (the development tree) instead of the wheel")
     args = ap.parse_args()
@@ -655,6 +714,7 @@ def main() -> None:
         "sacct": lambda: bench_sacct_history(20000 if quick else 100000, 5 if quick else 15),
         "submit": lambda: bench_submit(1000 if quick else 3000, 80 if quick else 200),
         "agents": lambda: bench_agents(100 if quick else 300),
+        "dashboard": lambda: bench_dashboard(5 if quick else 15),
     }
     if args.only and args.only not in runs:
         raise SystemExit(f"--only: expected one of {', '.join(runs)}")

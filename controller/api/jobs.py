@@ -104,8 +104,11 @@ async def list_jobs(c: CtlDep, ids: str | None = None, states: str | None = None
                     partitions: str | None = None, names: str | None = None,
                     history: bool = False, since: Time = None, until: Time = None,
                     duplicates: bool = False, accounts: str | None = None,
-                    qos: str | None = None):  # noqa: ANN202
-    """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out."""
+                    qos: str | None = None, look: bool = False):  # noqa: ANN202
+    """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out.
+    `look`: the dashboard's, see api/web.py."""
+    from .web import look as look_of
+    seen = look_of(c) if look else None  # (taken before the rows are read)
     id_list = parse_ids(ids)
     rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
                             partitions=split_list(partitions), names=split_list(names), since=since, until=until,
@@ -115,7 +118,10 @@ async def list_jobs(c: CtlDep, ids: str | None = None, states: str | None = None
     if duplicates:  # sacct -D: each requeued job's earlier runs come first
         earlier = c.store.earlier_runs(rows)
         jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
-    return as_json({"jobs": jobs})
+    out = as_json({"jobs": jobs})
+    if seen is not None:
+        out.headers["X-Slurmlet-Look"] = seen
+    return out
 
 
 @router.get("/api/v1/jobs/{job_id}")

@@ -5,6 +5,7 @@ signs in with a token from `scontrol token` (`/?token=TOKEN`)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 from importlib import resources
@@ -74,6 +75,13 @@ def fingerprint(c) -> tuple:  # noqa: ANN001 - the Controller
     return fp
 
 
+def look(c) -> str:  # noqa: ANN001 - the Controller
+    """The fingerprint as a short name: the event stream says it with each event, and a list asked
+    with `look=1` says (X-Slurmlet-Look) the one taken before it was read, so a page whose lists are
+    at least that new skips the stream's word for it."""
+    return hashlib.sha256(repr(fingerprint(c)).encode()).hexdigest()[:16]
+
+
 @router.get("/api/v1/events", include_in_schema=False)  # (a stream: no schema tool can end it)
 async def events(c: CtlDep, request: Request) -> StreamingResponse:
     """`event: change` whenever what the dashboard shows may have changed (at once when a job ends,
@@ -88,7 +96,8 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
                 fp = last
             if fp != last:
                 last, quiet = fp, 0.0
-                yield f"event: change\ndata: {json.dumps({'at': c.clock()})}\n\n"
+                name = hashlib.sha256(repr(fp).encode()).hexdigest()[:16]
+                yield f"event: change\ndata: {json.dumps({'at': c.clock(), 'look': name})}\n\n"
             elif quiet >= 15:
                 quiet = 0.0
                 yield ": idle\n\n"

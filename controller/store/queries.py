@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -167,10 +168,8 @@ class Queries:
             pattern = spec.get("stdout")
         if not pattern:
             pattern = default_output(row.array_task_id is not None)
-        path = expand_pattern(pattern, job_id=row.id, array_job_id=row.array_job_id or row.id,
-                              array_task_id=row.array_task_id, name=row.name,
-                              node=node or row.batch_host or "", user=row.user)
-        return path if os.path.isabs(path) else os.path.join(spec.get("workdir") or "/", path)
+        return _output_path(pattern, row.id, row.array_job_id or row.id, row.array_task_id, row.name,
+                            node or row.batch_host or "", row.user, spec.get("workdir") or "/")
 
 
     def node_rows(self) -> list[Any]:
@@ -281,3 +280,12 @@ def _batch_memory(row: Any) -> dict:
     if vms is not None:
         out.update(max_vmsize=vms, max_vmsize_node=row.batch_host, max_vmsize_task=0, ave_vmsize=vms)
     return out
+
+
+@functools.lru_cache(maxsize=16384)
+def _output_path(pattern: str, job_id: int, array_job_id: int, array_task_id: int | None, name: str, node: str,
+                 user: str, workdir: str) -> str:
+    """A pending job's output file as it would be named (every list shows it again: kept)."""
+    path = expand_pattern(pattern, job_id=job_id, array_job_id=array_job_id, array_task_id=array_task_id,
+                          name=name, node=node, user=user)
+    return path if os.path.isabs(path) else os.path.join(workdir, path)

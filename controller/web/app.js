@@ -31,7 +31,7 @@ function signedInUser() {
   }
 }
 
-async function api(method, path, body) {
+async function api(method, path, body, raw) {
   const headers = {};
   if (token()) headers["X-SLURM-USER-TOKEN"] = token();
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -44,7 +44,7 @@ async function api(method, path, body) {
     const msg = (d && (d.error || d.message)) || (typeof d === "string" ? d : "") || `${r.status} ${r.statusText}`;
     throw new Error(msg);
   }
-  return doc;
+  return raw ? { doc, text, look: r.headers.get("X-Slurmlet-Look") } : doc;
 }
 
 // ---------------------------------------------------------------- formatting (as squeue/scontrol print)
@@ -152,6 +152,41 @@ function clusterPage() {
   ];
 }
 
+// the running times a page shows, updated in place each second while its data has not changed
+let ticks = [];
+function ticking(cell, j) {
+  if (j.state === "RUNNING") ticks.push([cell, j]);
+  return cell;
+}
+
+// a long queue is drawn a window at a time: the rows in sight and some either side, between two
+// spacers as tall as the rows left out (each row is ROW_H pixels: one line, see style.css)
+const ROW_H = 30, AROUND = 20;
+
+function windowed(box, tbody, items, make) {
+  const draw = (at) => {  // (`at`: the scroll position to draw for, before the box has its height)
+    const top = at === undefined ? box.scrollTop : at;
+    const count = Math.ceil((box.clientHeight || 900) / ROW_H) + 2 * AROUND;
+    // (a shorter list than the position was for, after a filter: its end)
+    const first = Math.max(0, Math.min(items.length - count, Math.floor(top / ROW_H) - AROUND));
+    const last = Math.min(items.length, first + count);
+    const spacer = (rows) => {
+      if (rows <= 0) return null;
+      const tr = el("tr", { class: "spacer", "aria-hidden": "true" }, el("td", { colspan: 10 }));
+      tr.style.height = `${rows * ROW_H}px`;
+      return tr;
+    };
+    ticks = [];
+    tbody.replaceChildren(...[spacer(first), ...items.slice(first, last).map(make), spacer(items.length - last)].filter(Boolean));
+    state.queueScroll = top;
+  };
+  let queued = false;
+  box.addEventListener("scroll", () => {
+    if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; draw(); }); }
+  });
+  return draw;
+}
+
 function queuePage() {
   const f = state.filters;
   const shown = state.jobs.filter((j) => ACTIVE.has(j.state))
@@ -164,23 +199,28 @@ function queuePage() {
     el("select", { "data-filter": key, onchange: (e) => { f[key] = e.target.value; render(); } },
       el("option", { value: "" }, "all"),
       choices(key).map((v) => el("option", { value: v, selected: v === f[key] ? "selected" : null }, v))));
-  const rows = collapseArrays(shown).map(({ j, tasks, count, reason }) => el("tr", { "data-job": j.job_id,
+  const row = ({ j, tasks, count, reason }) => el("tr", { "data-job": j.job_id,
       "data-array": tasks ? j.array_job_id : null, title: tasks ? `${count} pending tasks of array ${j.array_job_id}` : null },
     el("td", {}, el("a", { href: `#/job/${j.job_id}` }, tasks ? `${j.array_job_id}_[${tasks}]` : jobId(j))),
     el("td", {}, j.partition), el("td", {}, j.name), el("td", {}, j.user),
     el("td", { class: "state state-" + j.state.toLowerCase(), title: j.state }, SHORT[j.state] || j.state),
-    el("td", {}, duration(elapsed(j))), el("td", {}, j.num_nodes),
+    ticking(el("td", {}, duration(elapsed(j))), j), el("td", {}, j.num_nodes),
     el("td", {}, j.state === "PENDING" ? `(${reason || j.reason})` : j.nodes),
     el("td", {}, j.priority),
-    el("td", {}, j.state === "PENDING" && j.expected_start ? stamp(j.expected_start) : "")));
+    el("td", {}, j.state === "PENDING" && j.expected_start ? stamp(j.expected_start) : ""));
+  const all = collapseArrays(shown);
+  const rows = el("tbody");
+  const box = el("div", { id: "queue-box" }, el("table", { id: "queue" }, el("thead", {}, el("tr", {}, ["JOBID", "PARTITION",
+    "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)", "PRIORITY", "EXPECTED START"].map((h) => el("th", {}, h)))), rows));
+  const drawRows = windowed(box, rows, all, row);
+  afterMount.push(() => { const at = state.queueScroll || 0; drawRows(at); box.scrollTop = at; });
   return [
     el("h2", {}, "Queue"),
     el("div", { class: "filters" }, select("user", "User"), select("partition", "Partition"), select("state", "State"),
       el("label", {}, "Name ", el("input", { "data-filter": "name", value: f.name,
         oninput: (e) => { f.name = e.target.value; render(true); } }))),
-    el("table", { id: "queue" }, el("thead", {}, el("tr", {}, ["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME",
-      "NODES", "NODELIST(REASON)", "PRIORITY", "EXPECTED START"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
-    el("p", { class: "count" }, `${shown.length} jobs`),
+    box,
+    el("p", { class: "count" }, `${shown.length} jobs` + (all.length < shown.length ? ` in ${all.length} rows` : "")),
   ];
 }
 
@@ -633,7 +673,7 @@ function route() {
   return { page: parts[0] || "cluster", arg: parts[1] };
 }
 
-let rendering = 0, busy = false;
+let rendering = 0, busy = false, drawn = null;
 let afterMount = [];  // what a page does once its elements are in place (restore a scroll position)
 async function render(keepFocus) {
   const n = ++rendering;
@@ -651,6 +691,7 @@ async function draw(n, keepFocus) {
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.page === section);
   let content;
   afterMount = [];
+  ticks = [];
   if (page === "queue") content = queuePage();
   else if (page === "job" && arg) content = await jobPage(arg);
   else if (page === "runs") content = runsPage();
@@ -664,7 +705,9 @@ async function draw(n, keepFocus) {
   const main = document.getElementById("main");
   main.replaceChildren(...content);
   main.dataset.page = page;
+  drawn = `${page}/${arg}/${state.version}/${me}`;
   for (const f of afterMount) f();
+  performance.mark("page-shown");  // (what bench/ measures)
   if (focused) {
     const again = main.querySelector(`[data-filter="${focused}"]`);
     if (again) { again.focus(); if (again.setSelectionRange) again.setSelectionRange(again.value.length, again.value.length); }
@@ -677,11 +720,15 @@ async function refresh() {
   if (refreshing) return refreshing;
   refreshing = (async () => {
     try {
-      const [jobs, nodes, parts] = await Promise.all([api("GET", "/api/v1/jobs"), api("GET", "/api/v1/nodes"),
-        api("GET", "/api/v1/partitions")]);
-      state.jobs = jobs.jobs || [];
-      state.nodes = nodes.nodes || [];
-      state.partitions = parts.partitions || [];
+      const got = await Promise.all(["/api/v1/jobs?look=1", "/api/v1/nodes", "/api/v1/partitions"].map((p) => api("GET", p, undefined, true)));
+      state.look = got[0].look;
+      const texts = got.map((g) => g.text).join("\u0000");
+      if (texts === state.texts) return;  // nothing new to draw
+      state.texts = texts;
+      state.jobs = got[0].doc.jobs || [];
+      state.nodes = got[1].doc.nodes || [];
+      state.partitions = got[2].doc.partitions || [];
+      state.version = (state.version || 0) + 1;
       await render(true);
     } catch (e) {
       message("cannot reach the controller: " + e.message, true);
@@ -695,24 +742,43 @@ async function refresh() {
 function follow() {
   const live = document.getElementById("live");
   const events = new EventSource("/api/v1/events");
-  events.addEventListener("change", () => refresh());
+  events.addEventListener("change", (e) => {
+    let said = null;
+    try { said = JSON.parse(e.data).look; } catch (err) { /* an older controller: look again */ }
+    if (said && said === state.look) return;  // the lists were read after it: nothing new
+    refresh();
+  });
   events.onopen = () => { live.textContent = "● live"; live.className = "on"; };
   events.onerror = () => { live.textContent = "○ reconnecting"; live.className = ""; };
 }
 
 window.addEventListener("hashchange", () => render());
+// a failure in a page's drawing is said where tests and people look, not lost with its promise
+window.addEventListener("unhandledrejection", (e) => console.error("dashboard:", e.reason));
+// the pages drawn from the lists alone: between changes a tick only updates their running times
+const FROM_LISTS = new Set(["cluster", "queue", "runs"]);
+
+function tick() {
+  const { page, arg } = route();
+  if (FROM_LISTS.has(page) && drawn === `${page}/${arg}/${state.version}/${signedInUser()}`) {
+    for (const [cell, j] of ticks) cell.textContent = duration(elapsed(j));
+    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+    return;
+  }
+  render(true);
+}
+
 window.addEventListener("DOMContentLoaded", async () => {
   takeTokenFromAddress();
-  try {
-    const cfg = await api("GET", "/api/v1/ping");
+  api("GET", "/api/v1/ping").then((cfg) => {  // (beside the first look at the lists, not before it)
     if (cfg && cfg.cluster) document.getElementById("cluster-name").textContent = cfg.cluster;
-  } catch (e) { /* the first refresh says so */ }
-  await refresh();
+  }).catch(() => { /* the first refresh says so */ });
+  refresh();
   follow();
   // running times tick (not while a list is open or a sign-in is typed)
   setInterval(() => {
     const focus = document.activeElement;
     // (not while a render waits on the controller: a slow answer is not thrown away every second)
-    if (!busy && route().page !== "signin" && !(focus && focus.tagName === "SELECT")) render(true);
+    if (!busy && route().page !== "signin" && !(focus && focus.tagName === "SELECT")) tick();
   }, 1000);
 });

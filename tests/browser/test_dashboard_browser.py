@@ -218,3 +218,37 @@ def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa:
     shot(page, "scheduler", Path(c.workdir))
     assert not errors, errors
     page.close()
+
+
+def test_a_long_queue_is_drawn_a_window_at_a_time(browser, gpu_cluster: Cluster):  # noqa: ANN001
+    """1,000 jobs would be 12,000 cells to lay out: the page draws the rows in sight (and some
+    around them), and scrolling brings the others."""
+    c = gpu_cluster
+    one = {"script": "#!/bin/sh\ntrue\n", "partition": "debug", "environment": {}, "workdir": str(c.workdir),
+           "argv": [], "user": "root", "uid": 0, "gid": 0, "group": "root", "hold": True}
+    ids = c.api("POST", "/api/v1/jobs/batch", {"jobs": [dict(one, name=f"long{i}") for i in range(400)]})["job_ids"]
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"{c.url}/?token={token_for(c)}#/queue")
+    page.wait_for_selector(f'#queue tr[data-job="{ids[0]}"]', timeout=WAIT)
+    drawn = page.locator("#queue tbody tr[data-job]").count()
+    assert 10 < drawn < 150, drawn
+    before = int(page.inner_text(".count").split()[0])  # (with any other module test's jobs still queued)
+    assert before >= len(ids)
+    assert page.locator(f'#queue tr[data-job="{ids[-1]}"]').count() == 0
+    page.evaluate("() => { const b = document.getElementById('queue-box'); b.scrollTop = b.scrollHeight; }")
+    page.wait_for_selector(f'#queue tr[data-job="{ids[-1]}"]', timeout=WAIT)
+    assert page.locator(f'#queue tr[data-job="{ids[0]}"]').count() == 0
+    # the scroll position outlives the next redraw (a change in the queue)
+    c.run(f"scancel {ids[0]}")
+    page.wait_for_selector(".count:text-matches('^{} jobs')".format(before - 1), timeout=WAIT)
+    assert page.locator(f'#queue tr[data-job="{ids[-1]}"]').count() == 1
+    # scrolled far down, a filter leaves a few: they show
+    page.fill('input[data-filter="name"]', "long39")  # long39, long390..long399
+    page.wait_for_selector(f'#queue tr[data-job="{ids[39]}"]', timeout=WAIT)
+    assert page.locator("#queue tbody tr[data-job]").count() == 11
+    c.run(["scancel", *map(str, ids)])
+    assert not errors, errors
+    page.close()
