@@ -40,6 +40,9 @@ class Latency:
     def __init__(self) -> None:
         self.hist: dict[tuple[str, str], list] = {}
         self.codes: dict[tuple[str, str, int], int] = {}
+        #: changes made through the API (2xx answers to anything but GET, HEAD, OPTIONS and the agents'
+        #: syncs): the dashboard's event stream tells of each (an update, a drain, a hold)
+        self.writes = 0
 
     def observe(self, method: str, route: str, code: int, seconds: float) -> None:
         h = self.hist.get((method, route))
@@ -50,6 +53,8 @@ class Latency:
         h[2] += 1
         key = (method, route, code)
         self.codes[key] = self.codes.get(key, 0) + 1
+        if 200 <= code < 300 and method not in ("GET", "HEAD", "OPTIONS") and route != "/api/v1/nodes/{name}/sync":
+            self.writes += 1
 
 
 class LatencyMiddleware:

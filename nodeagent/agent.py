@@ -105,7 +105,11 @@ class Agent:
         self.scripts_done: dict[tuple[int, int, str], dict] = {}
         self.script_tasks: set[asyncio.Task] = set()
         self.stats: list[dict] = []  #: sstat answers for the next sync
-        self.answers: list[dict] = []  #: answers to the controller's questions (tail, usage), likewise
+        #: answers to the controller's questions (tail, usage), sent with each sync until one is answered
+        #: (a sync this agent drops for a newer one may never have reached the controller)
+        self.answers: list[dict] = []
+        #: the questions taken (by key): each comes again with every sync until its answer arrives
+        self.asked: dict[str, float] = {}
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; then stop every job's processes and return."""
@@ -176,13 +180,13 @@ class Agent:
                 steps_done = self.steps.unacked()
                 scripts_done = dict(self.scripts_done)
                 stats, self.stats = self.stats, []
-                answers, self.answers = self.answers, []
+                answers = list(self.answers)
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
                               "scripts_done": list(scripts_done.values()), "stats": stats,
                               "answers": answers,
-                              "wait": 0.0 if finished or steps_done or scripts_done or not self.registered
+                              "wait": 0.0 if finished or steps_done or scripts_done or answers or not self.registered
                               else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
@@ -236,6 +240,7 @@ class Agent:
                 self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
                 for key in scripts_done:
                     self.scripts_done.pop(key, None)
+                self.answers = [a for a in self.answers if not any(a is b for b in answers)]
                 doc = resp.json()
                 for order in doc["orders"]:
                     await self.apply(order)
@@ -336,12 +341,24 @@ class Agent:
                 tasks = self.launcher.stat(int(jid)) if sid == "batch" else self.steps.stat(key)
                 self.stats.append({"key": key, "node": self.name, "tasks": tasks or []})
             self.launcher.exited.set()
+        elif op in ("usage", "tail") and not self._first_time(order):
+            return
         elif op == "usage":  # the dashboard's plot: the job's samples here over time
             self.answer(order, series=self.launcher.book.series(int(order["job_id"])))
         elif op == "tail":  # the dashboard's view of a job's output, read with its user's rights
             task = asyncio.create_task(self._tail(order))
             self.script_tasks.add(task)
             task.add_done_callback(self.script_tasks.discard)
+
+    def _first_time(self, order: dict) -> bool:
+        key = str(order.get("key"))
+        if key in self.asked:
+            return False
+        self.asked[key] = time.time()
+        if len(self.asked) > 2000:  # (an answered question stops coming within a sync or two)
+            for k in list(self.asked)[:1000]:
+                del self.asked[k]
+        return True
 
     def answer(self, order: dict, **what) -> None:  # noqa: ANN003
         self.answers.append(dict(what, key=order.get("key")))

@@ -100,7 +100,7 @@ def _idempotency_key(request: Request) -> str | None:
 
 
 @router.get("/api/v1/jobs")
-async def list_jobs(c: CtlDep, ids: str | None = None, states: str | None = None, users: str | None = None,
+async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states: str | None = None, users: str | None = None,
                     partitions: str | None = None, names: str | None = None,
                     history: bool = False, since: Time = None, until: Time = None,
                     duplicates: bool = False, accounts: str | None = None,
@@ -108,7 +108,8 @@ async def list_jobs(c: CtlDep, ids: str | None = None, states: str | None = None
     """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out.
     `look`: the dashboard's, see api/web.py."""
     from .web import look as look_of
-    seen = look_of(c) if look else None  # (taken before the rows are read)
+    from .web import writes_of
+    seen = look_of(c, writes_of(request)) if look else None  # (taken before the rows are read)
     id_list = parse_ids(ids)
     rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
                             partitions=split_list(partitions), names=split_list(names), since=since, until=until,

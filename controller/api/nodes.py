@@ -105,8 +105,9 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
 
 
 def _held_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller
-    """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments, the
-    questions asked of it (one lost on the way is given up by its asker, who may ask again)."""
+    """Orders kept in memory for the node's next answer: sstat's samples, sattach's attachments, and the
+    questions asked of it, again with each sync until answered (an answer carrying orders can be lost:
+    the agent drops a long-poll it no longer needs; it answers each question once)."""
     keys = c.stat_wanted.pop(name, None)
     return ([{"op": "stat", "keys": sorted(keys)}] if keys else []) + c.attach_wanted.pop(name, []) + \
-        c.asks_wanted.pop(name, [])
+        list(c.asks_wanted.get(name, []))

@@ -56,13 +56,14 @@ async def asset(name: str) -> Response:
     return Response(_asset(name), media_type=ASSETS[name] + "; charset=utf-8", headers=_NO_STORE)
 
 
-def fingerprint(c) -> tuple:  # noqa: ANN001 - the Controller
+def fingerprint(c, writes: int = 0) -> tuple:  # noqa: ANN001 - the Controller
     """What changes when anything the dashboard shows changes: the jobs' states and times, holds,
-    and which nodes answer. One look serves every open page: taken again after POLL/2 seconds, or
-    once a job has ended since (`c.ended` was replaced)."""
+    which nodes answer, and `writes` (the changes made through the API: metrics.Latency.writes).
+    One look serves every open page: taken again after POLL/2 seconds, once a job has ended since
+    (`c.ended` was replaced), or after a change through the API."""
     now = c.clock()
     look = c.ui_look
-    if look is not None and now - look[0] < POLL / 2 and look[1] is c.ended:
+    if look is not None and now - look[0] < POLL / 2 and look[1] is c.ended and look[2][-1] == writes:
         return look[2]
     with c.store.engine.connect() as conn:
         states = tuple(conn.execute(select(J.c.state, func.count()).group_by(J.c.state).order_by(J.c.state)).all())
@@ -70,16 +71,21 @@ def fingerprint(c) -> tuple:  # noqa: ANN001 - the Controller
                                           func.count(J.c.held), func.sum(J.c.priority))).one())
     timeout = c.config.slurmd_timeout
     alive = tuple(sorted(n for n, t in c.last_sync.items() if now - t <= timeout))
-    fp = (states, times, alive)
+    fp = (states, times, alive, writes)
     c.ui_look = (now, c.ended, fp)
     return fp
 
 
-def look(c) -> str:  # noqa: ANN001 - the Controller
+def look(c, writes: int = 0) -> str:  # noqa: ANN001 - the Controller
     """The fingerprint as a short name: the event stream says it with each event, and a list asked
     with `look=1` says (X-Slurmlet-Look) the one taken before it was read, so a page whose lists are
     at least that new skips the stream's word for it."""
-    return hashlib.sha256(repr(fingerprint(c)).encode()).hexdigest()[:16]
+    return hashlib.sha256(repr(fingerprint(c, writes)).encode()).hexdigest()[:16]
+
+
+def writes_of(request: Request) -> int:
+    latency = getattr(request.app.state, "latency", None)
+    return latency.writes if latency is not None else 0
 
 
 @router.get("/api/v1/events", include_in_schema=False)  # (a stream: no schema tool can end it)
@@ -91,7 +97,7 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
         yield "retry: 2000\n\n"
         while not await request.is_disconnected():
             try:
-                fp = fingerprint(c)
+                fp = fingerprint(c, writes_of(request))
             except Exception:  # noqa: BLE001 - the database away: no change to tell; look again later
                 fp = last
             if fp != last:

@@ -359,19 +359,25 @@ function followOutput(j) {
     o.box = el("div", { class: "output" }, o.head, o.pre);
   }
   // while it may still write, and once more after its end (what it wrote last)
-  if (!o.done && !o.busy) readOutput(o, j);
+  maybeRead(o, j);
   afterMount.push(() => { o.pre.scrollTop = o.follow ? o.pre.scrollHeight : o.scroll || 0; });
   return o;
+}
+
+// (after a failure, a node silent or busy, once more every few seconds: an ended job's file too)
+function maybeRead(o, j) {
+  if (!o.done && !o.busy && Date.now() - (o.failedAt || 0) > 5000) readOutput(o, j);
 }
 
 async function readOutput(o, j) {
   const ended = !ACTIVE.has(j.state);
   o.busy = true;
+  o.failedAt = 0;
   try {
     for (let round = 0; round < 8; round++) {  // a burst: read on until caught up
       const q = o.end < 0 ? "offset=-1&limit=65536" : `offset=${o.end}&limit=262144`;
       const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${o.query ? o.query + "&" : ""}${q}`);
-      if (r.error) { o.head.textContent = r.error; break; }
+      if (r.error) { o.head.textContent = r.error; o.failedAt = Date.now(); break; }
       if (r.size < o.end) {  // emptied (a new run, or by hand): from its end again
         Object.assign(o, { end: -1, text: "", decoder: new TextDecoder("utf-8") });
         continue;
@@ -384,9 +390,10 @@ async function readOutput(o, j) {
       o.head.textContent = `${r.path} on ${r.node}: ${r.size} bytes` + (ended ? "" : ", following");
       if (o.end >= r.size || !bytes.length) break;
     }
-    if (ended) o.done = true;
+    if (ended && !o.failedAt) o.done = true;
   } catch (e) {
     o.head.textContent = e.message;
+    o.failedAt = Date.now();
   } finally {
     o.busy = false;
   }
@@ -537,17 +544,18 @@ async function runPage(id) {
     log.box = el("div", { class: "output" }, log.head, log.pre);
   }
   const live = v.attempt === attempts && ACTIVE.has(j.state);
-  if (nodes.length && !log.done && !log.busy) readOutput(log, live ? j : Object.assign({}, j, { state: "COMPLETED" }));
+  if (nodes.length) maybeRead(log, live ? j : Object.assign({}, j, { state: "COMPLETED" }));
   afterMount.push(() => { log.pre.scrollTop = log.follow ? log.pre.scrollHeight : log.scroll || 0; });
-  if (!(v.attempt in v.mlflow) && nodes.length) {
-    v.mlflow[v.attempt] = null;
+  // (asked again every 10 s until found: a run starts tracking once it runs, and a node may be busy)
+  const m = v.mlflow[v.attempt] = v.mlflow[v.attempt] || { at: 0, run: null };
+  if (!m.run && nodes.length && Date.now() - m.at > 10000) {
+    m.at = Date.now();
     try {
       const r = await api("GET", `/api/v1/jobs/${id}/output?which=mlflow&attempt=${v.attempt}`);
-      if (!r.error) v.mlflow[v.attempt] = JSON.parse(atob(r.data));
-      else if (live) delete v.mlflow[v.attempt];  // (it may come once the attempt starts tracking)
-    } catch (e) { delete v.mlflow[v.attempt]; }
+      if (!r.error) m.run = JSON.parse(atob(r.data));
+    } catch (e) { /* not tracked, or not readable */ }
   }
-  const ml = v.mlflow[v.attempt];
+  const ml = m.run;
   const mlLink = ml && /^https?:\/\//.test(ml.uri)
     ? el("a", { id: "mlflow", href: `${ml.uri.replace(/\/$/, "")}/#/experiments/${encodeURIComponent(ml.experiment_id)}/runs/${encodeURIComponent(ml.run_id)}`,
       target: "_blank", rel: "noopener noreferrer" }, `MLflow run ${ml.run_id}`)

@@ -57,6 +57,12 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
         alloc = re.search(r"AllocTRES=\S*gres/gpu=(\d+)", out)
         assert shown == (int(alloc.group(1)) if alloc else 0), (node, out)
     shot(page, "cluster", tmp_path)
+    # an administrator's change that starts or ends no job shows too (the stream tells of API changes)
+    node = c.node_names[1]
+    assert c.run(f"scontrol update nodename={node} state=drain reason=dash-check").returncode == 0
+    page.wait_for_selector(f'#nodes tr[data-node="{node}"] td:text-is("dash-check")', timeout=WAIT)
+    assert c.run(f"scontrol update nodename={node} state=resume").returncode == 0
+    page.wait_for_selector(f'#nodes tr[data-node="{node}"] td:text-is("")', timeout=WAIT)
     page.click("nav >> text=Queue")
     page.wait_for_selector(row, timeout=WAIT)
     shot(page, "queue", tmp_path)
