@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from slurmlet.controller import auth
 from slurmlet.controller.api.schemas import Strict
@@ -159,18 +159,30 @@ def _tree_order(t: Any) -> list:
 
 
 @router.get("/api/v1/reports/usage")
-async def usage_report(c: CtlDep, start: float, end: float, top: int = 10):  # noqa: ANN202
-    """sreport cluster utilization and user topusage over [start, end): CPU-seconds reported,
-    allocated (down, planned down and planned are not recorded: 0), idle, and the top users."""
+async def usage_report(c: CtlDep, start: float, end: float, top: int = 10,
+                       tres: Literal["cpu", "gres/gpu"] = "cpu", buckets: int = Query(0, ge=0, le=1000)):  # noqa: ANN202
+    """sreport cluster utilization and user topusage over [start, end): CPU-seconds (GPU-seconds
+    with `tres=gres/gpu`) reported, allocated (down, planned down and planned are not recorded: 0),
+    idle, and the top users; with `buckets=N`, the same figures for each Nth of the window too
+    (`series`: what the dashboard plots)."""
     from slurmlet.controller.core import report
     if not end > start:
         raise InvalidRequest("end must be after start")
     used, created = c.store.usage_records(start, end)
     nodes = c.store.capacity_rows()
-    cpus = sum(r.cpus for r in nodes) or sum((n.cpus or 0) for n in c.config.nodes)
+    if tres == "gres/gpu":
+        cpus = sum(r.gpus or 0 for r in nodes) or sum((n.gpus or 0) for n in c.config.nodes)
+    else:
+        cpus = sum(r.cpus for r in nodes) or sum((n.cpus or 0) for n in c.config.nodes)
     now = c.clock()
-    u = report.utilization(used, cpus, created if created is not None else start, start, end, now)
-    return {"cluster": c.config.cluster_name, "start": start, "end": end, "total": u.total,
+    since = created if created is not None else start
+    u = report.utilization(used, cpus, since, start, end, now, tres)
+    series = []
+    for i in range(buckets):
+        b0, b1 = start + (end - start) * i / buckets, start + (end - start) * (i + 1) / buckets
+        b = report.utilization(used, cpus, since, b0, b1, now, tres)
+        series.append({"start": b0, "end": b1, "reported": b.reported, "allocated": b.allocated, "idle": b.idle})
+    return {"cluster": c.config.cluster_name, "tres": tres, "start": start, "end": end, "total": u.total,
             "reported": u.reported, "allocated": u.allocated, "down": u.down, "planned_down": u.planned_down,
-            "idle": u.idle, "planned": u.planned,
+            "idle": u.idle, "planned": u.planned, **({"series": series} if buckets else {}),
             "top": [{"user": usr, "account": acct, "used": secs} for usr, acct, secs in report.top_users(u, top)]}

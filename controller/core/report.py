@@ -17,6 +17,7 @@ class Used:
     cpus: int
     start: float
     end: float | None
+    gpus: int = 0
 
 
 @dataclass(slots=True)
@@ -41,13 +42,14 @@ def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def utilization(used: Iterable[Used], cpus: int, created: float, start: float, end: float,
-                now: float) -> Utilization:
+                now: float, tres: str = "cpu") -> Utilization:
     """The window [start, end): reported is `cpus` from the cluster's creation (or the window's start)
-    until the window's end or now; each allocation counts its CPUs for its time within the window."""
+    until the window's end or now; each allocation counts its CPUs for its time within the window.
+    `tres="gres/gpu"`: GPUs instead (`cpus` is then the cluster's GPUs), as `sreport -T gres/gpu`."""
     u = Utilization(start, end, total=cpus * (end - start))
     u.reported = cpus * overlap(start, end, created, now)
     for x in used:
-        secs = x.cpus * overlap(start, end, x.start, now if x.end is None else x.end)
+        secs = (x.gpus if tres == "gres/gpu" else x.cpus) * overlap(start, end, x.start, now if x.end is None else x.end)
         if secs > 0:
             u.allocated += secs
             key = (x.user, x.account)

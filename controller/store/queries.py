@@ -199,13 +199,13 @@ class Queries:
             alloc = json.loads(r.alloc) if r.alloc else []
             if alloc:
                 out.append(Used(r.user, r.account or r.user, sum(a["cpus"] for a in alloc), r.start_time,
-                                None if r.active else (r.end_time or r.start_time)))
+                                None if r.active else (r.end_time or r.start_time), _gpus(alloc)))
         for r in runs:
             alloc = json.loads(r.alloc) if r.alloc else []
             user, account = owners.get(r.job_id, ("", ""))
             if alloc:
                 out.append(Used(user, account or user, sum(a["cpus"] for a in alloc), r.start_time,
-                                r.end_time or r.start_time))
+                                r.end_time or r.start_time, _gpus(alloc)))
         return out, created
 
     def capacity_rows(self) -> list[Any]:
@@ -280,6 +280,10 @@ def _batch_memory(row: Any) -> dict:
     if vms is not None:
         out.update(max_vmsize=vms, max_vmsize_node=row.batch_host, max_vmsize_task=0, ave_vmsize=vms)
     return out
+
+
+def _gpus(alloc: list[dict]) -> int:
+    return sum(len(a.get("gpu_ids") or ()) for a in alloc)
 
 
 @functools.lru_cache(maxsize=16384)

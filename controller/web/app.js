@@ -622,26 +622,29 @@ async function accountingPage() {
   const win = state.window || "day";
   const span = WINDOWS[win];
   const c = await every("acct-" + win, 30000, async () => {
-    const end = Math.floor(Date.now() / 1000), start = end - span, step = span / BUCKETS;
-    const parts = await Promise.all(Array.from({ length: BUCKETS }, (_, i) =>
-      api("GET", `/api/v1/reports/usage?start=${start + i * step}&end=${start + (i + 1) * step}&top=0`)));
-    const [whole, shares] = await Promise.all([api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=10`),
+    const end = Math.floor(Date.now() / 1000), start = end - span;
+    const [cpu, gpu, shares] = await Promise.all([
+      api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=10&buckets=${BUCKETS}`),
+      api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=0&buckets=${BUCKETS}&tres=gres/gpu`),
       api("GET", "/api/v1/shares")]);
-    return { parts, whole, shares, start, end };
+    return { cpu, gpu, shares };
   });
   const pick = el("div", { class: "filters" }, "Window ", Object.keys(WINDOWS).map((w) => el("button", { "data-window": w,
     class: w === win ? "current" : null, onclick: () => { state.window = w; render(); } }, `last ${w}`)));
   if (!c.data) return [el("h2", {}, "Accounting"), pick, el("p", { class: c.error ? "error" : "muted" }, c.error || "…")];
-  const { parts, whole, shares } = c.data;
+  const { cpu: whole, gpu, shares } = c.data;
   const hours = (secs) => secs / 3600;
-  const curves = { allocated: parts.map((p) => [p.end, hours(p.allocated)]), idle: parts.map((p) => [p.end, hours(p.idle)]) };
-  const pct = (x) => (whole.reported ? (100 * x / whole.reported).toFixed(2) + "%" : "—");
+  const pct = (x, of) => (of ? (100 * x / of).toFixed(2) + "%" : "—");
+  const part = (r, what, id) => [
+    el("p", { id: `utilization-${id}` }, `${what} hours, ${stamp(r.start)} – ${stamp(r.end)}: allocated ${hours(r.allocated).toFixed(2)} `
+      + `(${pct(r.allocated, r.reported)}), idle ${hours(r.idle).toFixed(2)} (${pct(r.idle, r.reported)}), reported ${hours(r.reported).toFixed(2)}.`),
+    r.reported ? plot(`plot-${id}`, `${what} hours per ${duration(WINDOWS[win] / BUCKETS)}`, `${what} hours`,
+      { allocated: r.series.map((p) => [p.end, hours(p.allocated)]), idle: r.series.map((p) => [p.end, hours(p.idle)]) })
+      : el("p", { class: "muted" }, `No ${what}s in the cluster.`)];
   return [
     el("h2", {}, "Accounting"), pick,
-    el("p", { id: "utilization" }, `Cluster ${whole.cluster}, ${stamp(whole.start)} – ${stamp(whole.end)} (sreport cluster utilization): `
-      + `allocated ${hours(whole.allocated).toFixed(2)} CPU hours (${pct(whole.allocated)}), idle ${hours(whole.idle).toFixed(2)} (${pct(whole.idle)}), `
-      + `reported ${hours(whole.reported).toFixed(2)}.`),
-    el("div", { class: "plots" }, plot("plot-util", `CPU hours per ${duration(WINDOWS[win] / BUCKETS)}`, "CPU hours", curves)),
+    el("p", {}, `Cluster ${whole.cluster}, as sreport cluster utilization counts it (-T cpu, -T gres/gpu):`),
+    el("div", { class: "plots" }, el("div", {}, part(whole, "CPU", "util")), el("div", {}, part(gpu, "GPU", "gpu"))),
     el("ul", { class: "legend" }, ["allocated", "idle"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
     el("h3", {}, "Top users (sreport user topusage)"),
     el("table", { id: "top-users" }, el("thead", {}, el("tr", {}, ["User", "Account", "CPU hours", "Share of allocated"].map((h) => el("th", {}, h)))),

@@ -201,14 +201,17 @@ def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_
 
 def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa: ANN001
     c = gpu_cluster
-    jid = c.sbatch("--wrap", "sleep 2")  # some allocated time in the window, and a pass that started it
+    jid = c.sbatch("--gpus=1", "--wrap", "sleep 2")  # allocated time in the window, and a pass that started it
     c.wait_state(jid, "COMPLETED", timeout=60)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(f"{c.url}/?token={token_for(c)}#/accounting")
-    page.wait_for_selector("#plot-util polyline", timeout=WAIT)
+    page.wait_for_selector("#plot-util polyline", state="attached", timeout=WAIT)  # (a flat line has no height)
+    page.wait_for_selector("#plot-gpu polyline", state="attached", timeout=WAIT)
+    shown = page.inner_text("#utilization-gpu")  # GPU hours as sreport -T gres/gpu counts them: the job's
+    assert shown.startswith("GPU hours") and not re.search(r"allocated [0-9.]+ \(0\.00%\)", shown), shown
     page.wait_for_selector('#top-users tr[data-user="root"]', timeout=WAIT)  # this module's jobs are root's
     # the fair-share tree: sshare's rows, in its order
     want = [ln.split("|")[:2] for ln in c.run([str(BIN / "sshare"), "-a", "-P", "-n", "-o", "Account,User"]).stdout.split()]

@@ -33,3 +33,23 @@ def test_nothing_is_counted_twice_or_outside(jobs: list[tuple[int, int, int]]) -
                           ((min(a, b), max(a, b), c) for a, b, c in jobs))
     assert u.allocated == min(by_user, u.reported)  # (more CPUs than the cluster has cannot be used)
     assert u.idle >= 0 and u.allocated <= u.reported <= u.total
+
+
+def test_gpu_hours_count_the_allocations_gpus() -> None:
+    used = [Used("alice", "ml", 4, 100, 200, gpus=2), Used("bob", "ml", 8, 100, 200)]  # bob: CPUs only
+    u = utilization(used, cpus=4, created=0, start=0, end=400, now=400, tres="gres/gpu")  # (4 GPUs)
+    assert (u.allocated, u.reported) == (2 * 100, 4 * 400)
+    assert top_users(u) == [("alice", "ml", 200.0)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000), st.integers(1, 8)), max_size=20),
+       st.integers(1, 24))
+def test_a_windows_buckets_add_up_to_it(jobs: list[tuple[int, int, int]], n: int) -> None:
+    """The dashboard's plot: the window cut in n buckets counts what the whole window counts (while
+    nothing is capped at what the cluster reported)."""
+    used = [Used("u", "a", c, min(s, e), max(s, e)) for s, e, c in jobs]
+    whole = utilization(used, cpus=1000, created=0, start=0, end=1200, now=1200)
+    parts = [utilization(used, cpus=1000, created=0, start=1200 * i / n, end=1200 * (i + 1) / n, now=1200)
+             for i in range(n)]
+    assert abs(sum(p.allocated for p in parts) - whole.allocated) < 1e-6 * max(1.0, whole.allocated)
+    assert abs(sum(p.reported for p in parts) - whole.reported) < 1e-6 * max(1.0, whole.reported)
