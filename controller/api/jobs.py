@@ -114,7 +114,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
                             partitions=split_list(partitions), names=split_list(names), since=since, until=until,
                             now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
-    jobs = [c.store.public(r) for r in rows]
+    jobs = c.store.public_list(rows)
     _add_steps(c.store, jobs)
     if duplicates:  # sacct -D: each requeued job's earlier runs come first
         earlier = c.store.earlier_runs(rows)

@@ -84,6 +84,26 @@ class Queries:
             raise NotFound()
         return row
 
+    #: the most jobs public_list keeps the answers of
+    PUBLIC_KEPT = 20000
+
+    def public_list(self, rows: list[Any]) -> list[dict]:
+        """`public` of each row, each a new dict (its nested values shared: replace them, never change
+        them in place); a row unchanged since the last list, under the same configuration, is not
+        worked out again (a dashboard and squeue in a loop ask for the same jobs every second)."""
+        kept = getattr(self, "_public_kept", None)
+        if kept is None or kept[0] is not self.config or len(kept[1]) > self.PUBLIC_KEPT:
+            kept = self._public_kept = (self.config, {})
+        cache = kept[1]
+        out = []
+        for r in rows:
+            values = tuple(r)
+            hit = cache.get(r.id)
+            if hit is None or hit[0] != values:
+                hit = cache[r.id] = (values, self.public(r))
+            out.append(dict(hit[1]))
+        return out
+
     def public(self, row: Any) -> dict:
         spec = json.loads(row.spec)
         req = request_of(spec)
