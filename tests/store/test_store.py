@@ -215,3 +215,18 @@ def test_an_air_runs_timed_out_attempt_is_retried_until_its_retries_are_spent(st
         if attempt == 0:
             assert (j["state"], j["restarts"]) == ("PENDING", 1)  # a retry at once, not after the requeue delay
     assert (j["state"], j["restarts"]) == ("TIMEOUT", 1)
+
+
+def test_job_lists_are_worked_out_again_only_for_changed_rows(store: JobStore):
+    register(store)
+    a, b = store.submit(body(name="a"), 10.0), store.submit(body(name="b", hold=True), 10.0)
+    first = store.public_list(store.job_rows(now=10.0))
+    again = store.public_list(store.job_rows(now=10.0))
+    assert first == again and first[0] is not again[0]  # new dicts each time (a caller may replace keys)
+    again[0]["steps"] = ["replaced"]
+    assert store.public_list(store.job_rows(now=10.0))[0]["steps"] != ["replaced"]
+    schedule(store, 11.0)  # a starts: its row changed, b's did not
+    after = {j["job_id"]: j for j in store.public_list(store.job_rows(now=11.0))}
+    assert after[a]["state"] == "RUNNING" and after[a]["nodes"] == "node1"
+    assert after[b] == {j["job_id"]: j for j in first}[b]
+    assert after[a] == store.public(store.get_row(a))  # the same as worked out afresh
