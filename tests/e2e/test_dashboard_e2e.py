@@ -22,12 +22,23 @@ def test_page_and_assets_are_served_and_self_contained(cluster: Cluster):
     assert page.headers["referrer-policy"] == "no-referrer"  # a ?token= address leaks to no other site
     assert "default-src 'self'" in page.headers["content-security-policy"]
     refs = [r for r in re.findall(r'(?:src|href)="([^"#]+)"', page.text) if not r.startswith("data:")]
+    lists = [r for r in refs if r.startswith("/api/v1/")]  # preloaded: the lists every page starts from
+    assert sorted(r.split("?")[0] for r in lists) == ["/api/v1/jobs", "/api/v1/nodes", "/api/v1/partitions"]
+    refs = [r for r in refs if r not in lists]
     assert sorted(refs) == ["/ui/app.js", "/ui/style.css"]
     for ref in refs:
         r = httpx.get(cluster.url + ref, timeout=30)
         assert r.status_code == 200 and len(r.content) > 500, ref
         text = r.text.replace('"http://www.w3.org/2000/svg"', "")  # (a namespace's name, nothing loaded)
         assert not re.search(r"https?://|//cdn", text), f"{ref} loads something from elsewhere"
+    # the job list as the page asks for it: only the fields named, and the look it was read after
+    held = cluster.sbatch("-H", "--wrap", "true")
+    r = httpx.get(cluster.url + lists[0].replace("&amp;", "&"), timeout=30)
+    assert r.status_code == 200 and re.fullmatch(r"[0-9a-f]{16}", r.headers["x-slurmlet-look"])
+    fields = re.search(r"fields=([a-z_,]+)", lists[0]).group(1).split(",")
+    jobs = r.json()["jobs"]
+    assert held in [j["job_id"] for j in jobs] and all(list(j) == fields for j in jobs)
+    cluster.api("POST", "/api/v1/jobs/cancel", {"ids": [held]})
     assert httpx.get(cluster.url + "/ui/slurm.conf", timeout=30).status_code == 404
     assert httpx.get(cluster.url + "/ui/..%2Fslurm.conf", timeout=30).status_code == 404
 
