@@ -520,7 +520,7 @@ function runsPage() {
     el("td", {}, el("a", { href: `#/run/${j.job_id}` }, j.job_id)), el("td", {}, j.name),
     el("td", { class: "state state-" + j.state.toLowerCase(), title: j.state }, AIR_STATUS[j.state] || j.state),
     el("td", {}, j.comment.split(" ")[1]), el("td", {}, (j.restarts || 0) + 1),
-    el("td", {}, stamp(j.submit_time)), el("td", {}, duration(elapsed(j)))));
+    el("td", {}, stamp(j.submit_time)), ticking(el("td", {}, duration(elapsed(j))), j)));
   return [el("h2", {}, "Runs"),
     el("p", { class: "muted" }, "Workloads submitted with ", el("code", {}, "air run"), " (those the controller still lists)."),
     el("table", { id: "runs-list" }, el("thead", {}, el("tr", {}, ["ID", "EXPERIMENT", "STATUS", "ACCELERATORS", "ATTEMPTS",
