@@ -624,13 +624,20 @@ async function schedulerPage() {
 const WINDOWS = { hour: 3600, day: 86400, week: 7 * 86400 };
 const BUCKETS = 24;
 
+// the accounts' CPU time: the sum of their users' (every user of the window, as the API answers them)
+function topAccounts(top) {
+  const by = new Map();
+  for (const t of top) by.set(t.account, (by.get(t.account) || 0) + t.used);
+  return [...by.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+}
+
 async function accountingPage() {
   const win = state.window || "day";
   const span = WINDOWS[win];
   const c = await every("acct-" + win, 30000, async () => {
     const end = Math.floor(Date.now() / 1000), start = end - span;
     const [cpu, gpu, shares] = await Promise.all([
-      api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=10&buckets=${BUCKETS}`),
+      api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=100000&buckets=${BUCKETS}`),
       api("GET", `/api/v1/reports/usage?start=${start}&end=${end}&top=0&buckets=${BUCKETS}&tres=gres/gpu`),
       api("GET", "/api/v1/shares")]);
     return { cpu, gpu, shares };
@@ -654,8 +661,12 @@ async function accountingPage() {
     el("ul", { class: "legend" }, ["allocated", "idle"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
     el("h3", {}, "Top users (sreport user topusage)"),
     el("table", { id: "top-users" }, el("thead", {}, el("tr", {}, ["User", "Account", "CPU hours", "Share of allocated"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, whole.top.map((t) => el("tr", { "data-user": t.user }, el("td", {}, t.user), el("td", {}, t.account),
+      el("tbody", {}, whole.top.slice(0, 10).map((t) => el("tr", { "data-user": t.user }, el("td", {}, t.user), el("td", {}, t.account),
         el("td", {}, hours(t.used).toFixed(2)), el("td", {}, whole.allocated ? (100 * t.used / whole.allocated).toFixed(1) + "%" : ""))))),
+    el("h3", {}, "Top accounts"),
+    el("table", { id: "top-accounts" }, el("thead", {}, el("tr", {}, ["Account", "CPU hours", "Share of allocated"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, topAccounts(whole.top).slice(0, 10).map(([a, secs]) => el("tr", { "data-account": a }, el("td", {}, a),
+        el("td", {}, hours(secs).toFixed(2)), el("td", {}, whole.allocated ? (100 * secs / whole.allocated).toFixed(1) + "%" : ""))))),
     el("h3", {}, "Fair share (sshare)"),
     el("table", { id: "shares" }, el("thead", {}, el("tr", {}, ["Account", "User", "RawShares", "NormShares", "RawUsage",
       "EffectvUsage", "FairShare"].map((h) => el("th", {}, h)))),

@@ -98,6 +98,13 @@ def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):  
     page.wait_for_selector("#who >> text=signed in as nobody", timeout=WAIT)
     page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is(\"PENDING\")', timeout=WAIT)
     assert page.locator(".actions button").count() == 0
+    # nor its output or usage: the page says so, and the API refuses them
+    page.wait_for_selector("text=Only the job's owner and administrators see its output.", timeout=WAIT)
+    assert page.locator("#output").count() == 0 and page.locator("#usage").count() == 0
+    for what in ("output", "usage"):
+        status = page.evaluate("""async ([id, what]) => (await fetch('/api/v1/jobs/' + id + '/' + what, {
+            headers: {'X-SLURM-USER-TOKEN': sessionStorage.getItem('slurmlet.token')}})).status""", [jid, what])
+        assert status == 403, what
     # and the API refuses them whatever the page shows
     status = page.evaluate("""async (id) => (await fetch('/api/v1/jobs/' + id + '/release', {method: 'POST',
         headers: {'X-SLURM-USER-TOKEN': sessionStorage.getItem('slurmlet.token')}})).status""", jid)
@@ -213,6 +220,7 @@ def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa:
     shown = page.inner_text("#utilization-gpu")  # GPU hours as sreport -T gres/gpu counts them: the job's
     assert shown.startswith("GPU hours") and not re.search(r"allocated [0-9.]+ \(0\.00%\)", shown), shown
     page.wait_for_selector('#top-users tr[data-user="root"]', timeout=WAIT)  # this module's jobs are root's
+    page.wait_for_selector('#top-accounts tr[data-account="root"]', timeout=WAIT)
     # the fair-share tree: sshare's rows, in its order
     want = [ln.split("|")[:2] for ln in c.run([str(BIN / "sshare"), "-a", "-P", "-n", "-o", "Account,User"]).stdout.split()]
     shown = page.eval_on_selector_all("#shares tbody tr", "rows => rows.map(r => [r.dataset.account, r.dataset.user])")
