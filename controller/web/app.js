@@ -335,7 +335,7 @@ async function jobPage(id) {
     el("h2", {}, `Job ${jobId(j)} `, el("span", { class: "state state-" + j.state.toLowerCase() }, j.state)),
     el("div", { class: "actions" }, actions.length ? actions : el("span", { class: "muted" },
       me ? "No action you may take on this job now." : "Sign in to act on your jobs.")),
-    el("dl", { id: "job-fields" }, fields.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-field": k }, v)])),
+    el("dl", { id: "job-fields" }, fields.map(([k, v]) => el("div", {}, el("dt", {}, k), el("dd", { "data-field": k }, v)))),
     el("h3", {}, "Steps"),
     el("table", { id: "steps" }, el("thead", {}, el("tr", {}, ["Step", "Name", "State", "Nodes", "Tasks", "ExitCode"]
       .map((h) => el("th", {}, h)))), el("tbody", {}, steps)),
@@ -573,7 +573,7 @@ async function runPage(id) {
       ["Attempts", attempts], ["Nodes", nodes.join(", ") || "(none yet)"], ["Created", stamp(j.submit_time)],
       ["Started", stamp(j.start_time)], ["Ended", stamp(j.end_time)], ["Duration", duration(elapsed(j))],
       ["ExitCode", `${j.exit_code}:${j.exit_signal}`], ["Tracking", mlLink], ["Job", el("a", { href: `#/job/${id}` }, `job ${id}`)]]
-      .map(([k, x]) => [el("dt", {}, k), el("dd", { "data-field": k }, x)])),
+      .map(([k, x]) => el("div", {}, el("dt", {}, k), el("dd", { "data-field": k }, x)))),
     el("div", { class: "filters" },
       el("span", {}, "Attempt ", Array.from({ length: attempts }, (_, i) => el("button", { "data-attempt": i + 1,
         class: v.attempt === i + 1 ? "current" : null, onclick: choose("attempt", i + 1) }, i + 1))),
