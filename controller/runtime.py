@@ -74,6 +74,8 @@ class PassStats:
                 "mean_queue_length": self.total_queue // n, "last_cycle_when": self.last_when}
 
 
+#: questions waiting for one node's answers at most (Controller.ask)
+ASKS_PER_NODE = 32
 #: how many passes Stats.history keeps
 HISTORY = 2000
 
@@ -234,6 +236,8 @@ class Controller:
         """Put `order` to `node`'s agent with its next sync and wait for its answer (None when none
         comes within `timeout` seconds: the node is silent, or answers in an older version)."""
         import secrets
+        if len(self.asks_wanted.get(node, ())) >= ASKS_PER_NODE:
+            return {"error": f"node {node} has too many questions waiting; try again"}
         key = secrets.token_hex(8)
         fut = asyncio.get_running_loop().create_future()
         self.asks[key] = fut

@@ -105,9 +105,12 @@ class Agent:
         self.scripts_done: dict[tuple[int, int, str], dict] = {}
         self.script_tasks: set[asyncio.Task] = set()
         self.stats: list[dict] = []  #: sstat answers for the next sync
-        #: answers to the controller's questions (tail, usage), sent with each sync until one is answered
-        #: (a sync this agent drops for a newer one may never have reached the controller)
-        self.answers: list[dict] = []
+        #: answers to the controller's questions (tail, usage), (when made, answer), sent with each sync
+        #: until one carrying them succeeds (a sync this agent drops for a newer one may never have
+        #: reached the controller), for ANSWER_TTL seconds at most
+        self.answers: list[tuple[float, dict]] = []
+        self.tailing: set[asyncio.Task] = set()  #: output reads under way
+        self.tail_pool = None
         #: the questions taken (by key): each comes again with every sync until its answer arrives
         self.asked: dict[str, float] = {}
 
@@ -180,7 +183,7 @@ class Agent:
                 steps_done = self.steps.unacked()
                 scripts_done = dict(self.scripts_done)
                 stats, self.stats = self.stats, []
-                answers = list(self.answers)
+                answers = self.answers_to_send()
                 body: dict = {"running": self.launcher.running_ids(), "finished": finished,
                               "suspended": self.launcher.suspended_ids(),
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
@@ -196,7 +199,9 @@ class Agent:
                 if lost:
                     body["lost"] = list(lost.values())
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
-                exited = asyncio.create_task(self.launcher.exited.wait())
+                # only a long-poll is given up for news (a short sync that keeps being dropped for the
+                # next answer could starve the node's heartbeat)
+                exited = asyncio.create_task(self.launcher.exited.wait() if body["wait"] else asyncio.sleep(LONG_POLL + 60))
                 try:
                     done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:  # the agent stops: no request left behind to fail unheard
@@ -227,7 +232,8 @@ class Agent:
                                     "forgetting %d ended jobs of the old one", self.name, n)
                     continue
                 if resp.status_code >= 400:
-                    log.error("sync refused: %s %s", resp.status_code, resp.text)
+                    log.error("sync refused: %s %s", resp.status_code, resp.text[:500])
+                    self.delivered(answers)  # (whatever they hold, they must not keep the node from syncing)
                     await asyncio.sleep(jittered(backoff))
                     backoff = min(backoff * 2, self.max_backoff)
                     continue
@@ -240,7 +246,7 @@ class Agent:
                 self.steps.ack([f"{f['job_id']}.{f['step_id']}" for f in steps_done])
                 for key in scripts_done:
                     self.scripts_done.pop(key, None)
-                self.answers = [a for a in self.answers if not any(a is b for b in answers)]
+                self.delivered(answers)
                 doc = resp.json()
                 for order in doc["orders"]:
                     await self.apply(order)
@@ -345,8 +351,12 @@ class Agent:
             return
         elif op == "usage":  # the dashboard's plot: the job's samples here over time
             self.answer(order, series=self.launcher.book.series(int(order["job_id"])))
+        elif op == "tail" and len(self.tailing) >= TAILS_AT_ONCE:
+            self.answer(order, error=f"node {self.name} is busy reading other outputs; try again")
         elif op == "tail":  # the dashboard's view of a job's output, read with its user's rights
             task = asyncio.create_task(self._tail(order))
+            self.tailing.add(task)
+            task.add_done_callback(self.tailing.discard)
             self.script_tasks.add(task)
             task.add_done_callback(self.script_tasks.discard)
 
@@ -361,12 +371,32 @@ class Agent:
         return True
 
     def answer(self, order: dict, **what) -> None:  # noqa: ANN003
-        self.answers.append(dict(what, key=order.get("key")))
+        self.answers.append((time.monotonic(), dict(what, key=order.get("key"))))
         self.launcher.exited.set()  # sync at once: someone waits
 
+    def answers_to_send(self) -> list[dict]:
+        """The answers for the next sync: those not yet delivered, the oldest first, at most
+        ANSWERS_BYTES of them (a page waits ASK_WAIT seconds for one: older ones are dropped)."""
+        now = time.monotonic()
+        self.answers = [(t, a) for t, a in self.answers if now - t < ANSWER_TTL]
+        out, size = [], 0
+        for _, a in self.answers:
+            n = len(a.get("data") or "") + 256
+            if out and size + n > ANSWERS_BYTES:
+                break
+            out.append(a)
+            size += n
+        return out
+
+    def delivered(self, sent: list[dict]) -> None:
+        self.answers = [(t, a) for t, a in self.answers if not any(a is b for b in sent)]
+
     async def _tail(self, order: dict) -> None:
+        if self.tail_pool is None:  # (its own threads: a read hung on a dead mount stalls no launch)
+            from concurrent.futures import ThreadPoolExecutor
+            self.tail_pool = ThreadPoolExecutor(TAILS_AT_ONCE, thread_name_prefix="tail")
         try:
-            got = await asyncio.get_running_loop().run_in_executor(None, read_tail, order)
+            got = await asyncio.get_running_loop().run_in_executor(self.tail_pool, read_tail, order)
         except (OSError, identity.IdentityError) as e:
             got = {"error": f"{order.get('path')}: {e.strerror or e}"}
         except (KeyError, TypeError, ValueError) as e:
@@ -398,6 +428,30 @@ KEY: bytes | None = None
 
 #: the most bytes of output one question may read
 TAIL_MAX = 1 << 20
+#: output reads at once (more questions are answered "busy")
+TAILS_AT_ONCE = 4
+#: the most bytes of answers one sync carries (the rest go with the next ones)
+ANSWERS_BYTES = 4 << 20
+#: seconds an answer is kept for sending (its asker has given up by then)
+ANSWER_TTL = 30.0
+#: file systems whose files are never read for a dashboard: their contents depend on who reads them
+#: (the agent reads as root what the user opened) or are no output at all
+SPECIAL_FS = frozenset({"proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs", "cgroup", "cgroup2",
+                        "bpf", "efivarfs", "pstore", "fusectl", "devtmpfs", "devpts", "mqueue", "binfmt_misc"})
+
+
+def _special_devices() -> set[int]:
+    out = set()
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[2] in SPECIAL_FS:
+                    with contextlib.suppress(OSError):
+                        out.add(os.stat(parts[1].replace("\\040", " ")).st_dev)
+    except OSError:
+        pass
+    return out
 
 
 def read_tail(order: dict) -> dict:
@@ -407,13 +461,16 @@ def read_tail(order: dict) -> dict:
     import base64
     limit = max(0, min(int(order["limit"]), TAIL_MAX))
     offset = int(order["offset"])
-    (f,), _ = identity.open_all_as(order, [(str(order["path"]), "rb")], timeout=OPEN_TIMEOUT)
+    # (non-blocking: a FIFO opens at once, and is refused below)
+    (f,), _ = identity.open_all_as(order, [(str(order["path"]), "rnb")], timeout=OPEN_TIMEOUT)
     if isinstance(f, OSError):
         raise f
     with f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        if st.st_dev in _special_devices():
+            raise OSError(errno.EINVAL, "not an output file (a kernel file system)")
         start = max(0, st.st_size - limit) if offset < 0 else min(offset, st.st_size)
         f.seek(start)
         data = f.read(limit)

@@ -83,16 +83,24 @@ def open_as(path: str, mode: str, order: dict):  # noqa: ANN201 - a file object
     process that has become the user, with the submitter's umask, and sent back; a file it creates
     is the user's. Raises OSError as open() does."""
     if job_identity(order) is None and job_umask(order) is None:
+        if mode in _OWN:  # (its flags as open_all_as uses them)
+            return os.fdopen(os.open(path, _FLAGS[mode] | os.O_CLOEXEC, 0o666), _OWN[mode])
         return open(path, mode)
-    (f,), _ = open_all_as(order, [(path, mode)])
+    (f,), _ = open_all_as(order, [(path, mode)], timeout=10.0)
     if isinstance(f, OSError):
         raise f
     return f
 
 
-#: open_all_as's modes: open()'s, and "wab": emptied, then written at its end (O_TRUNC with O_APPEND)
-_FLAGS = {"rb": os.O_RDONLY, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+#: open_all_as's modes: open()'s; "wab": emptied, then written at its end (O_TRUNC with O_APPEND);
+#: "rnb", "anb": read, append without waiting (a FIFO the user put at the name never blocks: for
+#: reading it opens at once, for appending it fails with ENXIO when nobody reads it)
+_NB = os.O_NONBLOCK | os.O_NOCTTY
+_FLAGS = {"rb": os.O_RDONLY, "rnb": os.O_RDONLY | _NB, "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+          "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "anb": os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NB,
           "wab": os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND}
+#: the file object's mode for the modes of our own
+_OWN = {"wab": "ab", "rnb": "rb", "anb": "ab"}
 
 
 def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None = None,
@@ -176,7 +184,7 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
     out: list = []
     it = iter(fds)
     for (path, mode), err in zip(files, errs):
-        out.append(OSError(err, os.strerror(err), path) if err else os.fdopen(next(it), mode.replace("wab", "ab")))
+        out.append(OSError(err, os.strerror(err), path) if err else os.fdopen(next(it), _OWN.get(mode, mode)))
     bad = None
     if workdir is not None and errs[-1]:
         bad = OSError(errs[-1], os.strerror(errs[-1]), workdir)

@@ -333,7 +333,7 @@ class Launcher:
         kills = job.cgroup.oom_kills()  # the batch step's own (its job's steps count theirs)
         if kills:
             out["oom"] = True
-            with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
+            with contextlib.suppress(OSError), identity.open_as(job.err_path, "anb", job.owner) as f:
                 f.write(oom_line(self.node, f"{job.job_id}.batch", kills).encode())
         await job.cgroup.remove(self.kill_wait)
         await job.job_cgroup.remove(self.kill_wait)
@@ -357,7 +357,7 @@ class Launcher:
         jid, gen = order["job_id"], int(order.get("restarts") or 0)
         path = order.get("stderr") or order.get("stdout")
         if path:
-            with contextlib.suppress(OSError), identity.open_as(path, "ab", order) as f:
+            with contextlib.suppress(OSError), identity.open_as(path, "anb", order) as f:
                 f.write(f"slurmstepd-{self.node}: error: {message}\n".encode())
         self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
 
@@ -385,7 +385,7 @@ class Launcher:
         now = slurm_time(time.time())
         msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):
-            with contextlib.suppress(OSError), identity.open_as(job.err_path, "ab", job.owner) as f:
+            with contextlib.suppress(OSError), identity.open_as(job.err_path, "anb", job.owner) as f:
                 f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"
                         .encode())
         # Slurm sends SIGCONT too, so stopped tasks see the SIGTERM (a frozen job is thawed first)

@@ -88,11 +88,13 @@ class Queries:
     PUBLIC_KEPT = 20000
 
     def public_list(self, rows: list[Any]) -> list[dict]:
-        """`public` of each row, each a new dict (its nested values shared: replace them, never change
-        them in place); a row unchanged since the last list, under the same configuration, is not
+        """`public` of each row, each a new dict (its nested values, such as the batch step's dict in
+        `steps`, are shared between answers: replace them, never change them in place); a row unchanged since the last list, under the same configuration, is not
         worked out again (a dashboard and squeue in a loop ask for the same jobs every second)."""
+        if len(rows) > self.PUBLIC_KEPT:  # (sacct over a long history: not kept)
+            return [self.public(r) for r in rows]
         kept = getattr(self, "_public_kept", None)
-        if kept is None or kept[0] is not self.config or len(kept[1]) > self.PUBLIC_KEPT:
+        if kept is None or kept[0] is not self.config or len(kept[1]) + len(rows) > self.PUBLIC_KEPT:
             kept = self._public_kept = (self.config, {})
         cache = kept[1]
         out = []

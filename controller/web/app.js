@@ -562,9 +562,9 @@ async function runPage(id) {
     } catch (e) { /* not tracked, or not readable */ }
   }
   const ml = m.run;
-  const mlLink = ml && /^https?:\/\//.test(ml.uri)
+  const mlLink = ml && typeof ml.uri === "string" && /^https?:\/\//.test(ml.uri)
     ? el("a", { id: "mlflow", href: `${ml.uri.replace(/\/$/, "")}/#/experiments/${encodeURIComponent(ml.experiment_id)}/runs/${encodeURIComponent(ml.run_id)}`,
-      target: "_blank", rel: "noopener noreferrer" }, `MLflow run ${ml.run_id}`)
+      target: "_blank", rel: "noopener noreferrer" }, `MLflow run ${ml.run_id} at ${ml.uri}`)  // (the address in sight: the run's user wrote it)
     : ml ? el("span", { id: "mlflow" }, `MLflow run ${ml.run_id} in ${ml.uri}`) : el("span", { class: "muted" }, "no MLflow tracking");
   const choose = (what, n) => () => { v[what] = n; render(); };
   return [

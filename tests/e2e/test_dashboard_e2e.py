@@ -94,3 +94,14 @@ def test_output_of_a_job_as_the_page_follows_it(cluster: Cluster):
     cluster.wait_state(dev, "COMPLETED", timeout=60)
     got = cluster.api("GET", f"/api/v1/jobs/{dev}/output", signed=True)
     assert got["data"] == "" and got["error"] == "/dev/null: not a regular file"
+    # the output's name turned into a FIFO (answered at once, not read), or a link into /proc (whose
+    # files say more to root, who reads what the user opened): nothing is read
+    for kind, make in (("fifo", "mkfifo {out}"), ("proc", "ln -s /proc/1/stat {out}")):
+        out, ready = cluster.workdir / f"{kind}.out", cluster.workdir / f"{kind}.ready"
+        jid = cluster.sbatch("-o", str(out), "--wrap",
+                             f"rm -f {out}; {make.format(out=out)}; touch {ready}; sleep 300")
+        wait_until(ready.exists, 60, what=f"the {kind}")
+        got = cluster.api("GET", f"/api/v1/jobs/{jid}/output", signed=True)
+        assert got["data"] == "" and got["error"].endswith(
+            "not a regular file" if kind == "fifo" else "not an output file (a kernel file system)"), got
+        cluster.api("POST", "/api/v1/jobs/cancel", {"ids": [jid]})
