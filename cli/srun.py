@@ -1,6 +1,6 @@
 """srun. Inside an allocation it runs the command as a job step across the job's nodes (the
-agents stream each task's output back here); outside one it allocates, runs and releases, as
-Slurm does, by submitting the command and relaying its output and exit code."""
+agents stream each task's output back here); outside one it allocates, runs the command as the
+allocation's step and releases it, as Slurm does."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     try:
         if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
             return _step(req)
-        return _allocate_and_run(req, argv)
+        return _allocate_and_run(req)
     finally:
         if req["pty"]:
             _pty_restore()
@@ -83,23 +83,20 @@ def _winsize() -> tuple[int, int]:
         return 24, 80
 
 
-def _step(req: dict) -> int:
-    """A step of the current (or --jobid) allocation: the controller lays its tasks out over the
-    job's nodes, their agents start them and stream their output here; srun exits with the
-    highest task exit code."""
+def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = None,
+          addr: str | None = None, own: bool = False) -> int:
+    """A step of the current (or --jobid, or `job_id`'s) allocation: the controller lays its tasks
+    out over the job's nodes, their agents start them and stream their output here (to `addr`'s
+    host, by default this node's); srun exits with the highest task exit code. `own`: the allocation
+    is this srun's, and Ctrl-C cancels it (else the step)."""
     import socket
     from slurmlet.cli import http
     o = req["opts"]
-    job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
-    env = req.get("environment") or dict(os.environ)
-    # started by an srun outside any allocation (see _allocate_and_run): the tasks stream straight to it
-    relay = os.environ.get(RELAY)
-    env.pop(RELAY, None)  # (not for the tasks: an srun of theirs streams to itself)
-    if relay:
-        srv, io_addr = None, relay
-    else:
-        srv = _listener()
-        io_addr = f"{os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
+    if job_id is None:
+        job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
+    env = env or req.get("environment") or dict(os.environ)
+    srv = _listener()
+    io_addr = f"{addr or os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
     body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
@@ -117,14 +114,15 @@ def _step(req: dict) -> int:
     except http.ControllerError as e:
         print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         return 1
-    if srv is None:
-        return _relayed(job_id, step["step_id"])
     io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
-    _on_interrupt(io, lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+    if own:
+        _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
+    else:
+        _on_interrupt(io, lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
 
     def step_over() -> bool:
         return http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING"
@@ -186,24 +184,6 @@ def _listener():  # noqa: ANN202 - a listening socket
     return srv
 
 
-#: the address of an srun outside any allocation (host:port), in its job's environment: the srun that
-#: runs as the job's script gives it to the step, whose tasks then stream to the first srun directly
-RELAY = "SLURMLET_SRUN_IO"
-
-
-def _relayed(job_id: int, sid: int) -> int:
-    """The step streams to the srun outside (which reports each task's end); wait for it to end and
-    exit with its exit code, as the job's script."""
-    import time
-    from slurmlet.cli import http
-    while True:
-        got = http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")
-        if got["state"] != "RUNNING":
-            break
-        time.sleep(0.2)
-    return got.get("exit_code") or (128 + got["exit_signal"] if got.get("exit_signal") else 0)
-
-
 def _hosts(expr: object) -> list[str]:
     if not expr:
         return []
@@ -215,10 +195,6 @@ def _signame(sig: int) -> str:
     import signal
     return {signal.SIGKILL: "Killed", signal.SIGTERM: "Terminated", signal.SIGSEGV: "Segmentation fault",
             signal.SIGABRT: "Aborted"}.get(sig, f"Killed by signal {sig}")
-
-
-#: a step's task count before srun outside an allocation has heard it from the controller
-UNKNOWN_TASKS = 1 << 30
 
 
 class _StepIO:
@@ -252,8 +228,6 @@ class _StepIO:
             for key, _ in sel.select(0.5):
                 if key.fileobj is self.wake_r:
                     self.wake_r.recv(4096)
-                    if self.ntasks >= UNKNOWN_TASKS:  # a task ended before the step's size was known: ask now
-                        last_check = 0.0
                     continue
                 conn, _ = self.srv.accept()
                 workers.append(start_thread(self._serve, conn))
@@ -363,47 +337,42 @@ class _StepIO:
         _ON_WINCH.clear()
 
 
-def _allocate_and_run(req: dict, argv: list[str]) -> int:
-    """Outside an allocation: a job whose script is this very srun, which runs the command as a step
-    on the job's nodes; the step's tasks stream their output and exit codes over the network to this
-    srun as they come (it listens; $SLURMLET_SRUN_IO in the job's environment says where), as Slurm's
-    srun does. The address it gives: $SLURMLET_SRUN_ADDR, else this host's name (the nodes must
-    resolve it: a login node's name does)."""
-    import shlex
+def _allocate_and_run(req: dict) -> int:
+    """Outside an allocation, as Slurm's srun: an allocation of its own (as salloc's), the command
+    run as its step 0, the allocation released with the step's exit code. The tasks stream their
+    output and exit codes to this srun over the network: to $SLURMLET_SRUN_ADDR, else to this host's
+    name (the nodes must resolve it: a login node's name does)."""
     import socket
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
-    from slurmlet.cli.opts import build_submit
+    from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
+    from slurmlet.cli.salloc import allocation_environment
     o = dict(req["opts"])
-    srv = _listener()
-    host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
-    script = "#!/bin/sh\nexec srun " + " ".join(shlex.quote(a) for a in argv) + "\n"
-    o["output"] = "/dev/null"  # the tasks' output comes here; the script itself says nothing
-    env = dict(os.environ, **{RELAY: f"{host}:{srv.getsockname()[1]}"})
-    body = build_submit(o, script=script, default_name=os.path.basename(req["command"][0]), script_args=[],
+    env = req.get("environment") or dict(os.environ)
+    body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
-    body["requeue"] = False  # not a batch job: Slurm never requeues one (its srun would wait on)
-    body["environment"][RELAY] = env[RELAY]  # (whatever --export keeps)
+    body["interactive"] = True  # its holder is no batch step: the job's steps are srun's
+    body["requeue"] = False  # Slurm never requeues an srun's job (its srun would wait on)
+    body["stdout"] = body["stderr"] = "/dev/null"
     try:
-        job_id = http.request("POST", "/api/v1/jobs", body)["job_id"]
+        job_id = http.submit_once("/api/v1/jobs", body)["job_id"]
     except http.ControllerError as e:
         for line in e.pre:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
+        return e.code or 1
+    job = _granted(job_id)
+    if job is None:
         return 1
-    io = _StepIO(srv, UNKNOWN_TASKS, req["label"], req["unbuffered"])  # the task count: once the step exists
-    _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
-
-    def job_over() -> bool:
-        job = http.request("GET", f"/api/v1/jobs/{job_id}")
-        step = next((x for x in job.get("steps") or [] if x.get("step") == 0), None)
-        if step is not None:
-            io.ntasks = step["num_tasks"]
-        return job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-    io.run(job_over)
-    job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)  # the job ends once its step has
-    worst = _report(io)
+    host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
+    worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True)
+    try:  # the allocation is given back with the step's exit code, unless it ended under the step
+        http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
+        return worst
+    except http.ControllerError:
+        pass
+    job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
     if job.get("state") == "NODE_FAIL":
         down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
                 if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]
@@ -415,3 +384,39 @@ def _allocate_and_run(req: dict, argv: list[str]) -> int:
     if job.get("state") not in ("COMPLETED", "RUNNING", "COMPLETING"):
         return job.get("exit_code") or 1
     return 0
+
+
+def _granted(job_id: int) -> dict | None:
+    """Until the allocation is granted (the job runs), as srun says it; None when it ended first,
+    or Ctrl-C/SIGTERM made srun give it up."""
+    import signal
+    import time
+    from slurmlet.cli import http
+    stop: list[int] = []
+
+    def on_signal(signum, frame) -> None:  # noqa: ANN001
+        stop.append(signum)
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    start, announced = time.monotonic(), False
+    try:
+        while True:
+            if stop:
+                http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
+                print(f"srun: Job allocation {job_id} has been revoked", file=sys.stderr)
+                return None
+            # the controller answers once the job leaves PENDING, or after `wait` seconds
+            job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=0.5&until=start", timeout=60)
+            if job["state"] not in ("PENDING", "CONFIGURING"):
+                break
+            if not announced and time.monotonic() - start > 1.0:
+                print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
+                announced = True
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if job["state"] not in ("RUNNING", "SUSPENDED"):
+        print(f"srun: error: Unable to allocate resources: job {job_id} {job['state'].lower()}", file=sys.stderr)
+        return None
+    if announced:
+        print(f"srun: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
+    return job

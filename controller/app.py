@@ -15,9 +15,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.datastructures import Headers
 
-from slurmlet.common import cred
+from slurmlet.common import cred, wire
 
-from . import auth, metrics
+from . import auth, localsock, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
 from .api.deps import json_safe, nodes_of
 from .api.runs import MAX_CODE
@@ -53,7 +53,17 @@ class _Authenticate:
             if scope.get("query_string"):
                 target += b"?" + scope["query_string"]
             binding = cred.bind(scope["method"], target.decode("utf-8", "surrogateescape"), body)
-        who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
+        local = headers.get(localsock.HEADER)
+        if local is not None and c.settings.key is not None:  # (without a key every request is trusted anyway)
+            uid = c.local.take(local) if c.local is not None else None
+            if uid is not None and not c.local.serves(headers.get("host", "")):
+                # meant for another controller ($SLURMLET_SOCKET left from another cluster): the CLI asks there
+                await JSONResponse(status_code=421, content={"detail": InvalidRequest(
+                    "this socket serves another controller").to_json()})(scope, receive, send)
+                return
+            who = None if uid is None else auth.local_caller(uid, c.store.admin_level)
+        else:
+            who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
         if who is None:
             if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
                 await JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})(
@@ -62,6 +72,45 @@ class _Authenticate:
             who = auth.Caller(None, None, 0)
         scope.setdefault("state", {})["caller"] = who
         await self.app(scope, receive, send)
+
+
+class _LiteralBodies:
+    """Request bodies sent as Python literals (common/wire.py: the CLI's) become JSON before the
+    routes read them. `ast.literal_eval` evaluates literals only; a body that is none, or holds what
+    JSON cannot (bytes, complex numbers, sets, infinities), or is over LITERAL_MAX, is a 400."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http" or Headers(scope=scope).get("content-type") != wire.LITERAL:
+            await self.app(scope, receive, send)
+            return
+        body, receive = await _read_whole(receive)
+        if body is None:
+            return  # the client went away
+        try:
+            data = literal_to_json(body)
+        except InvalidRequest as e:
+            await JSONResponse(status_code=400, content={"detail": e.to_json()})(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-type", b"content-length")]
+        headers += [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        scope["headers"] = headers  # (in place: the outer middleware reads what the router adds to it)
+        await self.app(scope, limits.replaying(data, receive), send)
+
+
+def literal_to_json(body: bytes) -> bytes:
+    """A Python-literal request body as JSON (InvalidRequest when it is not one JSON can carry)."""
+    import ast
+    import json
+    if len(body) > wire.LITERAL_MAX:
+        raise InvalidRequest(f"a body sent as {wire.LITERAL} may be at most {wire.LITERAL_MAX} bytes; send JSON")
+    try:
+        value = ast.literal_eval(body.decode("ascii")) if body.strip() else None
+        return json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
+        raise InvalidRequest(f"the body is not a Python literal JSON can carry: {type(e).__name__}") from None
 
 
 async def _read_whole(receive):  # noqa: ANN001, ANN202
@@ -93,9 +142,15 @@ def create_app(settings: Settings) -> FastAPI:
         task = asyncio.create_task(scheduler_loop(ctl))
         task.add_done_callback(_crash_on_failure)
         reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
+        if settings.socket:
+            host, _, port = settings.listen.rpartition(":")
+            ctl.local = localsock.Local(settings.socket, (host.strip("[]"), int(port)))
+            await ctl.local.start()
         try:
             yield
         finally:
+            if ctl.local is not None:
+                await ctl.local.stop()
             task.cancel()
             for t in [task, reaper, *ctl.script_tasks]:
                 t.cancel()
@@ -132,8 +187,10 @@ def create_app(settings: Settings) -> FastAPI:
         """A JSON body nested deeper than the parser goes: refused, not a 500."""
         return JSONResponse(status_code=400, content={"detail": InvalidRequest("the JSON body nests too deeply").to_json()})
 
-    # middleware, innermost first: authentication, then the body limit (an oversized request is refused
+    # middleware, innermost first: Python-literal bodies made JSON (after authentication, which binds
+    # the body as sent), authentication, then the body limit (an oversized request is refused
     # with 413 before 401), then the latency timing of metrics.install (outermost: it times everything)
+    app.add_middleware(_LiteralBodies)
     app.add_middleware(_Authenticate)
     for r in (jobs, runs, secrets, steps, nodes, admin, web):
         app.include_router(r.router)

@@ -154,6 +154,17 @@ def authenticate(key: bytes | None, headers, now: float, level_of, binding: str 
     return None
 
 
+def local_caller(uid: int, level_of) -> Caller:  # noqa: ANN001
+    """The caller the kernel names on the controller's Unix socket (localsock.py): that uid, under
+    its name on this host (its number when it has none, as `id -un` fails then)."""
+    import pwd
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    return Caller(uid, user, 2 if uid == 0 else level_of(user))
+
+
 def require(caller: Caller, level: int, denied: type[DomainError] = Forbidden) -> None:
     """Refuse (`denied`, 403) a caller below `level` (1 operator, 2 administrator)."""
     if caller.level < level:

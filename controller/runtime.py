@@ -17,6 +17,7 @@ from .config import ClusterConfig
 from .errors import InvalidRequest
 from .store.engine import make_engine
 from .store.guard import FileGuard, sqlite_path, watch
+from .localsock import Local
 from .store.jobs import JobStore
 
 log = logging.getLogger("slurmlet.controller")
@@ -43,6 +44,8 @@ class Settings:
     reload: Callable[[], ClusterConfig] | None = None
     #: the cluster key (controller/auth.py); None: no authentication, every request is trusted
     key: bytes | None = None
+    #: a Unix socket for this host's users, who are who the kernel says (localsock.py); None: none
+    socket: str | None = None
 
 
 @dataclass
@@ -137,6 +140,8 @@ class Controller:
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
         self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
+        #: the Unix socket's listener (Settings.socket), started with the app
+        self.local: Local | None = None
         self.db = DbHealth(since=self.clock())
         path = sqlite_path(self.store.engine)
         watch(self.store.engine, lambda why: self.db.failed(self.clock(), why), lambda: self.db.worked(self.clock()),
@@ -161,7 +166,7 @@ class Controller:
         #: series): node -> orders; each order's "key" names the future its answer resolves
         self.asks_wanted: dict[str, list[dict]] = {}
         self.asks: dict[str, asyncio.Future] = {}
-        #: set (and replaced) whenever jobs may have ended: `GET /jobs/{id}?wait=` waits on it
+        #: set (and replaced) whenever jobs may have ended or started: `GET /jobs/{id}?wait=` waits on it
         self.ended = asyncio.Event()
         #: the dashboard's last look at what it shows: (when, `ended` then, fingerprint); see api/web.py
         self.ui_look: tuple | None = None

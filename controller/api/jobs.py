@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -38,6 +38,7 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
     own_code(c, request, data)
     key, digest, replay = (None, None, None) if data.get("test_only") else _replayed(c, request, data, 201)
     if replay is not None:
+        replay.headers["Location"] = f"/api/v1/jobs/{json.loads(replay.body)['job_id']}"
         return replay
     data = validate_submit(data, c.config, c.store.capacity_rows())
     if data.get("test_only"):
@@ -45,7 +46,8 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
     job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
     if wakes_scheduler(data):
         c.wake.set()
-    return JSONResponse({"job_id": job_id}, status_code=201)  # plain JSON: no response-model encoding
+    # plain JSON: no response-model encoding; the CLI reads the new job's id off Location (no JSON decoder)
+    return JSONResponse({"job_id": job_id}, status_code=201, headers={"Location": f"/api/v1/jobs/{job_id}"})
 
 
 @router.post("/api/v1/jobs/batch", status_code=201)
@@ -131,14 +133,17 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
 
 
 @router.get("/api/v1/jobs/{job_id}")
-async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
-    """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun)."""
+async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0,
+                  until: Literal["end", "start"] = "end"):  # noqa: ANN202
+    """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun), or with
+    `until=start` to leave PENDING (srun's allocation granted)."""
     deadline = c.clock() + min(max(wait, 0.0), 30.0)
+    waiting = ("PENDING", "CONFIGURING") if until == "start" else ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
     while True:
         ev = c.ended
         row = c.store.get_row(job_id)
         left = deadline - c.clock()
-        if row.state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING") or left <= 0:
+        if row.state not in waiting or left <= 0:
             break
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(ev.wait(), left)

@@ -295,7 +295,8 @@ def up(argv: list[str]) -> int:
             return 1
         url = f"http://127.0.0.1:{port}"
         cmd = [slurmlet, "controller", "--spec" if args.spec else "--config", conf_path,
-               "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--key-file", key_file]
+               "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--key-file", key_file,
+               "--socket", os.path.join(state, "controller.sock")]
         if args.db:
             cmd += ["--db", args.db]
         if args.init_db:
@@ -357,6 +358,7 @@ def up(argv: list[str]) -> int:
     print(f"export SLURMLET_CONTROLLER={url}")
     print(f"export SLURMLET_KEY_FILE={key_file}")
     print(f"export SLURMLET_CRED_SOCKET={sock}")
+    print(f"export SLURMLET_SOCKET={os.path.join(state, 'controller.sock')}")
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
     print(f"# slurmlet: {len(node_names)} nodes idle; controller at {url}; state in {state}", file=sys.stderr)

@@ -55,8 +55,8 @@ def run_pass(ctl: Controller, backfill: bool = False) -> PassResult:
     snap = store.snapshot(now)
     p = plan(snap, backfill=backfill)
     woken = store.apply(p, now)
-    if store._dep_kill:  # jobs cancelled because their dependency can never be satisfied
-        ctl.jobs_changed()
+    if store._dep_kill or p.starts or p.preemptions:  # jobs cancelled because their dependency can never be satisfied, or
+        ctl.jobs_changed()  # started (an srun waits for its allocation)
     future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
     if store.next_dep_time is not None:  # an after:ID+minutes dependency comes due
         future.append(store.next_dep_time)

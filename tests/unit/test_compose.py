@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import tomllib
 from functools import cache
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,7 +35,9 @@ def services(compose: dict) -> dict[str, dict]:
 
 
 def console_scripts() -> set[str]:
-    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
+    """The commands the package installs (its own launchers, cli/bin/)."""
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["script-files"]
+    return {Path(f).name for f in files}
 
 
 @cache

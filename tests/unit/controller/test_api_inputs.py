@@ -55,3 +55,36 @@ def test_ordinary_values_still_pass(client: TestClient):
     r = client.post("/api/v1/jobs", json={"script": "#!/bin/sh\ntrue\n", "name": "ünïcode ok",
                                           "environment": {"PATH": "/usr/bin", "EMPTY": ""}, "argv": ["a b", ""]})
     assert r.status_code == 201, r.text
+
+
+LITERAL = {"Content-Type": "application/x-python-literal"}
+
+
+def test_a_body_sent_as_a_python_literal_is_the_same_submission(client: TestClient):
+    """The CLI sends bodies as `ascii()` of its dict (common/wire.py): the job is the one JSON would
+    make, lone surrogates and non-ASCII text included, and the answer names it in Location."""
+    body = {"script": "#!/bin/sh\ntrue\n", "name": "ünïcode ok", "environment": {"PATH": "/usr/bin", "E": ""},
+            "comment": "'\"\\ \t", "nodes_min": 1, "exclusive": False, "time_limit": None}
+    r = client.post("/api/v1/jobs", content=ascii(body), headers=LITERAL)
+    assert r.status_code == 201, r.text
+    assert r.headers["location"] == f"/api/v1/jobs/{r.json()['job_id']}"
+    job = client.get(r.headers["location"]).json()
+    assert (job["name"], job["comment"]) == ("ünïcode ok", "'\"\\ \t")
+    bad = dict(body, workdir="/tmp/\ud800")  # as JSON: refused naming the field, nothing stored
+    r = client.post("/api/v1/jobs", content=ascii(bad), headers=LITERAL)
+    assert r.status_code == 422 and "workdir" in r.text
+    assert len(client.get("/api/v1/jobs").json()["jobs"]) == 1
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('touch /tmp/slurmlet-literal-ran')",  # a call: never evaluated
+    "{'script': open('/etc/shadow').read()}", "{'script': 'a' + 'b'}", "{'nodes_min': 2**64}",
+    "{'script': b'bytes'}", "{'x': {1, 2}}", "{'x': 1j}", "{'x': 1e999}", "{(1, 2): 'tuple key'}",
+    "[" * 100000 + "]" * 100000, "{'script': '" + "a" * (1 << 20) + "'}", "{'a': ", "\xff\xfe",
+])
+def test_a_literal_body_that_is_not_plain_data_is_a_400_and_nothing_runs(client: TestClient, text: str):
+    r = client.post("/api/v1/jobs", content=text.encode("latin-1"), headers=LITERAL)
+    assert r.status_code == 400, (text[:60], r.status_code, r.text[:200])
+    assert "Python literal" in r.json()["detail"]["error"] or "at most" in r.json()["detail"]["error"]
+    assert not Path("/tmp/slurmlet-literal-ran").exists()
+    assert client.get("/api/v1/jobs").json()["jobs"] == []

@@ -1,0 +1,84 @@
+"""The controller's Unix socket (controller/localsock.py): real users of this host submit and act
+without any credential, as who the kernel says they are, and nothing else can pass for them."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import Cluster, free_port, serve
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"),
+                                 reason="real users need root, useradd and setpriv")]
+
+USER = "slurmlet-u1"
+
+
+@pytest.fixture(scope="module")
+def user():
+    made = False
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", USER], check=True)
+        made = True
+    yield pwd.getpwnam(USER)
+    if made:
+        subprocess.run(["userdel", USER], check=False)
+
+
+@pytest.fixture(scope="module")
+def local():
+    base = Path(tempfile.mkdtemp(prefix="slurmlet-sock-"))
+    base.chmod(0o755)  # (pytest's tmp_path is 0700: the user could not reach the socket)
+    c = Cluster(base / "cluster", nodes=1, cpus=4, socket=True)
+    yield from serve(c)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(c: Cluster, u: pwd.struct_passwd, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    """A command run as `u`, who can read no key and has no credential service: only the socket."""
+    e = {"PATH": c.env["PATH"], "HOME": "/", "SLURMLET_CONTROLLER": c.url, "SLURMLET_SOCKET": str(c.socket),
+         "SLURMLET_KEY_FILE": "/nonexistent", "SLURMLET_CRED_SOCKET": "/nonexistent", **env}
+    return subprocess.run(["setpriv", f"--reuid={u.pw_uid}", f"--regid={u.pw_gid}", "--clear-groups", *argv],
+                          capture_output=True, text=True, env=e, cwd="/tmp", timeout=60)
+
+
+def test_a_user_submits_and_cancels_over_the_socket_as_who_the_kernel_says(local: Cluster, user):
+    r = as_user(local, user, "sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "true")
+    assert r.returncode == 0, r.stderr
+    mine = int(r.stdout)
+    job = local.job(mine)
+    assert (job["user"], job["uid"]) == (USER, user.pw_uid)
+    root_job = local.sbatch("-H", "-o", "/dev/null", "--wrap", "true")  # root's, through the socket too
+    assert local.job(root_job)["user"] == "root"
+    r = as_user(local, user, "scancel", str(root_job))
+    assert r.returncode != 0 and "Access/permission denied" in r.stderr, (r.returncode, r.stderr)
+    assert local.job(root_job)["state"] == "PENDING"
+    r = as_user(local, user, "scancel", str(mine))
+    assert r.returncode == 0, r.stderr
+    assert local.job(mine)["state"] == "CANCELLED"
+
+
+def test_the_socket_header_over_tcp_names_nobody(local: Cluster):
+    body = {"script": "#!/bin/sh\ntrue\n", "hold": True}
+    for token in ("0" * 32, "x", ""):
+        r = httpx.post(f"{local.url}/api/v1/jobs", json=body, headers={"X-Slurmlet-Local": token}, timeout=30)
+        assert r.status_code == 401, (token, r.status_code, r.text)
+
+
+def test_a_socket_left_from_another_cluster_is_not_used_for_this_one(local: Cluster, user):
+    """$SLURMLET_SOCKET of one cluster with $SLURMLET_CONTROLLER of another: the command goes to the
+    controller it names (here none answers), never to the socket's."""
+    before = len(local.api("GET", "/api/v1/jobs")["jobs"])
+    r = as_user(local, user, "sbatch", "-H", "--wrap", "true", SLURMLET_CONTROLLER=f"http://127.0.0.1:{free_port()}")
+    assert r.returncode != 0 and "Unable to contact slurm controller" in r.stderr, (r.returncode, r.stderr)
+    assert len(local.api("GET", "/api/v1/jobs")["jobs"]) == before
