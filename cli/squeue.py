@@ -71,6 +71,8 @@ def main(argv: list[str]) -> int:
         q.append("partitions=" + ",".join(common.split_list(o["partition"])))
     if "name" in o:
         q.append("names=" + ",".join(common.split_list(o["name"])))
+    if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
+        q.append("states=" + ",".join(states))
     jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(q) if q else ""))["jobs"]
     if ids and not jobs:
         print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
