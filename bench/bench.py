@@ -38,9 +38,9 @@ class LocalCluster:
         if r.returncode:
             raise SystemExit(f"slurmlet up failed: {r.stderr}")
         self.env = dict(os.environ)
-        for line in r.stdout.splitlines():
+        for line in r.stdout.splitlines():  # what a user's eval "$(slurmlet up)" sets (PATH is BIN's below)
             k, _, v = line.removeprefix("export ").partition("=")
-            if k in ("SLURMLET_CONTROLLER", "SLURMLET_KEY_FILE"):
+            if k.startswith("SLURMLET_"):
                 self.env[k] = v
         self.env["PATH"] = f"{BIN}{os.pathsep}{self.env['PATH']}"
         self.work = Path(self.state) / "work"

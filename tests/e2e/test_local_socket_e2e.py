@@ -7,13 +7,14 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Cluster, free_port, serve
+from tests.conftest import BIN, Cluster, free_port, serve
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"),
@@ -82,3 +83,13 @@ def test_a_socket_left_from_another_cluster_is_not_used_for_this_one(local: Clus
     r = as_user(local, user, "sbatch", "-H", "--wrap", "true", SLURMLET_CONTROLLER=f"http://127.0.0.1:{free_port()}")
     assert r.returncode != 0 and "Unable to contact slurm controller" in r.stderr, (r.returncode, r.stderr)
     assert len(local.api("GET", "/api/v1/jobs")["jobs"]) == before
+
+
+def test_a_submission_over_the_socket_loads_no_json_re_or_hash_library(local: Cluster):
+    """What the socket and the literal bodies are for: sbatch's whole run imports none of them (each
+    costs every command milliseconds; see common/wire.py)."""
+    r = local.run([sys.executable, "-X", "importtime", str(BIN / "sbatch"), "-H", "-o", "/dev/null", "--wrap", "true"])
+    assert r.returncode == 0 and r.stdout.startswith("Submitted batch job "), r.stderr[-500:]
+    loaded = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert "slurmlet.cli.sbatch" in loaded and "socket" in loaded
+    assert not loaded & {"json", "re", "hashlib", "hmac", "_hashlib", "importlib"}, sorted(loaded)
