@@ -307,6 +307,57 @@ def collapse_arrays(jobs: list[JobDict], now: float) -> list[QRow]:
     return rows
 
 
+#: the job keys every squeue line reads (array collapsing, the default sort, squeue's own filters)
+ROW_KEYS = ("job_id", "array_job_id", "array_task_id", "array_max_tasks", "name", "partition", "state", "reason",
+            "nodes", "priority")
+_TIMES = ("start_time", "end_time", "suspended_secs", "pre_sus_time", "time_limit", "submit_time", "eligible_time",
+          "expected_start")
+_SIZES = ("num_cpus", "num_nodes", "num_tasks", "min_cpus_node", "cpus_per_task", "ntasks_per_node", "mem_per_cpu",
+          "mem_per_node", "alloc_memory", "billing", "gpu_ids", "gpus_per_node", "tres_per_node")
+#: what else each -o letter, -O name and -S letter reads (tests/unit/cli/test_render.py checks that a job
+#: cut down to these renders as the whole job does, for every column and sort)
+_KEYS: dict[str, tuple[str, ...]] = {
+    "a": ("account",), "b": ("tres_per_node",), "B": ("batch_host",), "c": _SIZES, "C": ("num_cpus",),
+    "D": ("num_nodes",), "e": _TIMES, "E": ("dependency",), "f": ("features",), "g": ("group",), "G": ("gid",),
+    "h": ("exclusive",), "k": ("comment",), "l": ("time_limit",), "L": _TIMES, "m": _SIZES, "M": _TIMES,
+    "n": ("req_nodes",), "o": ("command",), "q": ("qos",), "S": _TIMES, "u": ("user",), "U": ("uid",),
+    "v": ("reservation",), "V": ("submit_time",), "w": ("wckey",), "W": ("licenses",), "x": ("exc_nodes",),
+    "y": ("nice",), "Y": ("sched_nodes",), "Z": ("workdir",),
+    "cluster": ("cluster",), "numtasks": ("num_tasks",), "stdout": ("stdout",), "stderr": ("stderr",),
+    "stdin": ("stdin",), "tres": _SIZES, "tres-alloc": _SIZES, "cpus-per-task": ("cpus_per_task",),
+    "cpuspertask": ("cpus_per_task",), "requeue": ("requeue",), "restartcnt": ("restarts",),
+    "exit_code": ("exit_code", "exit_signal"), "derivedec": ("derived_exit_code", "derived_exit_signal"),
+    "eligibletime": _TIMES, "accruetime": ("accrue_time", *_TIMES), "lastschedeval": ("last_sched_eval", *_TIMES),
+    "pendingtime": _TIMES, "batchflag": ("batch",), "ntpernode": ("ntasks_per_node",), "maxnodes": ("nodes_max", *_SIZES),
+    "maxcpus": _SIZES, "tres-per-job": ("tres_per_job",), "allocnodes": ("alloc_node", "alloc_sid", "submit_host"),
+    "allocsid": ("alloc_node", "alloc_sid", "submit_host"),
+}
+
+
+def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool = False, start: bool = False,
+             sort: str | None = None) -> list[str] | None:
+    """The job keys squeue_lines reads for these options (the controller sends only those: a fifth
+    of a job or less), or None when a column is unknown (squeue_lines then says which)."""
+    want = set(ROW_KEYS)
+    if long_fmt:
+        names = [sp.key for sp in F.parse_long_format(long_fmt) if sp.key is not None]
+        table = squeue_long_table()
+        if any(n not in table for n in names):
+            return None
+        cols = [_SQUEUE_LONG_ALIASES.get(n, n) for n in names]
+    else:
+        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
+        cols = [sp.key for sp in specs if sp.key is not None]
+        if any(c not in SQUEUE_FIELDS for c in cols):
+            return None
+    sorts = [k.strip().lstrip("+-")[:1] for k in (sort or "").split(",") if k.strip().lstrip("+-")]
+    for c in cols + sorts:
+        want.update(_KEYS.get(c, ()))
+    if start:
+        want.update(("expected_start", "start_time", "sched_nodes", "num_nodes", "user"))
+    return sorted(want)
+
+
 def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: str | None = None,
                  noheader: bool = False, long: bool = False, now: float | None = None,
                  array_collapse: bool = True, start: bool = False,

@@ -125,7 +125,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
         earlier = c.store.earlier_runs(rows)
         jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
     if keys:
-        jobs = [{k: j.get(k) for k in keys} for j in jobs]
+        jobs = [{k: j[k] for k in keys if k in j} for j in jobs]  # (a key the job lacks stays absent)
     out = as_json({"jobs": jobs})
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen

@@ -304,6 +304,44 @@ def test_squeue_sort_states_alphabetically():
     assert got == ["4 CANCELLED", "3 COMPLETED", "5 FAILED", "2 PENDING", "1 RUNNING"]
 
 
+def many_kinds() -> list[dict]:
+    """The queue above and a job of every other kind: finished, failed, timed out, suspended, with
+    memory per node, with every optional field set."""
+    return queue_jobs() + [
+        job(9001, "done", "COMPLETED", end_time=T("10:43:10"), **running("node1")),
+        job(9002, "failed", "FAILED", exit_code=3, derived_exit_code=2, end_time=T("10:43:10"),
+            reason="NonZeroExitCode", **running("node2")),
+        job(9003, "tmo", "TIMEOUT", end_time=T("10:43:10"), time_limit=1, **running("node2")),
+        job(9004, "mem", "RUNNING", mem_per_node=2000, mem_per_cpu=None, **running("node1"), **gpu(2)),
+        job(9005, "susp", "SUSPENDED", suspended_secs=5, pre_sus_time=2, **running("node1")),
+        job(9006, "cg", "COMPLETING", **running("node1")),
+        job(9007, "every", "PENDING", expected_start=T("10:50:00"), sched_nodes="node1", reason="Resources",
+            accrue_time=T("10:43:07"), last_sched_eval=T("10:43:09"), features="a", reservation="r", wckey="w",
+            licenses="l", exc_nodes="node2", req_nodes="node1", nodes_max=2, min_cpus_node=2, exclusive=True,
+            tres_per_job="gres:gpu:1", billing=3, alloc_memory=1, alloc_node="x", alloc_sid=1, submit_host="h",
+            comment="c", command="/bin/x", array_max_tasks=None),
+        job(9008, "nomem", "PENDING", mem_per_cpu=None, mem_per_node=None, eligible_time=None),
+    ]
+
+
+def test_squeue_asks_for_the_keys_its_columns_and_sorts_read():
+    """squeue asks the controller for job_keys() only: a job cut down to them renders exactly as
+    the whole job, for every -o letter, every -O name, every -S letter, -l and --start."""
+    jobs = many_kinds()
+    cases = [{"fmt": "%" + c} for c in render_squeue.SQUEUE_FIELDS]
+    cases += [{"long_fmt": n} for n in render_squeue.squeue_long_table()]
+    cases += [{"fmt": "%i", "sort": s + c} for c in render_squeue.SQUEUE_FIELDS for s in ("", "-")]
+    cases += [{}, {"long": True}, {"start": True}, {"fmt": "%.18i %.9P %.8j %R", "sort": "u,-M,V"}]
+    for kw in cases:
+        keys = render_squeue.job_keys(**kw)
+        assert keys is not None and len(keys) < 40, kw
+        cut = [{k: j[k] for k in keys if k in j} for j in jobs]  # as the controller sends them
+        for collapse in (True, False):
+            full = render_squeue.squeue_lines(jobs, now=NOW_Q, array_collapse=collapse, **kw)
+            assert render_squeue.squeue_lines(cut, now=NOW_Q, array_collapse=collapse, **kw) == full, kw
+    assert render_squeue.job_keys(fmt="%i %Ü") is None and render_squeue.job_keys(long_fmt="nosuch") is None
+
+
 def test_squeue_empty_and_header_only():
     assert render_squeue.squeue_lines([], fmt="%i %T %r", now=NOW_Q) == ["JOBID STATE REASON"]
     assert render_squeue.squeue_lines([], noheader=True, now=NOW_Q) == []
