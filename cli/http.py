@@ -60,6 +60,11 @@ def _local(timeout: float) -> socket.socket | None:
     path = os.environ.get("SLURMLET_SOCKET")
     if not path:
         return None
+    try:  # a controller's is root's or, for a cluster of one's own, one's own: another user's listener
+        if os.stat(path).st_uid not in (0, os.getuid()):  # there would read what we send it
+            return None
+    except OSError:
+        return None
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)
@@ -70,10 +75,21 @@ def _local(timeout: float) -> socket.socket | None:
         return None
 
 
+def _nonfinite(v: object) -> bool:
+    """Whether a body holds a float that has no literal (inf, nan)."""
+    if isinstance(v, float):
+        return v != v or v in (float("inf"), float("-inf"))
+    if isinstance(v, dict):
+        return any(_nonfinite(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return any(_nonfinite(x) for x in v)
+    return False
+
+
 def _encode(body: object) -> tuple[bytes, str]:
     """A request body: a Python literal (common/wire.py) when small, else JSON."""
     text = ascii(body)
-    if len(text) <= LITERAL_MAX:
+    if len(text) <= LITERAL_MAX and not (("inf" in text or "nan" in text) and _nonfinite(body)):
         return text.encode("ascii"), LITERAL
     import json
     return json.dumps(body, separators=(",", ":")).encode(), "application/json"
@@ -82,31 +98,46 @@ def _encode(body: object) -> tuple[bytes, str]:
 def exchange(method: str, path: str, body: object = None, *, url: str | None = None, timeout: float = 30.0,
              headers: dict[str, str] | None = None, signed: bool = False) -> tuple[int, str, bytes]:
     """One request: (status, the answer's header lines, its body), undecoded; raises Unreachable
-    (no connection, or the connection lost before a whole answer came). Changes carry a credential
-    for this one request (common/cred.py); reads only when `signed` (what only an owner may read)."""
+    (no connection, or the connection lost before a whole answer came). On this host it goes over
+    the controller's Unix socket ($SLURMLET_SOCKET), where the kernel says who we are; else, or when
+    that socket does not answer as the controller named (421, or not at all), by TCP, where changes
+    carry a credential for this one request (common/cred.py) and reads do when `signed` (what only
+    an owner may read)."""
     host, port = _split(url or controller_url())
     payload, ctype = (b"", "application/json") if body is None else _encode(body)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
     s = _local(timeout) if url is None else None
-    local = s is not None
-    auth = ""
-    if (method != "GET" or signed) and s is None:  # on the local socket the kernel says who we are
+    if s is not None:
+        try:
+            status, header, data = _over(s, method, path, payload, ctype, extra, host, port)
+            if status != 421:
+                return status, header, data
+        except Unreachable:  # (a submission sent twice is made once: its Idempotency-Key)
+            pass
+    if method != "GET" or signed:
         from slurmlet.common import cred
         c = cred.header_for_me(cred.bind(method, path, payload))
         if c is not None:
-            auth = f"{cred.HEADER}: {c}\r\n"
-    for k, v in (headers or {}).items():
-        auth += f"{k}: {v}\r\n"
-    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{auth}"
+            extra = f"{cred.HEADER}: {c}\r\n" + extra
+    try:
+        # a bytes host skips the idna codec (and the `re` import it brings)
+        infos = socket.getaddrinfo(host.encode("ascii", "replace"), port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+        fam, typ, proto, _, addr = infos[0]
+        s = socket.socket(fam, typ, proto)
+        s.settimeout(timeout)
+        s.connect(addr)
+    except OSError as e:
+        raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
+    return _over(s, method, path, payload, ctype, extra, host, port)
+
+
+def _over(s: socket.socket, method: str, path: str, payload: bytes, ctype: str, extra: str, host: str,
+          port: int) -> tuple[int, str, bytes]:
+    """The request sent and its answer read on connected socket `s` (closed after)."""
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}"
             f"Content-Type: {ctype}\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
     try:
-        if s is None:
-            # a bytes host skips the idna codec (and the `re` import it brings)
-            infos = socket.getaddrinfo(host.encode("ascii", "replace"), port, socket.AF_UNSPEC, socket.SOCK_STREAM)
-            fam, typ, proto, _, addr = infos[0]
-            s = socket.socket(fam, typ, proto)
-            s.settimeout(timeout)
-            s.connect(addr)
-        try:
+        with s:
             s.sendall(head + payload)
             chunks = []
             while True:
@@ -114,8 +145,6 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
                 if not b:
                     break
                 chunks.append(b)
-        finally:
-            s.close()
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
     raw = b"".join(chunks)
@@ -132,9 +161,6 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
     if status < 100:  # not HTTP (or a cut answer)
         first = header.split("\r\n", 1)[0][:100]
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}")
-    if status == 421 and url is None and local:  # the local socket is another controller's: the one named, by TCP
-        return exchange(method, path, body, url=f"http://{host}:{port}", timeout=timeout, headers=headers,
-                        signed=signed)
     return status, header, data
 
 

@@ -40,12 +40,12 @@ def main(argv: list[str]) -> int:
         from slurmlet.cli.clusters import check
         if check("srun", str(o["clusters"])) is None:
             return 1
-    if req["pty"]:
-        _pty_setup()
     try:
         if os.environ.get("SLURM_JOB_ID") and "jobid" not in o or o.get("jobid"):
+            if req["pty"]:
+                _pty_setup()
             return _step(req)
-        return _allocate_and_run(req)
+        return _allocate_and_run(req)  # (--pty: the terminal is made raw once the allocation is granted)
     finally:
         if req["pty"]:
             _pty_restore()
@@ -119,8 +119,9 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
-    if own:
-        _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
+    if own:  # (its terminal gone, an srun with an allocation of its own gives it up too)
+        _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}),
+                      hangup=True)
     else:
         _on_interrupt(io, lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
 
@@ -142,8 +143,9 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     return _report(io)
 
 
-def _on_interrupt(io: "_StepIO", cancel) -> None:  # noqa: ANN001 - a callable asking the controller
-    """Ctrl-C or SIGTERM: say so, as srun does, and `cancel()` (the step, or the job srun made)."""
+def _on_interrupt(io: "_StepIO", cancel, hangup: bool = False) -> None:  # noqa: ANN001 - asks the controller
+    """Ctrl-C or SIGTERM (and SIGHUP with `hangup`): say so, as srun does, and `cancel()` (the step,
+    or the job srun made)."""
     import signal
 
     def interrupted(signum, frame) -> None:  # noqa: ANN001
@@ -155,6 +157,8 @@ def _on_interrupt(io: "_StepIO", cancel) -> None:  # noqa: ANN001 - a callable a
         io.cancelled = True
     signal.signal(signal.SIGINT, interrupted)
     signal.signal(signal.SIGTERM, interrupted)
+    if hangup:
+        signal.signal(signal.SIGHUP, interrupted)
 
 
 def _report(io: "_StepIO") -> int:
@@ -342,6 +346,7 @@ def _allocate_and_run(req: dict) -> int:
     run as its step 0, the allocation released with the step's exit code. The tasks stream their
     output and exit codes to this srun over the network: to $SLURMLET_SRUN_ADDR, else to this host's
     name (the nodes must resolve it: a login node's name does)."""
+    import contextlib
     import socket
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
@@ -362,16 +367,26 @@ def _allocate_and_run(req: dict) -> int:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
         return e.code or 1
-    job = _granted(job_id)
-    if job is None:
-        return 1
-    host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
-    worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True)
-    try:  # the allocation is given back with the step's exit code, unless it ended under the step
-        http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
-        return worst
-    except http.ControllerError:
-        pass
+    given_back = False
+    try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
+        job = _granted(job_id)
+        if job is None:
+            given_back = True
+            return 1
+        if req["pty"]:
+            _pty_setup()
+        host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
+        worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True)
+        given_back = True
+        try:  # the allocation is given back with the step's exit code, unless it ended under the step
+            http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
+            return worst
+        except http.ControllerError:
+            pass
+    finally:
+        if not given_back:
+            with contextlib.suppress(Exception):
+                http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
     job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
     if job.get("state") == "NODE_FAIL":
         down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]

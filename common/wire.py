@@ -4,8 +4,10 @@ The CLI writes a request body with `ascii()` (no import at all, where the standa
 brings `re` along: several milliseconds of every command) and sends it as LITERAL; the controller
 reads it with `ast.literal_eval`, which evaluates nothing but literals (strings, numbers, tuples,
 lists, dicts, sets, booleans, None: no names, calls or operators), and hands the routes JSON.
-Bodies over LITERAL_MAX bytes go as JSON, which the controller parses faster.
+Bodies over LITERAL_MAX bytes go as JSON, which the controller parses faster (a literal's parse
+costs up to ~2.5 us and ~0.5 kB of memory a byte, where JSON's costs a tenth), and so do bodies
+with a float JSON has no literal for (inf, nan: the controller's checks then name the field).
 """
 
 LITERAL = "application/x-python-literal"
-LITERAL_MAX = 1 << 20
+LITERAL_MAX = 32 << 10

@@ -54,14 +54,17 @@ class _Authenticate:
                 target += b"?" + scope["query_string"]
             binding = cred.bind(scope["method"], target.decode("utf-8", "surrogateescape"), body)
         local = headers.get(localsock.HEADER)
-        if local is not None and c.settings.key is not None:  # (without a key every request is trusted anyway)
+        if local is not None:
             uid = c.local.take(local) if c.local is not None else None
             if uid is not None and not c.local.serves(headers.get("host", "")):
                 # meant for another controller ($SLURMLET_SOCKET left from another cluster): the CLI asks there
                 await JSONResponse(status_code=421, content={"detail": InvalidRequest(
                     "this socket serves another controller").to_json()})(scope, receive, send)
                 return
-            who = None if uid is None else auth.local_caller(uid, c.store.admin_level)
+            if c.settings.key is None:  # (without a key every request is trusted as the user it names)
+                who = auth.OPEN
+            else:
+                who = None if uid is None else auth.local_caller(uid, c.store.admin_level)
         else:
             who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
         if who is None:
@@ -77,14 +80,29 @@ class _Authenticate:
 class _LiteralBodies:
     """Request bodies sent as Python literals (common/wire.py: the CLI's) become JSON before the
     routes read them. `ast.literal_eval` evaluates literals only; a body that is none, or holds what
-    JSON cannot (bytes, complex numbers, sets, infinities), or is over LITERAL_MAX, is a 400."""
+    JSON cannot (bytes, complex numbers, sets, infinities), or is over LITERAL_MAX, is a 400. Only
+    the bodies of changes by an authenticated caller are read so (parsing a literal costs more than
+    JSON: nobody may make the controller do it for nothing); other requests pass as they came."""
 
     def __init__(self, app) -> None:  # noqa: ANN001
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
-        if scope["type"] != "http" or Headers(scope=scope).get("content-type") != wire.LITERAL:
+        headers = Headers(scope=scope) if scope["type"] == "http" else None
+        if headers is None or headers.get("content-type") != wire.LITERAL or \
+                scope["method"] not in ("POST", "PUT", "PATCH", "DELETE"):
             await self.app(scope, receive, send)
+            return
+        caller = scope.get("state", {}).get("caller")
+        if caller is None or not (caller.known or scope["app"].state.ctl.settings.key is None):
+            await JSONResponse(status_code=401, content={"detail": auth.Unauthenticated().to_json()})(
+                scope, receive, send)
+            return
+        size = headers.get("content-length", "")
+        if not size.isdigit() or int(size) > wire.LITERAL_MAX:  # refused before it is read
+            err = InvalidRequest(f"a body sent as {wire.LITERAL} needs a Content-Length of at most "
+                                 f"{wire.LITERAL_MAX} bytes; send JSON")
+            await JSONResponse(status_code=400, content={"detail": err.to_json()})(scope, receive, send)
             return
         body, receive = await _read_whole(receive)
         if body is None:

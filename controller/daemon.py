@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -67,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("slurmlet.controller").warning(
             "no cluster key (--key-file): every request is trusted as the user it names")
     host, port = parse_listen(args.listen)
+    import resource  # each connection costs a descriptor (three through --socket): as many as allowed
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     if args.socket and not port:
         print("slurmlet controller: error: --socket needs a --listen port other than 0", file=sys.stderr)
         return 1

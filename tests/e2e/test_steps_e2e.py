@@ -123,6 +123,30 @@ def test_srun_outside_an_allocation_streams_the_output_as_it_comes(cluster: Clus
     assert sorted(lines) == ["0: end\n", "0: start node1\n", "1: end\n", "1: start node2\n"]
 
 
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM"])
+def test_srun_outside_an_allocation_that_is_hung_up_or_killed_gives_its_allocation_back(cluster: Cluster,
+                                                                                      tmp_path, sig: str):
+    """Its terminal gone or told to stop, the srun's own allocation ends with it (never a job left
+    holding nodes, as its step would otherwise hold them)."""
+    import signal
+    import subprocess
+    c = cluster
+    before = {j["job_id"] for j in c.api("GET", "/api/v1/jobs?states=RUNNING,PENDING")["jobs"]}
+    p = subprocess.Popen([str(BIN / "srun"), "-N1", "sleep", "300"], env=c.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        mine = wait_until(lambda: [j for j in c.api("GET", "/api/v1/jobs?states=RUNNING")["jobs"]
+                                   if j["job_id"] not in before and any(s.get("step") == 0 for s in j["steps"])],
+                          60, what="srun's allocation and its step running")
+        p.send_signal(getattr(signal, sig))
+        assert p.wait(60) != 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    job = c.wait_state(mine[0]["job_id"], ("CANCELLED", "COMPLETED", "FAILED"), 60)
+    assert job["state"] == "CANCELLED", job["state"]
+
+
 def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
     c = cluster
     script = ("#!/bin/sh\nsrun -K -N2 -n2 bash -c '[ $SLURM_PROCID = 0 ] && exit 4; exec sleep 300'\n"

@@ -88,3 +88,21 @@ def test_a_literal_body_that_is_not_plain_data_is_a_400_and_nothing_runs(client:
     assert "Python literal" in r.json()["detail"]["error"] or "at most" in r.json()["detail"]["error"]
     assert not Path("/tmp/slurmlet-literal-ran").exists()
     assert client.get("/api/v1/jobs").json()["jobs"] == []
+
+
+def test_literal_bodies_are_read_for_authenticated_changes_only(tmp_path: Path):
+    """Parsing a literal costs more than JSON: a request without a credential (a read, or a change
+    that is refused anyway) never has its literal body parsed, and one over LITERAL_MAX is refused
+    before it is read."""
+    app = create_app(Settings(db_url=f"sqlite:///{tmp_path / 'db.sqlite'}", config=parse_slurm_conf(CONF),
+                              key=b"k" * 32))
+    costly = "[" + "[]," * 10000 + "]"
+    with TestClient(app) as c:
+        r = c.post("/api/v1/jobs", content=costly, headers=LITERAL)
+        assert r.status_code == 401, r.text
+        r = c.request("GET", "/api/v1/ping", content=costly, headers=LITERAL)
+        assert r.status_code == 200, r.text
+    with TestClient(create_app(Settings(db_url=f"sqlite:///{tmp_path / 'db2.sqlite'}",
+                                        config=parse_slurm_conf(CONF)))) as c:
+        r = c.post("/api/v1/jobs", content="[" + "0," * 20000 + "]", headers=LITERAL)
+        assert r.status_code == 400 and "Content-Length of at most" in r.json()["detail"]["error"]
