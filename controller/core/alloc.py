@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from .model import Node, NodeAlloc, Request
 
@@ -110,12 +111,13 @@ def _task_counts(req: Request) -> tuple[int, list[int] | None]:
     return 0, None
 
 
-def fit(req: Request, free: list[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
+def fit(req: Request, free: Iterable[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
     """First fit of `req` over `free` (already in preference order); None if it does not fit now.
 
-    `-w` nodes are taken first and must all fit; `-x` nodes are never used.
+    `-w` nodes are taken first and must all fit; `-x` nodes are never used. `free` may be an
+    iterator: without -w or -x, it is read only as far as the fit needs.
     """
-    cands = [f for f in free if f.name not in req.exclude]
+    cands = [f for f in free if f.name not in req.exclude] if req.exclude or req.nodelist else free
     if req.nodelist:
         pos = {n: i for i, n in enumerate(req.nodelist)}
         cands.sort(key=lambda f: (f.name not in pos, pos.get(f.name, 0)))
@@ -124,15 +126,15 @@ def fit(req: Request, free: list[Free], def_mem: int) -> tuple[NodeAlloc, ...] |
     nnodes, counts = _task_counts(req)
     if counts is not None:
         out: list[NodeAlloc] = []
-        for f in cands:
-            if len(out) == nnodes:
-                break
+        for f in cands if nnodes else ():
             a = _try_node(f, req, counts[len(out)], nnodes, def_mem)
             if a is None:
                 if f.name in req.nodelist:
                     return None
                 continue
             out.append(a)
+            if len(out) == nnodes:
+                break
         if len(out) < nnodes or (req.nodelist and len(req.nodelist) > nnodes):
             return None
         return tuple(out)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter, lt
+from itertools import compress, count
+from operator import attrgetter, is_not, lt, not_
 
 from .alloc import Free, _task_counts, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -79,9 +79,16 @@ _CAPS = attrgetter("name", "cpus", "memory", "gpus", "weight", "available")
 _NAME = attrgetter("name")
 _USED = attrgetter("cpus_used")
 _CPUS = attrgetter("cpus")
+_MEM_USED = attrgetter("memory_used")
+_GPUS_USED = attrgetter("gpus_used")
+_EXCLUSIVE = attrgetter("exclusive_used")
+_ALLOCS = attrgetter("allocs")
+_END = attrgetter("end_time")
+_SUSPENDED = attrgetter("suspended")
+_PREEMPTING = attrgetter("preempting")
+_KEY = attrgetter("key")
 
 
-@lru_cache(maxsize=16)
 def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:
     """The one (cpus, memory, gpus) shape of the cluster's nodes, if they are all alike and up."""
     shapes = {c[1:4] for c in caps}
@@ -103,6 +110,91 @@ def _limits_of(part: Partition, caps: tuple, def_mem: int) -> dict:
     return got
 
 
+class _Part:
+    """What cycles derive from one partition and the nodes' capacities."""
+
+    __slots__ = ("part", "members", "whole", "down", "verdicts")
+
+    def __init__(self, part: Partition, names: frozenset[str], available: dict[str, bool]):
+        self.part = part
+        self.members = frozenset(part.nodes)
+        self.whole = self.members >= names  #: every node of the cluster is in it
+        down = [n for n in part.nodes if n in available and not available[n]]
+        self.down = bool(down) and len(down) >= len(part.nodes)  #: all its nodes are unavailable
+        self.verdicts: dict[int, dict] = {}  #: per DefMemPerCPU: see `_limits_of`
+
+
+class _Nodes:
+    """What cycles derive from the nodes' capacities (name, CPUs, memory, GPUs, weight,
+    availability), kept from one cycle to the next while those do not change, as a cluster's
+    nodes rarely do: the preference order (weight, natural name) and each node's rank, the
+    positions of the available nodes in that order, the one node shape (when all are alike), and
+    per partition its members, whether it is down and its partition-limit verdicts."""
+
+    __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up")
+
+    def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None):
+        self.nodes = nodes
+        self.caps = caps
+        if same is not None:  # the same capacities: share what was derived from them
+            self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
+            self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
+            return
+        perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
+        self.order = tuple(caps[i][0] for i in perm)
+        self.rank = {n: i for i, n in enumerate(self.order)}
+        self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
+        self.shape = _uniform(caps)
+        self.total_cpus = sum(c[1] for c in caps)
+        self.parts: dict[str, _Part] = {}
+        self.names = frozenset(c[0] for c in caps)
+        self.up = {c[0]: c[5] for c in caps}
+
+    def part(self, p: Partition) -> _Part:
+        got = self.parts.get(p.name)
+        if got is None or (got.part is not p and got.part != p):
+            if len(self.parts) > 256:
+                self.parts.clear()
+            got = self.parts[p.name] = _Part(p, self.names, self.up)
+        return got
+
+    def verdicts(self, p: Partition, def_mem: int) -> dict:
+        info = self.part(p)
+        got = info.verdicts.get(def_mem)
+        if got is None:
+            got = info.verdicts[def_mem] = _limits_of(p, self.caps, def_mem)
+        return got
+
+    def available_in_order(self, nodes: tuple[Node, ...]) -> list[Node]:
+        """The available nodes of `nodes` (the snapshot's, in its order), in preference order."""
+        return [nodes[i] for i in self.avail]
+
+
+_LAST: _Nodes | None = None  #: the nodes of the last cycle
+
+
+def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
+    """The derived node data of a cycle: the last cycle's when the capacities are the same (the
+    same tuple, or the same nodes but those that changed, changed only in what is in use)."""
+    global _LAST
+    last = _LAST
+    if last is not None:
+        if last.nodes is nodes:
+            return last
+        if len(last.nodes) == len(nodes):
+            caps = last.caps
+            if all(_CAPS(nodes[i]) == caps[i] for i in compress(count(), map(is_not, nodes, last.nodes))):
+                got = _LAST = _Nodes(nodes, caps, last)
+                return got
+    caps = tuple(map(_CAPS, nodes))
+    if last is not None and caps == last.caps:
+        got = _Nodes(nodes, caps, last)
+    else:
+        got = _Nodes(nodes, caps)
+    _LAST = got
+    return got
+
+
 def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:
     """Why `req` can never run in `part` (its `members`, in order), even on empty nodes; None if it can."""
     why = partition_misfit(req, part.max_nodes, members, def_mem)
@@ -117,19 +209,6 @@ def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem
 
 def _ordered(nodes) -> list[Node]:  # noqa: ANN001 - any iterable of nodes
     return sorted(nodes, key=lambda n: (n.weight, natural_key(n.name)))
-
-
-@lru_cache(maxsize=16)
-def _node_order(caps: tuple[tuple, ...]) -> tuple[tuple[str, ...], dict[str, int]]:
-    """Node names in preference order (weight, natural name) and each one's rank; kept across
-    cycles, as a cluster's nodes rarely change. `caps`: (name, cpus, memory, gpus, weight)."""
-    names = tuple(c[0] for c in sorted(caps, key=lambda c: (c[4], natural_key(c[0]))))
-    return names, {n: i for i, n in enumerate(names)}
-
-
-@lru_cache(maxsize=64)
-def _members(part: Partition) -> frozenset[str]:
-    return frozenset(part.nodes)
 
 
 @lru_cache(maxsize=4096)
@@ -150,6 +229,27 @@ def _whole_nodes(req: Request, cpus: int, memory: int, gpus: int, def_mem: int) 
         return 0
     mem = req.mem_per_node if req.mem_per_node is not None else (req.mem_per_cpu or def_mem) * per_node
     return nnodes if mem <= memory else 0
+
+
+#: id(request) -> (request, shape, DefMemPerCPU, `_whole_nodes`): hashing a Request costs more than the check
+_WHOLE: dict[int, tuple[Request, tuple, int, int]] = {}
+
+
+def _whole_nodes_of(req: Request, shape: tuple[int, int, int], def_mem: int) -> int:
+    got = _WHOLE.get(id(req))
+    if got is None or got[0] is not req or got[1] != shape or got[2] != def_mem:
+        if len(_WHOLE) > 4096:
+            _WHOLE.clear()
+        got = _WHOLE[id(req)] = (req, shape, def_mem, _whole_nodes(req, *shape, def_mem))
+    return got[3]
+
+
+def _fewest_nodes(req: Request) -> int:
+    """The fewest nodes any allocation `fit` finds for `req` has."""
+    nnodes, counts = _task_counts(req)
+    if counts is not None:
+        return nnodes
+    return min(req.nodes_min, req.ntasks)
 
 
 def requested_cpus(req: Request) -> int:
@@ -212,20 +312,86 @@ def priorities(snap: Snapshot) -> dict[int, Factors]:
     return out
 
 
-def priority_totals(snap: Snapshot) -> dict[int, int]:
-    """The same priorities as `priorities`, only the totals: what a scheduling cycle needs."""
+#: per context (see `_base_context`): id(job) -> (job, the job's priority without its age, site and nice)
+_BASES: dict[tuple, dict[int, tuple[PendingJob, float]]] = {}
+
+
+def _base_context(snap: Snapshot, total_cpus: int) -> tuple | None:
+    """What a job's priority but its age, site and nice depends on besides the job's own fields,
+    or None when that is the nodes' TRES too (PriorityWeightTRES: not kept across cycles)."""
+    w = snap.weights
+    if w.tres:
+        return None
+    return w, len(snap.nodes), total_cpus, tuple((p.name, p.priority_job_factor) for p in snap.partitions)
+
+
+def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, int]:
+    """The same priorities as `priorities`, only the totals: what a scheduling cycle needs.
+
+    Everything but the age of a job is kept from one cycle to the next while the job (the same
+    frozen object) and what else it depends on (weights, node and CPU counts, partition factors)
+    stay the same: queues change little between cycles."""
     w = snap.weights
     if not w.active:
         return {}
-    base = _fixed_parts(snap)
+    if total_cpus is None:
+        total_cpus = sum(n.cpus for n in snap.nodes)
+    key = _base_context(snap, total_cpus)
+    known = _BASES.get(key) if key is not None else None
+    if known is None:
+        known = {}
+        if key is not None:
+            if len(_BASES) > 8:
+                _BASES.clear()
+            _BASES[key] = known
+    elif len(known) > 2 * len(snap.pending) + 4096:  # jobs of past cycles: forget them
+        known.clear()
+    base = None
     now, max_age, w_age = snap.now, w.max_age, w.age
+    aging = max_age > 0 and w_age
     out = {}
     for j in snap.pending:
+        got = known.get(id(j))
+        if got is None or got[0] is not j:
+            if base is None:
+                base = _fixed_parts(snap)
+            got = known[id(j)] = (j, base(j).exact)
         e = j.eligible_time
-        age = w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None and max_age > 0 and w_age else 0.0
-        total = int(base(j).exact + age + j.site - j.nice)
+        age = w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None and aging else 0.0
+        total = int(got[1] + age + j.site - j.nice)
         out[j.job_id] = total if total > 1 else 1
     return out
+
+
+_BF_REASONS = (Reason.RESOURCES, Reason.PRIORITY)
+
+
+class _NodeMap:
+    """A snapshot's nodes by name, as a dict built when first read (most cycles never read it)."""
+
+    __slots__ = ("_nodes", "_dict")
+
+    def __init__(self, nodes: tuple[Node, ...]):
+        self._nodes = nodes
+        self._dict: dict[str, Node] | None = None
+
+    def _d(self) -> dict[str, Node]:
+        d = self._dict
+        if d is None:
+            d = self._dict = dict(zip(map(_NAME, self._nodes), self._nodes))
+        return d
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._d()
+
+    def __getitem__(self, name: str) -> Node:
+        return self._d()[name]
+
+    def get(self, name: str, default: Node | None = None) -> Node | None:
+        return self._d().get(name, default)
+
+    def values(self):  # noqa: ANN201 - the dict's values view
+        return self._d().values()
 
 
 @dataclass(slots=True)
@@ -243,22 +409,30 @@ class _Cycle:
     def __init__(self, snap: Snapshot):
         self.snap = snap
         self.cfg = snap.config
-        self.out = Plan(priorities=priority_totals(snap))
+        ctx = self.ctx = _nodes_of(snap.nodes)
+        self.out = Plan(priorities=priority_totals(snap, ctx.total_cpus))
         self.prio = self.out.priorities
-        self.nodes = dict(zip(map(_NAME, snap.nodes), snap.nodes))
+        self.nodes = _NodeMap(snap.nodes)
         self.parts = {p.name: p for p in snap.partitions}
         self.tiers = {p.name: p.priority_tier for p in snap.partitions}
-        self.members = {p.name: _members(p) for p in snap.partitions}
-        caps = tuple(map(_CAPS, snap.nodes))
-        self.order, self.rank = _node_order(caps)
-        #: free capacity of available nodes with free CPUs, in preference order; `free` gets the
-        #: others too, when something asks for them (`fr`)
-        rank = self.rank
-        with_room = compress(snap.nodes, map(lt, map(_USED, snap.nodes), map(_CPUS, snap.nodes)))
-        room = sorted((n for n in with_room if n.available and not n.exclusive_used), key=lambda n: rank[n.name])
-        self.open = {n.name: Free.of(n) for n in room}
-        self.free = dict(self.open)
-        self.memo: dict = {None: caps}
+        self.info = {p.name: ctx.part(p) for p in snap.partitions}
+        self.members = {name: i.members for name, i in self.info.items()}
+        self.order, self.rank = ctx.order, ctx.rank
+        #: available nodes with free CPUs, in preference order: the nodes the main pass may use.
+        #: Their free capacity (`Free`) is built when something reads it, into `free`, which gets
+        #: the others too when something asks for them (`fr`)
+        room = ctx.available_in_order(snap.nodes)
+        room = list(compress(room, map(lt, map(_USED, room), map(_CPUS, room))))
+        if any(map(_EXCLUSIVE, room)):
+            room = list(compress(room, map(not_, map(_EXCLUSIVE, room))))
+        self.room = room
+        self.roomd = dict(zip(map(_NAME, room), room))
+        self.open: dict[str, Node | Free] = self.roomd.copy()  # a Node: its Free is not built yet
+        self.free: dict[str, Free] = {}
+        self.extra = False  #: `free` holds nodes that were never open
+        self.memo: dict = {None: ctx.caps}
+        for p in snap.partitions:
+            self.memo[p.name] = ctx.verdicts(p, snap.def_mem_per_cpu)
         self.blocked: set[str] = set()
         #: nodes of partitions whose first job is waiting: later jobs of any partition keep off them
         self.fenced: set[str] = set()
@@ -288,31 +462,65 @@ class _Cycle:
                 -self.prio.get(job.job_id, job.priority), job.submit_time, job.job_id)
 
     def queue(self) -> list[_Item]:
-        items = [_Item(self.key(j), job=j) for j in self.snap.pending]
+        if self.cfg.preempt_qos or self.can_preempt:
+            items = [_Item(self.key(j), job=j) for j in self.snap.pending]
+        else:  # no job may preempt: `key` without the call
+            tiers, prio = self.tiers, self.prio
+            items = [_Item((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
+                            j.job_id), j) for j in self.snap.pending]
         for r in self.snap.running:
             if r.suspended and not r.held_stopped:
                 items.append(_Item((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
                                     -r.priority, r.start_time, r.job_id), suspended=r))
-        items.sort(key=lambda it: it.key)
+        items.sort(key=_KEY)
         return items
 
     def fr(self, name: str) -> Free | None:
         """The free capacity of an available node (None for unavailable ones)."""
         f = self.free.get(name)
         if f is None:
-            n = self.nodes.get(name)
-            if n is None or not n.available:
-                return None
+            n = self.roomd.get(name)
+            if n is None:
+                n = self.nodes.get(name)
+                if n is None or not n.available:
+                    return None
+                self.extra = True
             f = self.free[name] = Free.of(n)
         return f
 
-    def candidates(self, part: str) -> list[Free]:
+    def materialize(self) -> None:
+        """Build the free capacity of every node that was open when the cycle began."""
+        free = self.free
+        for name, n in self.roomd.items():
+            if name not in free:
+                free[name] = Free.of(n)
+
+    def count_open(self, part: str) -> int:
+        if self.info[part].whole:
+            return len(self.open)
         mem = self.members[part]
-        return [f for name, f in self.open.items() if name in mem]
+        return sum(1 for name in self.open if name in mem)
+
+    def candidates(self, part: str):  # noqa: ANN201 - an iterator of Free, in preference order
+        """The open nodes of a partition, their free capacity built as `fit` reaches them."""
+        mem = self.members[part]
+        free = self.free
+        for name in list(self.open) if self.info[part].whole else [n for n in self.open if n in mem]:
+            f = free.get(name)
+            if f is None:
+                f = free[name] = Free.of(self.open[name])
+            yield f
+
+    def fit_open(self, req: Request, part: str) -> tuple[NodeAlloc, ...] | None:
+        """`fit` over the partition's open nodes; None at once when there are fewer of them than
+        any layout of `req` takes nodes (what `fit` would find too, after building them all)."""
+        if self.count_open(part) < _fewest_nodes(req):
+            return None
+        return fit(req, self.candidates(part), self.snap.def_mem_per_cpu)
 
     def take(self, allocs: tuple[NodeAlloc, ...], exclusive: bool) -> None:
         for a in allocs:
-            f = self.free[a.node]
+            f = self.fr(a.node)
             f.take(a, exclusive)
             if f.cpus <= 0:
                 self.open.pop(a.node, None)  # full: later jobs need not look at it
@@ -339,8 +547,7 @@ class _Cycle:
         self.started.append((job, allocs))
 
     def blocked_reason(self, part: Partition) -> Reason:
-        down = [n for n in part.nodes if n in self.nodes and not self.nodes[n].available]
-        return Reason.NODE_DOWN if down and len(down) >= len(part.nodes) else Reason.RESOURCES
+        return Reason.NODE_DOWN if self.info[part.name].down else Reason.RESOURCES
 
     # ------------------------------------------------------------------ main pass
     def main_pass(self, items: list[_Item]) -> None:
@@ -360,7 +567,7 @@ class _Cycle:
             if job.partition in self.blocked or self.members[part.name] <= self.fenced:
                 out.reasons[job.job_id] = Reason.PRIORITY
                 continue
-            allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu)
+            allocs = self.fit_open(job.request, part.name)
             if allocs is None and self.may_preempt(job):
                 allocs = self.preempt(job, part)
             if allocs is None:
@@ -376,8 +583,11 @@ class _Cycle:
         self.blocked.add(part)
         members = self.members[part]
         self.fenced |= members
-        for name in [n for n in self.open if n in members]:
-            del self.open[name]
+        if self.info[part].whole:
+            self.open.clear()
+        else:
+            for name in [n for n in self.open if n in members]:
+                del self.open[name]
 
     def resume(self, r: RunningJob) -> None:
         """A suspended job resumes on its own CPUs and GPUs once they are free (it kept its memory)."""
@@ -435,7 +645,7 @@ class _Cycle:
                 f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
                 f.idle = f.cpus == f.total_cpus and f.memory == f.total_memory and len(f.gpu_ids) == f.total_gpus
         cands = [f for name in self.order if name in mem and name not in self.fenced
-                 and (f := trial.get(name) or self.open.get(name)) is not None]
+                 and (f := trial.get(name) or (self.fr(name) if name in self.open else None)) is not None]
         return fit(job.request, cands, self.snap.def_mem_per_cpu)
 
     def preempt(self, job: PendingJob, part: Partition) -> tuple[NodeAlloc, ...] | None:
@@ -473,7 +683,7 @@ class _Cycle:
                 self.going[r.job_id] = r
         if any(self.mode(r) != "SUSPEND" for r in chosen):
             return None  # the preemptor starts once the cancelled or requeued victims are gone
-        return fit(job.request, self.candidates(part.name), self.snap.def_mem_per_cpu)
+        return self.fit_open(job.request, part.name)
 
     def _give_back(self, r: RunningJob) -> None:
         """A suspended victim's CPUs and GPUs are free for its preemptor; its memory stays held."""
@@ -483,6 +693,7 @@ class _Cycle:
                 continue
             f.cpus += a.cpus
             f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
+        self.materialize()
         self.open = {name: f for name in self.order  # rebuilt: keeps the preference order
                      if (f := self.free.get(name)) is not None and f.cpus > 0 and name not in self.fenced}
 
@@ -497,14 +708,23 @@ class _Cycle:
     def _holders(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
         """(when, allocations) of everything that holds resources and will give them back."""
         now = self.snap.now
+        running = self.snap.running
+        if not self.going and not self.suspending and not any(map(_SUSPENDED, running)):
+            out = list(zip(map(_END, running), map(_ALLOCS, running)))  # none preempting (else `going`)
+        else:
+            out = self._holders_slow()
+        for job, allocs in self.started:
+            secs = self.seconds(job)
+            out.append((None if secs is None else now + secs, allocs))
+        return out
+
+    def _holders_slow(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
+        now = self.snap.now
         out: list[tuple[float | None, tuple[NodeAlloc, ...]]] = []
         for r in self.snap.running:
             if r.suspended or r.job_id in self.suspending:
                 continue
             out.append((now if r.preempting or r.job_id in self.going else r.end_time, r.allocs))
-        for job, allocs in self.started:
-            secs = self.seconds(job)
-            out.append((None if secs is None else now + secs, allocs))
         return out
 
     def _count_mode(self, jobs: list[PendingJob], holders: list) -> dict[int, int] | None:
@@ -515,41 +735,66 @@ class _Cycle:
         snap = self.snap
         if len(set(self.members.values())) != 1 or any(r.suspended for r in snap.running):
             return None
-        shape = _uniform(self.memo[None])
+        shape = self.ctx.shape
         if shape is None:
             return None
-        if any(not f.idle or f.cpus != shape[0] for f in self.open.values()):
+        free, open_ = self.free, self.open
+        if any(not f.idle or f.cpus != shape[0] for name, f in free.items() if name in open_):
+            return None
+        rest = [n for name, n in open_.items() if name not in free]  # no Free built yet: as `Free.of` says
+        if (any(map(_USED, rest)) or any(map(_MEM_USED, rest)) or any(map(_EXCLUSIVE, rest))
+                or (shape[2] and any(map(_GPUS_USED, rest)))):
             return None
         # every node idle or all its CPUs used, and as many whole-node allocations as busy nodes:
         # then each busy node is held by one job alone
         used = list(map(_USED, snap.nodes))
         if not set(used) <= {0, shape[0]}:
             return None
-        held = sum(len(r.allocs) for r in snap.running)
+        held = sum(map(len, map(_ALLOCS, snap.running)))
         if held != len(used) - used.count(0) or any(a.cpus != shape[0] for _, allocs in self.started
                                                      for a in allocs):
             return None
         counts = {}
+        def_mem = snap.def_mem_per_cpu
         for job in jobs:
-            k = _whole_nodes(job.request, *shape, snap.def_mem_per_cpu)
+            k = _whole_nodes_of(job.request, shape, def_mem)
             if not k:
                 return None
             counts[job.job_id] = k
         return counts
 
+    def _to_test(self, items: list[_Item]) -> list[PendingJob]:
+        """The jobs backfill tests: those waiting for resources or behind a higher-priority job, in
+        queue order, at most bf_max_job_test of them."""
+        reasons, limit = self.out.reasons, self.cfg.bf_max_job_test
+        if limit < 0:
+            return [it.job for it in items if it.job is not None
+                    and reasons.get(it.job.job_id) in _BF_REASONS][:limit]
+        jobs: list[PendingJob] = []
+        if limit:
+            for it in items:
+                job = it.job
+                if job is not None and reasons.get(job.job_id) in _BF_REASONS:
+                    jobs.append(job)
+                    if len(jobs) == limit:
+                        break
+        return jobs
+
     def backfill(self, items: list[_Item]) -> None:
         cfg, snap, out = self.cfg, self.snap, self.out
         now = snap.now
-        jobs = [it.job for it in items
-                if it.job is not None and out.reasons.get(it.job.job_id) in (Reason.RESOURCES, Reason.PRIORITY)]
-        jobs = jobs[:cfg.bf_max_job_test]
+        jobs = self._to_test(items)
         if not jobs:
             return
         # the main pass's fences do not apply: the time map keeps backfill off what waiting jobs need
         self.fenced.clear()
-        rank = self.rank
-        self.open = {name: self.free[name] for name in sorted((n for n, f in self.free.items() if f.cpus > 0),
-                                                            key=rank.__getitem__)}
+        free = self.free
+        if self.extra:
+            self.materialize()
+            self.open = {name: free[name] for name in sorted((n for n, f in free.items() if f.cpus > 0),
+                                                             key=self.rank.__getitem__)}
+        else:  # `free` holds open nodes only: those that still have free CPUs, and the others, in order
+            self.open = {name: n for name, n in self.roomd.items() if (f := free.get(name)) is None or f.cpus > 0}
         holders = self._holders()
         counts = self._count_mode(jobs, holders)
         window = cfg.bf_window * 60.0
@@ -577,7 +822,7 @@ class _Cycle:
                 t = cm.earliest(n, secs, only_now)
                 if t is None:
                     continue
-                allocs = fit(job.request, self.candidates(part.name), snap.def_mem_per_cpu) if t == now else None
+                allocs = self.fit_open(job.request, part.name) if t == now else None
                 if t == now and allocs is None:  # cannot happen while the counts are right
                     continue
             else:
@@ -602,10 +847,14 @@ class _Cycle:
 
 
 def clear_caches() -> None:
-    """Forget what cycles keep from one another (node order, partition-limit verdicts); for benchmarks."""
+    """Forget what cycles keep from one another (node order, partition-limit verdicts, priorities);
+    for benchmarks."""
+    global _LAST
     _LIMITS.clear()
-    for f in (_node_order, _members, _whole_nodes, _uniform):
-        f.cache_clear()
+    _BASES.clear()
+    _WHOLE.clear()
+    _LAST = None
+    _whole_nodes.cache_clear()
 
 
 def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:
