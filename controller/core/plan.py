@@ -20,10 +20,9 @@ Deterministic and independent of the order of the snapshot's tuples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import compress, count
-from operator import attrgetter, is_not, lt, not_
+from operator import attrgetter, is_not, itemgetter, lt, not_
 
 from .alloc import Free, _task_counts, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -86,7 +85,7 @@ _ALLOCS = attrgetter("allocs")
 _END = attrgetter("end_time")
 _SUSPENDED = attrgetter("suspended")
 _PREEMPTING = attrgetter("preempting")
-_KEY = attrgetter("key")
+_KEY = itemgetter(0)
 
 
 def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:
@@ -167,7 +166,10 @@ class _Nodes:
 
     def available_in_order(self, nodes: tuple[Node, ...]) -> list[Node]:
         """The available nodes of `nodes` (the snapshot's, in its order), in preference order."""
-        return [nodes[i] for i in self.avail]
+        avail = self.avail
+        if len(avail) < 2:
+            return [nodes[i] for i in avail]
+        return list(itemgetter(*avail)(nodes))
 
 
 _LAST: _Nodes | None = None  #: the nodes of the last cycle
@@ -364,6 +366,18 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
 
 
 _BF_REASONS = (Reason.RESOURCES, Reason.PRIORITY)
+_SECONDS: dict[float, float] = {}
+
+
+def _seconds(limit: float) -> float:
+    """A time limit in minutes as seconds (rounded to the microsecond), remembered: `round` with
+    digits is slow, and a queue holds few distinct limits."""
+    got = _SECONDS.get(limit)
+    if got is None:
+        if len(_SECONDS) > 65536:
+            _SECONDS.clear()
+        got = _SECONDS[limit] = round(limit * 60.0, 6)
+    return got
 
 
 class _NodeMap:
@@ -394,13 +408,9 @@ class _NodeMap:
         return self._d().values()
 
 
-@dataclass(slots=True)
-class _Item:
-    """One entry of the cycle's queue: a pending job, or a suspended job waiting to resume."""
-
-    key: tuple
-    job: PendingJob | None = None
-    suspended: RunningJob | None = None
+#: one entry of the cycle's queue: (sort key, pending job, None) or (sort key, None, a suspended
+#: job waiting to resume)
+_Item = tuple
 
 
 class _Cycle:
@@ -463,15 +473,15 @@ class _Cycle:
 
     def queue(self) -> list[_Item]:
         if self.cfg.preempt_qos or self.can_preempt:
-            items = [_Item(self.key(j), job=j) for j in self.snap.pending]
+            items = [(self.key(j), j, None) for j in self.snap.pending]
         else:  # no job may preempt: `key` without the call
             tiers, prio = self.tiers, self.prio
-            items = [_Item((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
-                            j.job_id), j) for j in self.snap.pending]
+            items = [((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
+                       j.job_id), j, None) for j in self.snap.pending]
         for r in self.snap.running:
             if r.suspended and not r.held_stopped:
-                items.append(_Item((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
-                                    -r.priority, r.start_time, r.job_id), suspended=r))
+                items.append(((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
+                               -r.priority, r.start_time, r.job_id), None, r))
         items.sort(key=_KEY)
         return items
 
@@ -552,11 +562,10 @@ class _Cycle:
     # ------------------------------------------------------------------ main pass
     def main_pass(self, items: list[_Item]) -> None:
         snap, out = self.snap, self.out
-        for it in items:
-            if it.suspended is not None:
-                self.resume(it.suspended)
+        for _, job, suspended in items:
+            if suspended is not None:
+                self.resume(suspended)
                 continue
-            job = it.job
             part = self.parts.get(job.partition)
             reason = static_reason(job, part, self.nodes, snap.def_mem_per_cpu, snap.now, self.memo)
             if reason is None:
@@ -703,7 +712,7 @@ class _Cycle:
         if limit is None:
             p = self.parts.get(job.partition)
             limit = p.max_time if p else None
-        return None if limit is None else round(limit * 60.0, 6)
+        return None if limit is None else _seconds(limit)
 
     def _holders(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
         """(when, allocations) of everything that holds resources and will give them back."""
@@ -768,12 +777,10 @@ class _Cycle:
         queue order, at most bf_max_job_test of them."""
         reasons, limit = self.out.reasons, self.cfg.bf_max_job_test
         if limit < 0:
-            return [it.job for it in items if it.job is not None
-                    and reasons.get(it.job.job_id) in _BF_REASONS][:limit]
+            return [job for _, job, _ in items if job is not None and reasons.get(job.job_id) in _BF_REASONS][:limit]
         jobs: list[PendingJob] = []
         if limit:
-            for it in items:
-                job = it.job
+            for _, job, _ in items:
                 if job is not None and reasons.get(job.job_id) in _BF_REASONS:
                     jobs.append(job)
                     if len(jobs) == limit:

@@ -47,12 +47,12 @@ class CountMap(_Grid):
     def __init__(self, now: float, resolution: int, window_s: float, free_now: int,
                  releases: list[tuple[float, int]]):
         self.now = now
-        self.res = max(1, resolution)
-        self.horizon = now + window_s
+        self.res = res = max(1, resolution)
+        self.horizon = horizon = now + window_s
         back: dict[float, int] = {}
         for at, n in releases:
-            if at <= self.horizon:
-                t = self.grid(at)
+            if at <= horizon:
+                t = now + res if at <= now else now + -(-(at - now) // res) * res  # self.grid(at), inline
                 back[t] = back.get(t, 0) + n
         self.times = [now]
         self.cnt = [free_now]
@@ -73,28 +73,32 @@ class CountMap(_Grid):
         end = None if seconds is None else self.grid(start + seconds)
         j = len(self.times) if end is None or end > self.horizon else self._slot(end)
         cnt = self.cnt
-        for k in range(i, j):
-            cnt[k] -= n
+        cnt[i:j] = [c - n for c in cnt[i:j]]
 
     def earliest(self, n: int, seconds: float | None, only_now: bool = False) -> float | None:
         """The first slot start from which `n` nodes stay free for `seconds` (None: for ever)."""
         times, cnt = self.times, self.cnt
         size = len(times)
+        horizon = self.horizon
         k = 0
-        while k < size and times[k] <= self.horizon:
+        while k < size and times[k] <= horizon:
             if cnt[k] < n:
                 if only_now:
                     return None
                 k += 1
                 continue
-            end = None if seconds is None else times[k] + seconds
             m = k + 1
-            while m < size and (end is None or times[m] < end):
-                if cnt[m] < n:
-                    break
-                m += 1
+            if seconds is None:
+                while m < size and cnt[m] >= n:
+                    m += 1
+                if m == size:
+                    return times[k]
             else:
-                return times[k]
+                end = times[k] + seconds
+                while m < size and times[m] < end and cnt[m] >= n:
+                    m += 1
+                if m == size or times[m] >= end:  # the window ends before a slot without enough
+                    return times[k]
             if only_now:
                 return None
             k = m + 1
