@@ -20,9 +20,10 @@ Deterministic and independent of the order of the snapshot's tuples.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from functools import lru_cache
 from itertools import compress, count
-from operator import attrgetter, is_not, itemgetter, lt, not_
+from operator import attrgetter, is_not, itemgetter
 
 from .alloc import Free, _task_counts, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -123,31 +124,91 @@ class _Part:
         self.verdicts: dict[int, dict] = {}  #: per DefMemPerCPU: see `_limits_of`
 
 
+def _has_room(n: Node) -> bool:
+    """Free CPUs that a job may use (the node's availability is in the capacities)."""
+    return n.cpus_used < n.cpus and not n.exclusive_used
+
+
+def _in_use(n: Node) -> bool:
+    """Anything allocated on the node (`Free.of` would not call it idle)."""
+    return bool(n.cpus_used or n.memory_used or n.exclusive_used or (n.gpus and n.gpus_used))
+
+
 class _Nodes:
-    """What cycles derive from the nodes' capacities (name, CPUs, memory, GPUs, weight,
-    availability), kept from one cycle to the next while those do not change, as a cluster's
-    nodes rarely do: the preference order (weight, natural name) and each node's rank, the
-    positions of the available nodes in that order, the one node shape (when all are alike), and
-    per partition its members, whether it is down and its partition-limit verdicts."""
+    """What cycles derive from the nodes.
 
-    __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up")
+    From their capacities (name, CPUs, memory, GPUs, weight, availability), kept from one cycle to
+    the next while those do not change, as a cluster's nodes rarely do: the preference order
+    (weight, natural name) and each node's rank, the positions of the available nodes in that
+    order, the one node shape (when all are alike), and per partition its members, whether it is
+    down and its partition-limit verdicts.
 
-    def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None):
+    From what is in use, per snapshot, updated from the last snapshot's for the nodes that
+    changed (a cycle's starts and ends touch few): the positions of the available nodes with
+    free CPUs in preference order (`room`), how many nodes have CPUs in use (`busy`), how many
+    have some but not all of them in use (`partial`), how many of the `room` nodes have anything
+    in use (`used_room`)."""
+
+    __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
+                 "pos_rank", "room", "busy", "partial", "used_room")
+
+    def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
+                 changed: list[int] | None = None):
+        """`same`: a snapshot's with the same capacities; `changed`: the positions where its nodes
+        are not the same objects as these (None: unknown)."""
         self.nodes = nodes
         self.caps = caps
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
+            self.pos_rank = same.pos_rank
+            self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
         self.order = tuple(caps[i][0] for i in perm)
         self.rank = {n: i for i, n in enumerate(self.order)}
+        self.pos_rank = [0] * len(perm)  #: position in the snapshot -> position in preference order
+        for r, i in enumerate(perm):
+            self.pos_rank[i] = r
         self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
         self.shape = _uniform(caps)
         self.total_cpus = sum(c[1] for c in caps)
         self.parts: dict[str, _Part] = {}
         self.names = frozenset(c[0] for c in caps)
         self.up = {c[0]: c[5] for c in caps}
+        self._use(None, None)
+
+    def _use(self, last: _Nodes | None, changed: list[int] | None) -> None:
+        nodes = self.nodes
+        full = self.shape[0] if self.shape else -1  #: CPUs of every node (-1: they differ)
+        if last is None or changed is None or (len(changed) > 64 and len(changed) > len(nodes) // 8):
+            avail = self.available_in_order(nodes)
+            keep = list(map(_has_room, avail))
+            self.room = list(compress(self.avail, keep))
+            used = list(map(_USED, nodes))
+            self.busy = len(used) - used.count(0)
+            self.partial = self.busy - (used.count(full) if full else 0)
+            self.used_room = sum(map(_in_use, compress(avail, keep)))
+            return
+        room = self.room = last.room.copy()
+        busy, partial, used_room = last.busy, last.partial, last.used_room
+        key = self.pos_rank.__getitem__
+        caps = self.caps
+        for i in changed:
+            old, new = last.nodes[i], nodes[i]
+            busy += (new.cpus_used != 0) - (old.cpus_used != 0)
+            partial += (new.cpus_used not in (0, full)) - (old.cpus_used not in (0, full))
+            if caps[i][5]:
+                had, has = _has_room(old), _has_room(new)
+                if had:
+                    used_room -= _in_use(old)
+                    if not has:
+                        del room[bisect_left(room, key(i), key=key)]
+                if has:
+                    used_room += _in_use(new)
+                    if not had:
+                        insort(room, i, key=key)
+        self.busy, self.partial, self.used_room = busy, partial, used_room
 
     def part(self, p: Partition) -> _Part:
         got = self.parts.get(p.name)
@@ -166,10 +227,17 @@ class _Nodes:
 
     def available_in_order(self, nodes: tuple[Node, ...]) -> list[Node]:
         """The available nodes of `nodes` (the snapshot's, in its order), in preference order."""
-        avail = self.avail
-        if len(avail) < 2:
-            return [nodes[i] for i in avail]
-        return list(itemgetter(*avail)(nodes))
+        return _pick(nodes, self.avail)
+
+    def room_nodes(self) -> list[Node]:
+        """The available nodes with free CPUs, in preference order."""
+        return _pick(self.nodes, self.room)
+
+
+def _pick(xs: tuple, positions) -> list:  # noqa: ANN001 - a sequence of positions
+    if len(positions) < 2:
+        return [xs[i] for i in positions]
+    return list(itemgetter(*positions)(xs))
 
 
 _LAST: _Nodes | None = None  #: the nodes of the last cycle
@@ -185,15 +253,12 @@ def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
             return last
         if len(last.nodes) == len(nodes):
             caps = last.caps
-            if all(_CAPS(nodes[i]) == caps[i] for i in compress(count(), map(is_not, nodes, last.nodes))):
-                got = _LAST = _Nodes(nodes, caps, last)
+            changed = list(compress(count(), map(is_not, nodes, last.nodes)))
+            if all(_CAPS(nodes[i]) == caps[i] for i in changed):
+                got = _LAST = _Nodes(nodes, caps, last, changed)
                 return got
     caps = tuple(map(_CAPS, nodes))
-    if last is not None and caps == last.caps:
-        got = _Nodes(nodes, caps, last)
-    else:
-        got = _Nodes(nodes, caps)
-    _LAST = got
+    got = _LAST = _Nodes(nodes, caps, last if last is not None and caps == last.caps else None)
     return got
 
 
@@ -431,11 +496,7 @@ class _Cycle:
         #: available nodes with free CPUs, in preference order: the nodes the main pass may use.
         #: Their free capacity (`Free`) is built when something reads it, into `free`, which gets
         #: the others too when something asks for them (`fr`)
-        room = ctx.available_in_order(snap.nodes)
-        room = list(compress(room, map(lt, map(_USED, room), map(_CPUS, room))))
-        if any(map(_EXCLUSIVE, room)):
-            room = list(compress(room, map(not_, map(_EXCLUSIVE, room))))
-        self.room = room
+        room = ctx.room_nodes()
         self.roomd = dict(zip(map(_NAME, room), room))
         self.open: dict[str, Node | Free] = self.roomd.copy()  # a Node: its Free is not built yet
         self.free: dict[str, Free] = {}
@@ -750,18 +811,16 @@ class _Cycle:
         free, open_ = self.free, self.open
         if any(not f.idle or f.cpus != shape[0] for name, f in free.items() if name in open_):
             return None
-        rest = [n for name, n in open_.items() if name not in free]  # no Free built yet: as `Free.of` says
-        if (any(map(_USED, rest)) or any(map(_MEM_USED, rest)) or any(map(_EXCLUSIVE, rest))
-                or (shape[2] and any(map(_GPUS_USED, rest)))):
+        # open nodes whose Free is not built yet: as `Free.of` would say (with nothing in use on
+        # any node that had free CPUs when the cycle began, there is nothing to look at)
+        if self.ctx.used_room and any(map(_in_use, [n for name, n in open_.items() if name not in free])):
             return None
         # every node idle or all its CPUs used, and as many whole-node allocations as busy nodes:
         # then each busy node is held by one job alone
-        used = list(map(_USED, snap.nodes))
-        if not set(used) <= {0, shape[0]}:
+        if self.ctx.partial:
             return None
         held = sum(map(len, map(_ALLOCS, snap.running)))
-        if held != len(used) - used.count(0) or any(a.cpus != shape[0] for _, allocs in self.started
-                                                     for a in allocs):
+        if held != self.ctx.busy or any(a.cpus != shape[0] for _, allocs in self.started for a in allocs):
             return None
         counts = {}
         def_mem = snap.def_mem_per_cpu
