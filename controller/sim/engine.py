@@ -21,7 +21,14 @@ values; the partition tuple is built once. A pass is skipped when it cannot star
   pass sees only the prefix the main pass starts, the first job that does not fit (the only one
   that reserves) and, of the jobs behind it, those that fit in the processors left.
 
-`exact=True` turns the last two off (a full pass with the full queue at every instant at which
+* with multifactor priority (policy slurm), the pass sees only the head of the queue in the
+  core's own order that holds every job it can start (`Ranking.head`): the jobs the main pass
+  starts, the one it stops at, and the jobs backfill tests after it (bf_max_job_test) down to
+  the last one no wider than the free processors. The head is cut between two integer
+  priorities, so it is exactly the first jobs of the core's order; whether it reached far
+  enough is checked on the plan, and the pass is redone with the whole queue when not.
+
+`exact=True` turns the last three off (a full pass with the full queue at every instant at which
 some pending job fits); the tests check that both give the same schedule.
 """
 
@@ -30,11 +37,12 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass, field
+from bisect import bisect_left, bisect_right, insort
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from slurmlet.controller.core.model import Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
-from slurmlet.controller.core.plan import plan
+from slurmlet.controller.core.plan import plan, priorities
 from slurmlet.controller.core.priority import Weights
 
 from .swf import SwfJob, Trace
@@ -43,6 +51,7 @@ POLICIES = ("fcfs", "easy", "slurm")
 #: `slurm` without --config: age and job size, PriorityMaxAge 7 days
 DEFAULT_SLURM_WEIGHTS = Weights(age=1000, jobsize=1000, max_age=7 * 86400.0)
 HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
+HEAD_MIN = 24  #: slurm: shorter queues go to the core whole (the head would not save much)
 PARTITION = "batch"
 
 
@@ -101,6 +110,8 @@ class SimResult:
     queued: int = 0  #: pending jobs handed to plan(), summed over the passes
     instants: int = 0  #: distinct event times
     core_s: float = 0.0  #: time spent inside plan()
+    #: slurm: passes handed only the head of the queue whose plan had to be redone with all of it
+    redone: int = 0
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
 
     def summary(self) -> dict:
@@ -145,6 +156,129 @@ def minutes(seconds: float) -> float:
 
 def _num(x: float) -> int | float:
     return int(x) if float(x).is_integer() else x
+
+
+class Ranking:
+    """The pending jobs of a multifactor policy in the order of their priority before the core
+    truncates it to an integer, so that a pass can be handed only the head of the core's queue.
+
+    The core's priority of job k at time t is max(1, int(v_k(t))) with
+    v_k(t) = F_k + A * min((t - e_k) / MA, 1): F_k its parts but age (site and nice included),
+    A = PriorityWeightAge, MA = PriorityMaxAge, e_k its eligible time (here its submit time).
+    Until it saturates, v_k(t) = c_k + A t / MA with c_k = F_k - A e_k / MA: the order of those
+    jobs by c_k never changes; afterwards v_k = F_k + A, constant. So two sorted lists, of
+    (-c_k, k) and of (-(F_k + A), k); a job moves from the first to the second once
+    t - e_k >= MA, in queue order, as e_k grows with the queue position k.
+    """
+
+    #: v is computed here as c_k + A t / MA, the core computes F_k + A (t - e_k) / MA: they differ
+    #: by rounding (about 1e-11 at these magnitudes), far less than this margin
+    EPS = 1e-6
+
+    def __init__(self, fixed: list[float], eligible: list[float | None], age: float, max_age: float):
+        self.aging = bool(age) and max_age > 0
+        self.slope = age / max_age if self.aging else 0.0
+        self.key: list[float] = []
+        self.sat_key: list[float] = []
+        for f, e in zip(fixed, eligible):
+            aging = self.aging and e is not None
+            self.key.append(-(f - self.slope * e) if aging else -f)
+            self.sat_key.append(-(f + age) if aging else -f)
+        self.aged = [self.aging and e is not None for e in eligible]
+        self.eligible = eligible
+        self.max_age = max_age
+        self.uns: list[tuple[float, int]] = []  #: (-c_k, k), not saturated
+        self.sat: list[tuple[float, int]] = []  #: (-v_k, k), saturated (or not aging)
+        self.where = [0] * len(fixed)  #: 1: in `uns`, 2: in `sat`
+        self.next_sat = 0  #: queue position from which jobs may still be unsaturated
+
+    def add(self, k: int) -> None:
+        if self.aged[k]:
+            insort(self.uns, (self.key[k], k))
+            self.where[k] = 1
+        else:
+            insort(self.sat, (self.sat_key[k], k))
+            self.where[k] = 2
+
+    def remove(self, k: int) -> None:
+        w = self.where[k]
+        xs, key = (self.uns, (self.key[k], k)) if w == 1 else (self.sat, (self.sat_key[k], k))
+        del xs[bisect_left(xs, key)]
+        self.where[k] = 0
+
+    def advance(self, t: float, arrived: int) -> None:
+        """Move the jobs whose age factor is 1 at `t` to the saturated list."""
+        k, el, ma = self.next_sat, self.eligible, self.max_age
+        while k < arrived and (not self.aged[k] or t - el[k] >= ma):
+            if self.where[k] == 1:
+                self.remove(k)
+                insort(self.sat, (self.sat_key[k], k))
+                self.where[k] = 2
+            k += 1
+        self.next_sat = k
+
+    def _at_least(self, t: float, v: float) -> int:
+        """How many pending jobs have v_k(t) >= v (as computed here)."""
+        inf = math.inf
+        return bisect_right(self.uns, (self.slope * t - v, inf)) + bisect_right(self.sat, (-v, inf))
+
+    def head(self, t: float, size: list[int], free: int, window: int, fitting: int) -> list[int] | None:
+        """Queue positions of a head of the core's queue order that holds every job that can start
+        in this pass, or None when it would be (about) the whole queue.
+
+        It walks the jobs by v as if the core ordered them so: the main pass starts a prefix and
+        stops at the first job that does not fit (the blocker), backfill then tests `window`
+        jobs from the blocker on, and only jobs no wider than the free processors can start. The
+        head goes down to the last job that can matter, then to the whole integer priority of
+        that job: the jobs with v >= N for an integer N >= 2 with no v within EPS of N. Every
+        job in it then has a priority >= N and every other job one <= N - 1, so it is exactly the
+        first jobs of the core's order, whatever the ties; whether it reaches far enough (the
+        walk was only approximate) is checked after the pass (`Engine.run`)."""
+        uns, sat = self.uns, self.sat
+        nu, ns = len(uns), len(sat)
+        at = self.slope * t
+        iu = js = pos = seen = 0
+        room, block, need = free, -1, None
+        while iu < nu or js < ns:
+            if js >= ns or (iu < nu and at - uns[iu][0] >= -sat[js][0]):
+                neg, k = uns[iu]
+                v = at - neg
+                iu += 1
+            else:
+                neg, k = sat[js]
+                v = -neg
+                js += 1
+            z = size[k]
+            if block < 0:
+                if z <= room:  # the main pass starts it
+                    room -= z
+                    seen += 1
+                    need = v
+                    pos += 1
+                    continue
+                block = pos
+                need = v
+            elif pos >= block + window:
+                break
+            if z <= free:
+                seen += 1
+                need = v
+                if seen >= fitting:
+                    break
+            pos += 1
+        if block < 0 or need is None:
+            return None
+        n = math.floor(need)
+        while n >= 2 and self._at_least(t, n - self.EPS) != self._at_least(t, n + self.EPS):
+            n -= 1  # a job within EPS of n: its integer priority is unsure here
+        if n < 2:
+            return None
+        inf = math.inf
+        cu = bisect_right(uns, (at - n, inf))
+        cs = bisect_right(sat, (-n, inf))
+        if cu + cs > (nu + ns) * 3 // 4:
+            return None
+        return [k for _, k in uns[:cu]] + [k for _, k in sat[:cs]]
 
 
 def simulate(trace: Trace, pol: Policy, *, exact: bool = False) -> SimResult:
@@ -199,6 +333,10 @@ class Engine:
         nodes_dirty = False
         fcfs = not cfg.backfill and not weights.active and not self.exact
         easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
+        # multifactor: hand a pass the head of the queue that holds every job it can start
+        window = (cfg.bf_max_job_test if cfg.backfill else 0)
+        ranked = self._ranking(nodes_t) if weights.active and not self.exact and window >= 0 else None
+        redone = 0
         pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
         running: dict[int, RunningJob] = {}
         count = [0] * (procs + 2)  # pending jobs per size
@@ -230,6 +368,8 @@ class Engine:
                 s = size[i]
                 pending[i + 1] = pend_objs[i]
                 count[s] += 1
+                if ranked is not None:
+                    ranked.add(i)
                 if s < new_min:
                     new_min = s
                 i += 1
@@ -263,7 +403,16 @@ class Engine:
                     room -= s
                 queue = (*front, *[pj for pj in it if size[pj.job_id - 1] <= room])
             else:
-                queue = tuple(pending.values())
+                queue = None
+                if ranked is not None and len(pending) > HEAD_MIN:
+                    ranked.advance(t, i)
+                    fitting = sum(count[:free + 1])  # pending jobs no wider than the free processors
+                    ks = ranked.head(t, size, free, window, fitting)
+                    if ks is not None:
+                        queue = tuple([pend_objs[k] for k in ks])
+                        fit_in = sum([size[k] <= free for k in ks])
+                if queue is None:
+                    queue = tuple(pending.values())
             if nodes_dirty:
                 nodes_t = tuple(node_list)
                 nodes_dirty = False
@@ -272,6 +421,16 @@ class Engine:
             queued += len(queue)
             c0 = time.perf_counter()
             p = plan(snap)
+            if len(queue) < len(pending) and not (fcfs or easy):
+                # A head of the core's own order (`Ranking.head`) was handed over. The main pass
+                # started its first `s` jobs and stopped at job s; backfill tests `window` jobs from
+                # there; only jobs no wider than the free processors can start. Those left out all
+                # come after the head, so the pass is the full queue's if it stopped inside the
+                # head and the jobs backfill tests are in it, or if no job left out could start.
+                s = len(p.starts) - len(p.backfilled)
+                if not (fit_in == fitting or (s < len(queue) and s + window <= len(queue))):
+                    redone += 1
+                    p = plan(replace(snap, pending=tuple(pending.values())))
             core_s += time.perf_counter() - c0
             passes += 1
             if not p.starts:
@@ -301,6 +460,8 @@ class Engine:
                         min_size += 1
                 start[k] = t
                 end[k] = t + occupied[k]
+                if ranked is not None:
+                    ranked.remove(k)
                 heapq.heappush(heap, (end[k], k))
                 running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t), float(t + requested[k]))
             if fcfs:
@@ -311,4 +472,20 @@ class Engine:
                                   f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
-                         instants=instants, core_s=core_s)
+                         instants=instants, core_s=core_s, redone=redone)
+
+    def _ranking(self, nodes: tuple[Node, ...]) -> Ranking:
+        """The `Ranking` of the queue: each job's priority but its age, from the core's own
+        `priorities` (with no eligible time, the age part is 0), once per distinct request."""
+        w = self.weights
+        groups: dict[tuple, PendingJob] = {}
+        keys = [(id(pj.request), pj.partition, pj.usage, pj.shares, pj.qos_factor, pj.fs_factor)
+                for pj in self.pending_jobs]
+        for key, pj in zip(keys, self.pending_jobs):
+            groups.setdefault(key, pj)
+        reps = tuple(replace(pj, eligible_time=None, site=0, nice=0) for pj in groups.values())
+        fac = priorities(Snapshot(now=0.0, nodes=nodes, partitions=self.partitions, pending=reps, weights=w,
+                                  config=self.config))
+        base = {key: fac[r.job_id].exact for key, r in zip(groups, reps)}
+        fixed = [base[key] + pj.site - pj.nice for key, pj in zip(keys, self.pending_jobs)]
+        return Ranking(fixed, [pj.eligible_time for pj in self.pending_jobs], w.age, w.max_age)

@@ -172,7 +172,7 @@ def test_schedule_file_from_the_cli_is_consistent(tmp_path, capsys, policy):
 
 
 @needs_traces
-@pytest.mark.parametrize("policy", ["fcfs", "easy"])
+@pytest.mark.parametrize("policy", engine.POLICIES)
 def test_shortcuts_give_the_schedule_of_full_passes(policy):
     """Trimmed queues and skipped passes change nothing: compare with a full pass at every instant."""
     for path in REAL:
@@ -204,6 +204,78 @@ def test_shortcuts_on_a_crowded_synthetic_trace(policy):
     assert fast.start == full.start
     assert fast.passes <= full.passes and fast.queued < full.queued / 2  # the shortcuts did cut work
     check_schedule(fast.schedule_lines(), t.jobs, t.max_procs)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_slurm_head_of_the_queue_on_crowded_traces(seed):
+    """Multifactor: passes handed only the head of the queue schedule as full ones, also with a
+    small bf_max_job_test, without backfill, and with age alone (many equal integer priorities)."""
+    from dataclasses import replace
+    t = swf.parse(crowded(n=600, procs=32, seed=seed))
+    base = engine.policy("slurm", t.jobs)
+    variants = [base, replace(base, config=replace(base.config, bf_max_job_test=3)),
+                replace(base, config=replace(base.config, backfill=False)),
+                replace(base, weights=replace(base.weights, jobsize=0, max_age=3600.0)),
+                replace(base, weights=replace(base.weights, age=0))]
+    for pol in variants:
+        fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+        assert fast.start == full.start, pol
+        assert fast.queued < full.queued
+
+
+@needs_traces
+def test_slurm_head_of_the_queue_on_a_real_trace():
+    t = swf.load(str(REAL[0]), 1500)  # CTC: long queues
+    pol = engine.policy("slurm", t.jobs)
+    fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+    assert fast.start == full.start
+    assert fast.queued < full.queued
+
+
+def _exact_order(eng: engine.Engine, positions: list[int], now: float) -> list[int]:
+    """Queue positions in the core's own order at `now` (its priorities, then submit time, id)."""
+    from slurmlet.controller.core.model import Snapshot
+    from slurmlet.controller.core.plan import priority_totals
+    jobs = [eng.pending_jobs[k] for k in positions]
+    prio = priority_totals(Snapshot(now=now, nodes=tuple(eng.free_nodes), partitions=eng.partitions,
+                                    pending=tuple(jobs), weights=eng.weights))
+    return [j.job_id - 1 for j in sorted(jobs, key=lambda j: (-prio[j.job_id], j.submit_time, j.job_id))]
+
+
+def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
+    """Whatever `Ranking.head` returns is the first jobs of the core's order at that instant."""
+    t = swf.parse(crowded(n=500, procs=32, seed=4))
+    pol = engine.policy("slurm", t.jobs)
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm")
+    real_head, seen = engine.Ranking.head, []
+
+    def head(self, now, size, free, window, fitting):
+        got = real_head(self, now, size, free, window, fitting)
+        if got is not None:
+            order = _exact_order(eng, [k for _, k in self.uns] + [k for _, k in self.sat], now)
+            assert sorted(got) == sorted(order[:len(got)])
+            seen.append(len(got))
+        return got
+
+    monkeypatch.setattr(engine.Ranking, "head", head)
+    eng.run()
+    assert len(seen) > 20
+
+
+def test_slurm_pass_is_redone_whole_when_the_head_is_too_short(monkeypatch):
+    """A head that stops before the jobs backfill tests (here: the first 2 jobs of the core's
+    order) is caught after the pass, which is then redone with the whole queue."""
+    t = swf.parse(crowded(n=400, procs=16, seed=9))
+    pol = engine.policy("slurm", t.jobs)
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm")
+
+    def head(self, now, size, free, window, fitting):
+        return _exact_order(eng, [k for _, k in self.uns] + [k for _, k in self.sat], now)[:2]
+
+    monkeypatch.setattr(engine.Ranking, "head", head)
+    res = eng.run()
+    assert res.redone > 0 and res.queued > 0
+    assert res.start == engine.simulate(t, pol, exact=True).start
 
 
 def test_easy_beats_fcfs_on_the_crowded_trace():
