@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from functools import lru_cache
-from itertools import compress, count
+from itertools import compress, count, islice
 from operator import attrgetter, is_not, itemgetter
 
-from .alloc import Free, _task_counts, fit, partition_misfit
+from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
                     Snapshot, Start, natural_key)
 from .limits import alloc_tres, need, request_tres
@@ -150,7 +150,7 @@ class _Nodes:
     in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "pos_rank", "room", "busy", "partial", "used_room")
+                 "pos_rank", "room", "busy", "partial", "used_room", "allocs")
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -161,7 +161,7 @@ class _Nodes:
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
-            self.pos_rank = same.pos_rank
+            self.pos_rank, self.allocs = same.pos_rank, same.allocs
             self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
@@ -176,6 +176,7 @@ class _Nodes:
         self.parts: dict[str, _Part] = {}
         self.names = frozenset(c[0] for c in caps)
         self.up = {c[0]: c[5] for c in caps}
+        self.allocs: dict[tuple, tuple[Request, NodeAlloc]] = {}  #: see `idle_alloc`
         self._use(None, None)
 
     def _use(self, last: _Nodes | None, changed: list[int] | None) -> None:
@@ -229,6 +230,20 @@ class _Nodes:
         """The available nodes of `nodes` (the snapshot's, in its order), in preference order."""
         return _pick(nodes, self.avail)
 
+    def idle_alloc(self, node: Node, req: Request, nnodes: int, def_mem: int) -> NodeAlloc:
+        """What `fit` allocates to a job of `nnodes` equal nodes' worth of `req` on `node` when it
+        is idle (the node's capacities are this cycle's): kept per node and request."""
+        key = (node.name, id(req), nnodes, def_mem)
+        got = self.allocs.get(key)
+        if got is None or got[0] is not req:
+            if len(self.allocs) > 65536:
+                self.allocs.clear()
+            _, counts = _task_counts(req)
+            a = _try_node(Free.of(node), req, counts[0], nnodes, def_mem)
+            assert a is not None, "a whole-node request fits on an idle node"
+            got = self.allocs[key] = (req, a)
+        return got[1]
+
     def room_nodes(self) -> list[Node]:
         """The available nodes with free CPUs, in preference order."""
         return _pick(self.nodes, self.room)
@@ -254,7 +269,8 @@ def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
         if len(last.nodes) == len(nodes):
             caps = last.caps
             changed = list(compress(count(), map(is_not, nodes, last.nodes)))
-            if all(_CAPS(nodes[i]) == caps[i] for i in changed):
+            if (all(_CAPS(nodes[i]) == caps[i] for i in changed) if len(changed) < 2
+                    else list(map(_CAPS, itemgetter(*changed)(nodes))) == list(itemgetter(*changed)(caps))):
                 got = _LAST = _Nodes(nodes, caps, last, changed)
                 return got
     caps = tuple(map(_CAPS, nodes))
@@ -324,12 +340,14 @@ def requested_cpus(req: Request) -> int:
     return (req.ntasks or req.nodes_min * (req.ntasks_per_node or 1)) * req.cpus_per_task
 
 
-def _fixed_parts(snap: Snapshot):  # noqa: ANN202 - a function of a pending job
+def _fixed_parts(snap: Snapshot, total_cpus: int | None = None):  # noqa: ANN202 - a function of a job
     """Everything but age is the same for jobs with the same request, partition and usage: those
-    parts are computed once per cycle (`priority.factors` is the formula; this is its fast path)."""
+    parts are computed once per cycle (`priority.factors` is the formula; this is its fast path).
+    `total_cpus`: the nodes' CPUs, when the caller knows them."""
     w = snap.weights
     total_nodes = len(snap.nodes)
-    total_cpus = sum(n.cpus for n in snap.nodes)
+    if total_cpus is None:
+        total_cpus = sum(n.cpus for n in snap.nodes)
     pjf = {p.name: p.priority_job_factor for p in snap.partitions}
     max_pjf = max(pjf.values(), default=1) or 1
     fixed: dict[tuple, Factors] = {}
@@ -421,7 +439,7 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
         got = known.get(id(j))
         if got is None or got[0] is not j:
             if base is None:
-                base = _fixed_parts(snap)
+                base = _fixed_parts(snap, total_cpus)
             got = known[id(j)] = (j, base(j).exact)
         e = j.eligible_time
         age = w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None and aging else 0.0
@@ -501,6 +519,10 @@ class _Cycle:
         self.open: dict[str, Node | Free] = self.roomd.copy()  # a Node: its Free is not built yet
         self.free: dict[str, Free] = {}
         self.extra = False  #: `free` holds nodes that were never open
+        #: nodes that jobs took whole (no free CPUs left), their Free not built: (allocation, exclusive)
+        self.taken: dict[str, tuple[NodeAlloc, bool]] = {}
+        #: every open node idle (nothing in use): a whole-node job takes the first ones
+        self.clean = not ctx.used_room
         self.memo: dict = {None: ctx.caps}
         for p in snap.partitions:
             self.memo[p.name] = ctx.verdicts(p, snap.def_mem_per_cpu)
@@ -509,7 +531,8 @@ class _Cycle:
         self.fenced: set[str] = set()
         self.started: list[tuple[PendingJob, tuple[NodeAlloc, ...]]] = []
         #: running jobs on their way out (CANCEL/REQUEUE victims): their resources come back soon
-        self.going: dict[int, RunningJob] = {r.job_id: r for r in snap.running if r.preempting}
+        self.going: dict[int, RunningJob] = {r.job_id: r for r in compress(snap.running,
+                                                                            map(_PREEMPTING, snap.running))}
         self.suspending: set[int] = set()
         self.can_preempt = self._preemptor_partitions()
         #: what running jobs hold of each accounting limit, as this cycle starts more
@@ -557,14 +580,17 @@ class _Cycle:
                     return None
                 self.extra = True
             f = self.free[name] = Free.of(n)
+            took = self.taken.pop(name, None)
+            if took is not None:
+                f.take(*took)
         return f
 
     def materialize(self) -> None:
         """Build the free capacity of every node that was open when the cycle began."""
         free = self.free
-        for name, n in self.roomd.items():
+        for name in self.roomd:
             if name not in free:
-                free[name] = Free.of(n)
+                self.fr(name)
 
     def count_open(self, part: str) -> int:
         if self.info[part].whole:
@@ -584,17 +610,43 @@ class _Cycle:
 
     def fit_open(self, req: Request, part: str) -> tuple[NodeAlloc, ...] | None:
         """`fit` over the partition's open nodes; None at once when there are fewer of them than
-        any layout of `req` takes nodes (what `fit` would find too, after building them all)."""
+        any layout of `req` takes nodes (what `fit` would find too, after building them all).
+
+        When every open node is idle and all nodes are alike, a job that takes whole nodes fits
+        on any of them, so `fit` takes the first ones: their allocations are those `fit` makes
+        on an idle node of that name (`_Nodes.idle_alloc`), without building any Free."""
         if self.count_open(part) < _fewest_nodes(req):
             return None
-        return fit(req, self.candidates(part), self.snap.def_mem_per_cpu)
+        def_mem = self.snap.def_mem_per_cpu
+        shape = self.ctx.shape
+        if self.clean and shape is not None:
+            k = _whole_nodes_of(req, shape, def_mem)
+            if k:
+                if self.info[part].whole:
+                    names = list(islice(self.open, k))
+                else:
+                    mem = self.members[part]
+                    names = list(islice((n for n in self.open if n in mem), k))
+                roomd, alloc = self.roomd, self.ctx.idle_alloc
+                return tuple([alloc(roomd[name], req, k, def_mem) for name in names])
+        return fit(req, self.candidates(part), def_mem)
 
     def take(self, allocs: tuple[NodeAlloc, ...], exclusive: bool) -> None:
+        free, open_ = self.free, self.open
         for a in allocs:
-            f = self.fr(a.node)
+            name = a.node
+            if name not in free and name in open_:
+                n = open_[name]  # its Free is not built yet: Free.of(n)
+                if exclusive or a.cpus >= max(0, n.cpus - n.cpus_used):  # no free CPUs left after
+                    self.taken[name] = (a, exclusive)
+                    del open_[name]
+                    continue
+            f = self.fr(name)
             f.take(a, exclusive)
             if f.cpus <= 0:
-                self.open.pop(a.node, None)  # full: later jobs need not look at it
+                open_.pop(name, None)  # full: later jobs need not look at it
+            else:
+                self.clean = False
 
     def over_limit(self, job: PendingJob) -> Reason | None:
         """The first accounting limit that starting `job` now would exceed."""
@@ -667,6 +719,7 @@ class _Cycle:
                     or not set(a.gpu_ids) <= set(f.gpu_ids)):
                 self.block(r.partition)  # it goes first: its partition's pending jobs wait
                 return
+        self.clean = False
         for a in r.allocs:
             f = self.free[a.node]
             f.cpus -= a.cpus
@@ -764,6 +817,7 @@ class _Cycle:
             f.cpus += a.cpus
             f.gpu_ids = sorted(set(f.gpu_ids) | set(a.gpu_ids))
         self.materialize()
+        self.clean = False
         self.open = {name: f for name in self.order  # rebuilt: keeps the preference order
                      if (f := self.free.get(name)) is not None and f.cpus > 0 and name not in self.fenced}
 
@@ -860,7 +914,9 @@ class _Cycle:
             self.open = {name: free[name] for name in sorted((n for n, f in free.items() if f.cpus > 0),
                                                              key=self.rank.__getitem__)}
         else:  # `free` holds open nodes only: those that still have free CPUs, and the others, in order
-            self.open = {name: n for name, n in self.roomd.items() if (f := free.get(name)) is None or f.cpus > 0}
+            taken = self.taken
+            self.open = {name: n for name, n in self.roomd.items()
+                         if ((f := free.get(name)) is None and name not in taken) or (f is not None and f.cpus > 0)}
         holders = self._holders()
         counts = self._count_mode(jobs, holders)
         window = cfg.bf_window * 60.0
