@@ -913,16 +913,20 @@ class _Cycle:
             self.materialize()
             self.open = {name: free[name] for name in sorted((n for n, f in free.items() if f.cpus > 0),
                                                              key=self.rank.__getitem__)}
-        else:  # `free` holds open nodes only: those that still have free CPUs, and the others, in order
-            taken = self.taken
-            self.open = {name: n for name, n in self.roomd.items()
-                         if ((f := free.get(name)) is None and name not in taken) or (f is not None and f.cpus > 0)}
+        else:  # the nodes open when the cycle began, in order, less those jobs have filled since
+            open_ = self.open = self.roomd.copy()
+            for name in self.taken:
+                open_.pop(name, None)
+            for name, f in free.items():
+                if f.cpus <= 0:
+                    open_.pop(name, None)
         holders = self._holders()
         counts = self._count_mode(jobs, holders)
         window = cfg.bf_window * 60.0
         if counts is not None:
             cm = CountMap(now, cfg.bf_resolution, window, len(self.open),
                           [(t, len(allocs)) for t, allocs in holders if t is not None])
+            earliest, reserve = cm.earliest, cm.reserve
         else:
             tm = TimeMap(now, cfg.bf_resolution, window, {name: f for name in self.order
                                                          if (f := self.fr(name)) is not None})
@@ -930,18 +934,21 @@ class _Cycle:
                 if t is not None:
                     tm.release(t, allocs)
         reserved = False
+        easy = cfg.bf_easy
         for job in jobs:
             out.bf_tested += 1
-            over = self.over_limit(job)
-            if over is not None:  # jobs started since the main pass took what it may use
-                out.reasons[job.job_id] = over
-                continue
+            if job.limits:
+                over = self.over_limit(job)
+                if over is not None:  # jobs started since the main pass took what it may use
+                    out.reasons[job.job_id] = over
+                    continue
             part = self.parts[job.partition]
-            secs = self.seconds(job)
-            only_now = cfg.bf_easy and reserved  # EASY: later jobs start now or not at all
+            limit = job.time_limit
+            secs = _seconds(limit) if limit is not None else self.seconds(job)
+            only_now = easy and reserved  # EASY: later jobs start now or not at all
             if counts is not None:
                 n = counts[job.job_id]
-                t = cm.earliest(n, secs, only_now)
+                t = earliest(n, secs, only_now)
                 if t is None:
                     continue
                 allocs = self.fit_open(job.request, part.name) if t == now else None
@@ -959,11 +966,11 @@ class _Cycle:
                 del out.reasons[job.job_id]
             else:
                 out.start_times[job.job_id] = t
-                if reserved and cfg.bf_easy:
+                if reserved and easy:
                     continue
                 reserved = True
             if counts is not None:
-                cm.reserve(t, secs, counts[job.job_id])
+                reserve(t, secs, n)
             else:
                 tm.reserve(t, secs, allocs)
 
