@@ -70,8 +70,12 @@ class CountMap(_Grid):
 
     def reserve(self, start: float, seconds: float | None, n: int) -> None:
         i = self._slot(start)
-        end = None if seconds is None else self.grid(start + seconds)
-        j = len(self.times) if end is None or end > self.horizon else self._slot(end)
+        if seconds is None:
+            j = len(self.times)
+        else:
+            t, now, res = start + seconds, self.now, self.res
+            end = now + res if t <= now else now + -(-(t - now) // res) * res  # self.grid(t), inline
+            j = len(self.times) if end > self.horizon else self._slot(end)
         cnt = self.cnt
         cnt[i:j] = [c - n for c in cnt[i:j]]
 
