@@ -150,7 +150,7 @@ class _Nodes:
     in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "pos_rank", "room", "busy", "partial", "used_room", "allocs")
+                 "pos_rank", "room", "busy", "partial", "used_room", "allocs", "roomd")
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -158,6 +158,7 @@ class _Nodes:
         are not the same objects as these (None: unknown)."""
         self.nodes = nodes
         self.caps = caps
+        self.roomd: dict[str, Node] | None = None
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
@@ -244,9 +245,13 @@ class _Nodes:
             got = self.allocs[key] = (req, a)
         return got[1]
 
-    def room_nodes(self) -> list[Node]:
-        """The available nodes with free CPUs, in preference order."""
-        return _pick(self.nodes, self.room)
+    def room_by_name(self) -> dict[str, Node]:
+        """The available nodes with free CPUs by name, in preference order (not to be changed)."""
+        got = self.roomd
+        if got is None:
+            room = _pick(self.nodes, self.room)
+            got = self.roomd = dict(zip(map(_NAME, room), room))
+        return got
 
 
 def _pick(xs: tuple, positions) -> list:  # noqa: ANN001 - a sequence of positions
@@ -399,6 +404,8 @@ def priorities(snap: Snapshot) -> dict[int, Factors]:
 
 #: per context (see `_base_context`): id(job) -> (job, the job's priority without its age, site and nice)
 _BASES: dict[tuple, dict[int, tuple[PendingJob, float]]] = {}
+#: the last cycle's (weights, partitions, node count, CPU count, its `_BASES` entry)
+_LAST_BASES: tuple | None = None
 
 
 def _base_context(snap: Snapshot, total_cpus: int) -> tuple | None:
@@ -421,8 +428,15 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
         return {}
     if total_cpus is None:
         total_cpus = sum(n.cpus for n in snap.nodes)
-    key = _base_context(snap, total_cpus)
-    known = _BASES.get(key) if key is not None else None
+    global _LAST_BASES
+    last = _LAST_BASES
+    if (last is not None and last[0] is w and last[1] is snap.partitions and last[2] == len(snap.nodes)
+            and last[3] == total_cpus):
+        known = last[4]  # the same weights and partition objects: the same context
+        key = None
+    else:
+        key = _base_context(snap, total_cpus)
+        known = _BASES.get(key) if key is not None else None
     if known is None:
         known = {}
         if key is not None:
@@ -431,6 +445,8 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
             _BASES[key] = known
     elif len(known) > 2 * len(snap.pending) + 4096:  # jobs of past cycles: forget them
         known.clear()
+    if key is not None:
+        _LAST_BASES = (w, snap.partitions, len(snap.nodes), total_cpus, known)
     base = None
     now, max_age, w_age = snap.now, w.max_age, w.age
     aging = max_age > 0 and w_age
@@ -514,8 +530,7 @@ class _Cycle:
         #: available nodes with free CPUs, in preference order: the nodes the main pass may use.
         #: Their free capacity (`Free`) is built when something reads it, into `free`, which gets
         #: the others too when something asks for them (`fr`)
-        room = ctx.room_nodes()
-        self.roomd = dict(zip(map(_NAME, room), room))
+        self.roomd = ctx.room_by_name()
         self.open: dict[str, Node | Free] = self.roomd.copy()  # a Node: its Free is not built yet
         self.free: dict[str, Free] = {}
         self.extra = False  #: `free` holds nodes that were never open
@@ -978,9 +993,10 @@ class _Cycle:
 def clear_caches() -> None:
     """Forget what cycles keep from one another (node order, partition-limit verdicts, priorities);
     for benchmarks."""
-    global _LAST
+    global _LAST, _LAST_BASES
     _LIMITS.clear()
     _BASES.clear()
+    _LAST_BASES = None
     _WHOLE.clear()
     _LAST = None
     _whole_nodes.cache_clear()
