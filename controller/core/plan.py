@@ -177,7 +177,7 @@ class _Nodes:
         self.parts: dict[str, _Part] = {}
         self.names = frozenset(c[0] for c in caps)
         self.up = {c[0]: c[5] for c in caps}
-        self.allocs: dict[tuple, tuple[Request, NodeAlloc]] = {}  #: see `idle_alloc`
+        self.allocs: dict[tuple, tuple[Request, dict[str, NodeAlloc]]] = {}  #: see `idle_allocs`
         self._use(None, None)
 
     def _use(self, last: _Nodes | None, changed: list[int] | None) -> None:
@@ -231,19 +231,25 @@ class _Nodes:
         """The available nodes of `nodes` (the snapshot's, in its order), in preference order."""
         return _pick(nodes, self.avail)
 
-    def idle_alloc(self, node: Node, req: Request, nnodes: int, def_mem: int) -> NodeAlloc:
-        """What `fit` allocates to a job of `nnodes` equal nodes' worth of `req` on `node` when it
-        is idle (the node's capacities are this cycle's): kept per node and request."""
-        key = (node.name, id(req), nnodes, def_mem)
+    def idle_allocs(self, req: Request, nnodes: int, def_mem: int) -> dict[str, NodeAlloc]:
+        """By node name, what `fit` allocates to a job of `nnodes` equal nodes' worth of `req` on
+        that node when it is idle (kept while the capacities are the same; see `idle_alloc`)."""
+        key = (id(req), nnodes, def_mem)
         got = self.allocs.get(key)
         if got is None or got[0] is not req:
-            if len(self.allocs) > 65536:
+            if len(self.allocs) > 4096:
                 self.allocs.clear()
-            _, counts = _task_counts(req)
-            a = _try_node(Free.of(node), req, counts[0], nnodes, def_mem)
-            assert a is not None, "a whole-node request fits on an idle node"
-            got = self.allocs[key] = (req, a)
+            got = self.allocs[key] = (req, {})
         return got[1]
+
+    @staticmethod
+    def idle_alloc(table: dict[str, NodeAlloc], node: Node, req: Request, nnodes: int, def_mem: int) -> NodeAlloc:
+        """`fit`'s allocation on `node`, idle, into `table` (from `idle_allocs`)."""
+        _, counts = _task_counts(req)
+        a = _try_node(Free.of(node), req, counts[0], nnodes, def_mem)
+        assert a is not None, "a whole-node request fits on an idle node"
+        table[node.name] = a
+        return a
 
     def room_by_name(self) -> dict[str, Node]:
         """The available nodes with free CPUs by name, in preference order (not to be changed)."""
@@ -543,7 +549,8 @@ class _Cycle:
             self.memo[p.name] = ctx.verdicts(p, snap.def_mem_per_cpu)
         self.blocked: set[str] = set()
         #: nodes of partitions whose first job is waiting: later jobs of any partition keep off them
-        self.fenced: set[str] = set()
+        self._fenced: set[str] = set()
+        self._fence: list[frozenset[str]] = []  #: members of blocked partitions not yet in `_fenced`
         self.started: list[tuple[PendingJob, tuple[NodeAlloc, ...]]] = []
         #: running jobs on their way out (CANCEL/REQUEUE victims): their resources come back soon
         self.going: dict[int, RunningJob] = {r.job_id: r for r in compress(snap.running,
@@ -642,8 +649,9 @@ class _Cycle:
                 else:
                     mem = self.members[part]
                     names = list(islice((n for n in self.open if n in mem), k))
-                roomd, alloc = self.roomd, self.ctx.idle_alloc
-                return tuple([alloc(roomd[name], req, k, def_mem) for name in names])
+                table = self.ctx.idle_allocs(req, k, def_mem)
+                return tuple([table.get(name) or self.ctx.idle_alloc(table, self.roomd[name], req, k, def_mem)
+                              for name in names])
         return fit(req, self.candidates(part), def_mem)
 
     def take(self, allocs: tuple[NodeAlloc, ...], exclusive: bool) -> None:
@@ -684,6 +692,16 @@ class _Cycle:
         self.out.starts.append(Start(job.job_id, allocs))
         self.started.append((job, allocs))
 
+    @property
+    def fenced(self) -> set[str]:
+        """Nodes of partitions whose first job is waiting: later jobs of any partition keep off them."""
+        got = self._fenced
+        if self._fence:
+            for members in self._fence:
+                got |= members
+            self._fence.clear()
+        return got
+
     def blocked_reason(self, part: Partition) -> Reason:
         return Reason.NODE_DOWN if self.info[part.name].down else Reason.RESOURCES
 
@@ -719,7 +737,7 @@ class _Cycle:
         so that they cannot starve it. Backfill, which knows when jobs end, may still use them."""
         self.blocked.add(part)
         members = self.members[part]
-        self.fenced |= members
+        self._fence.append(members)  # added to `fenced` when something reads it
         if self.info[part].whole:
             self.open.clear()
         else:
@@ -922,7 +940,8 @@ class _Cycle:
         if not jobs:
             return
         # the main pass's fences do not apply: the time map keeps backfill off what waiting jobs need
-        self.fenced.clear()
+        self._fence.clear()
+        self._fenced.clear()
         free = self.free
         if self.extra:
             self.materialize()
