@@ -191,6 +191,7 @@ class Ranking:
         self.sat: list[tuple[float, int]] = []  #: (-v_k, k), saturated (or not aging)
         self.where = [0] * len(fixed)  #: 1: in `uns`, 2: in `sat`
         self.next_sat = 0  #: queue position from which jobs may still be unsaturated
+        self.more: tuple[float, int, int] | None = None  #: see `head`
 
     def add(self, k: int) -> None:
         if self.aged[k]:
@@ -233,12 +234,17 @@ class Ranking:
         that job: the jobs with v >= N for an integer N >= 2 with no v within EPS of N. Every
         job in it then has a priority >= N and every other job one <= N - 1, so it is exactly the
         first jobs of the core's order, whatever the ties; whether it reaches far enough (the
-        walk was only approximate) is checked after the pass (`Engine.run`)."""
+        walk was only approximate) is checked after the pass (`Engine.run`).
+
+        When the walk stopped at the end of backfill's window (fitting jobs come after it), it
+        also leaves in `self.more` the integer N2 < N of a longer such head that holds the whole
+        window as walked (`beyond` gives the jobs in it but not in the head), or None."""
+        self.more = None
         uns, sat = self.uns, self.sat
         nu, ns = len(uns), len(sat)
         at = self.slope * t
         iu = js = pos = seen = 0
-        room, block, need = free, -1, None
+        room, block, need, end = free, -1, None, None
         while iu < nu or js < ns:
             if js >= ns or (iu < nu and at - uns[iu][0] >= -sat[js][0]):
                 neg, k = uns[iu]
@@ -259,6 +265,7 @@ class Ranking:
                 block = pos
                 need = v
             elif pos >= block + window:
+                end = v  # the first job after the window
                 break
             if z <= free:
                 seen += 1
@@ -278,7 +285,31 @@ class Ranking:
         cs = bisect_right(sat, (-n, inf))
         if cu + cs > (nu + ns) * 3 // 4:
             return None
+        if end is not None:
+            m = min(math.floor(end), n - 1)
+            while m >= 2 and self._at_least(t, m - self.EPS) != self._at_least(t, m + self.EPS):
+                m -= 1
+            self.more = (t, n, m) if m >= 2 else None
         return [k for _, k in uns[:cu]] + [k for _, k in sat[:cs]]
+
+    def beyond(self, submit: list[float]) -> list[int] | None:
+        """The jobs with N2 <= v < N (see `head`), right after the head in the core's order, in
+        that order: by integer priority (none is within EPS of an integer, so each one's is
+        int(v)), then submit time, then queue position (the core's job id); None when some
+        job's integer priority is unsure."""
+        t, n, m = self.more
+        at, inf = self.slope * t, math.inf
+        lo_u, hi_u = bisect_right(self.uns, (at - n, inf)), bisect_right(self.uns, (at - m, inf))
+        lo_s, hi_s = bisect_right(self.sat, (-n, inf)), bisect_right(self.sat, (-m, inf))
+        rows = [(at - neg, k) for neg, k in self.uns[lo_u:hi_u]] + [(-neg, k) for neg, k in self.sat[lo_s:hi_s]]
+        keyed = []
+        for v, k in rows:
+            p = math.floor(v)
+            if v - p < self.EPS or p + 1 - v < self.EPS:
+                return None
+            keyed.append((-p, submit[k], k))
+        keyed.sort()
+        return [k for _, _, k in keyed]
 
 
 def simulate(trace: Trace, pol: Policy, *, exact: bool = False) -> SimResult:
@@ -428,7 +459,9 @@ class Engine:
                 # come after the head, so the pass is the full queue's if it stopped inside the
                 # head and the jobs backfill tests are in it, or if no job left out could start.
                 s = len(p.starts) - len(p.backfilled)
-                if not (fit_in == fitting or (s < len(queue) and s + window <= len(queue))):
+                if not (fit_in == fitting or (s < len(queue) and s + window <= len(queue))
+                        or (ranked.more is not None and self._nothing_fits(ranked.beyond(submit), size, free,
+                                                                             len(queue), s + max(window, 1)))):
                     redone += 1
                     p = plan(replace(snap, pending=tuple(pending.values())))
             core_s += time.perf_counter() - c0
@@ -473,6 +506,13 @@ class Engine:
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
                          instants=instants, core_s=core_s, redone=redone)
+
+    @staticmethod
+    def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:
+        """Whether the jobs right after a head of `head` jobs (`more`, in the core's order) reach
+        position `reach` and none of them before it is narrow enough to start: then no job after
+        the head can start in this pass."""
+        return more is not None and head + len(more) >= reach and all(size[k] > free for k in more[:reach - head])
 
     def _ranking(self, nodes: tuple[Node, ...]) -> Ranking:
         """The `Ranking` of the queue: each job's priority but its age, from the core's own

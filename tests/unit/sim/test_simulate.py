@@ -243,11 +243,13 @@ def _exact_order(eng: engine.Engine, positions: list[int], now: float) -> list[i
 
 
 def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
-    """Whatever `Ranking.head` returns is the first jobs of the core's order at that instant."""
+    """Whatever `Ranking.head` returns is the first jobs of the core's order at that instant, and
+    `Ranking.beyond` the next ones, in that order."""
     t = swf.parse(crowded(n=500, procs=32, seed=4))
     pol = engine.policy("slurm", t.jobs)
     eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm")
-    real_head, seen = engine.Ranking.head, []
+    real_head, seen, more = engine.Ranking.head, [], []
+    submit = [j.submit for j in eng.jobs]
 
     def head(self, now, size, free, window, fitting):
         got = real_head(self, now, size, free, window, fitting)
@@ -255,11 +257,14 @@ def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
             order = _exact_order(eng, [k for _, k in self.uns] + [k for _, k in self.sat], now)
             assert sorted(got) == sorted(order[:len(got)])
             seen.append(len(got))
+            if self.more is not None and (after := self.beyond(submit)) is not None:
+                assert after == order[len(got):len(got) + len(after)]
+                more.append(len(after))
         return got
 
     monkeypatch.setattr(engine.Ranking, "head", head)
     eng.run()
-    assert len(seen) > 20
+    assert len(seen) > 20 and len(more) > 5
 
 
 def test_slurm_pass_is_redone_whole_when_the_head_is_too_short(monkeypatch):
