@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from functools import lru_cache
-from itertools import compress, count, islice
-from operator import attrgetter, is_not, itemgetter
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, is_not, itemgetter, ne
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -907,7 +907,8 @@ class _Cycle:
         if self.ctx.partial:
             return None
         held = sum(map(len, map(_ALLOCS, snap.running)))
-        if held != self.ctx.busy or any(a.cpus != shape[0] for _, allocs in self.started for a in allocs):
+        if held != self.ctx.busy or any(any(map(ne, map(_CPUS, allocs), repeat(shape[0])))
+                                        for _, allocs in self.started):
             return None
         counts = {}
         def_mem = snap.def_mem_per_cpu
