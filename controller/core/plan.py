@@ -20,10 +20,9 @@ Deterministic and independent of the order of the snapshot's tuples.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
-from operator import attrgetter, is_not, itemgetter, ne
+from operator import and_, attrgetter, is_not, itemgetter, lt, ne, not_
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -124,11 +123,6 @@ class _Part:
         self.verdicts: dict[int, dict] = {}  #: per DefMemPerCPU: see `_limits_of`
 
 
-def _has_room(n: Node) -> bool:
-    """Free CPUs that a job may use (the node's availability is in the capacities)."""
-    return n.cpus_used < n.cpus and not n.exclusive_used
-
-
 def _in_use(n: Node) -> bool:
     """Anything allocated on the node (`Free.of` would not call it idle)."""
     return bool(n.cpus_used or n.memory_used or n.exclusive_used or (n.gpus and n.gpus_used))
@@ -150,7 +144,7 @@ class _Nodes:
     in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "pos_rank", "room", "busy", "partial", "used_room", "allocs", "roomd")
+                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep")
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -162,15 +156,12 @@ class _Nodes:
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
-            self.pos_rank, self.allocs = same.pos_rank, same.allocs
+            self.allocs = same.allocs
             self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
         self.order = tuple(caps[i][0] for i in perm)
         self.rank = {n: i for i, n in enumerate(self.order)}
-        self.pos_rank = [0] * len(perm)  #: position in the snapshot -> position in preference order
-        for r, i in enumerate(perm):
-            self.pos_rank[i] = r
         self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
         self.shape = _uniform(caps)
         self.total_cpus = sum(c[1] for c in caps)
@@ -184,33 +175,37 @@ class _Nodes:
         nodes = self.nodes
         full = self.shape[0] if self.shape else -1  #: CPUs of every node (-1: they differ)
         if last is None or changed is None or (len(changed) > 64 and len(changed) > len(nodes) // 8):
-            avail = self.available_in_order(nodes)
-            keep = list(map(_has_room, avail))
-            self.room = list(compress(self.avail, keep))
             used = list(map(_USED, nodes))
+            #: by position: available, with free CPUs, not held exclusively
+            keep = self.keep = bytearray(map(and_, map(and_, map(itemgetter(5), self.caps), map(lt, used, map(_CPUS, nodes))),
+                                             map(not_, map(_EXCLUSIVE, nodes))))
             self.busy = len(used) - used.count(0)
             self.partial = self.busy - (used.count(full) if full else 0)
-            self.used_room = sum(map(_in_use, compress(avail, keep)))
-            return
-        room = self.room = last.room.copy()
-        busy, partial, used_room = last.busy, last.partial, last.used_room
-        key = self.pos_rank.__getitem__
-        caps = self.caps
-        for i in changed:
-            old, new = last.nodes[i], nodes[i]
-            busy += (new.cpus_used != 0) - (old.cpus_used != 0)
-            partial += (new.cpus_used not in (0, full)) - (old.cpus_used not in (0, full))
-            if caps[i][5]:
-                had, has = _has_room(old), _has_room(new)
-                if had:
-                    used_room -= _in_use(old)
-                    if not has:
-                        del room[bisect_left(room, key(i), key=key)]
-                if has:
-                    used_room += _in_use(new)
-                    if not had:
-                        insort(room, i, key=key)
-        self.busy, self.partial, self.used_room = busy, partial, used_room
+            self.used_room = sum(map(_in_use, compress(nodes, keep)))
+        else:
+            keep = self.keep = last.keep[:]
+            olds, news = _pick(last.nodes, changed), _pick(nodes, changed)
+            was, now = list(map(_USED, olds)), list(map(_USED, news))
+            self.busy = last.busy + was.count(0) - now.count(0)
+            self.partial = self.partial_of(last.partial, was, now, full)
+            used_room = last.used_room
+            caps = self.caps
+            for i, old, new in zip(changed, olds, news):
+                if caps[i][5]:
+                    if keep[i]:
+                        used_room -= _in_use(old)
+                    keep[i] = has = new.cpus_used < new.cpus and not new.exclusive_used
+                    if has:
+                        used_room += _in_use(new)
+            self.used_room = used_room
+        self.room = list(compress(self.avail, _pick(keep, self.avail)))
+
+    @staticmethod
+    def partial_of(before: int, was: list, now: list, full: int) -> int:
+        """How many nodes have some but not all CPUs in use, after `was` became `now`."""
+        if full:
+            return before + was.count(0) + was.count(full) - now.count(0) - now.count(full)
+        return before + was.count(0) - now.count(0)
 
     def part(self, p: Partition) -> _Part:
         got = self.parts.get(p.name)
