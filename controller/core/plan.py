@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
-from operator import and_, attrgetter, is_not, itemgetter, lt, ne, not_
+from operator import and_, attrgetter, is_, is_not, itemgetter, lt, ne, not_
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -86,6 +86,12 @@ _END = attrgetter("end_time")
 _SUSPENDED = attrgetter("suspended")
 _PREEMPTING = attrgetter("preempting")
 _KEY = itemgetter(0)
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_ELIGIBLE = attrgetter("eligible_time")
+_SITE = attrgetter("site")
+_NICE = attrgetter("nice")
+_JOB_ID = attrgetter("job_id")
 
 
 def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:
@@ -112,7 +118,7 @@ def _limits_of(part: Partition, caps: tuple, def_mem: int) -> dict:
 class _Part:
     """What cycles derive from one partition and the nodes' capacities."""
 
-    __slots__ = ("part", "members", "whole", "down", "verdicts")
+    __slots__ = ("part", "members", "whole", "down", "verdicts", "static")
 
     def __init__(self, part: Partition, names: frozenset[str], available: dict[str, bool]):
         self.part = part
@@ -121,6 +127,17 @@ class _Part:
         down = [n for n in part.nodes if n in available and not available[n]]
         self.down = bool(down) and len(down) >= len(part.nodes)  #: all its nodes are unavailable
         self.verdicts: dict[int, dict] = {}  #: per DefMemPerCPU: see `_limits_of`
+        self.static: dict[int, dict[int, tuple[PendingJob, Reason | None]]] = {}  #: see `statics`
+
+    def statics(self, def_mem: int, pending: int) -> dict[int, tuple[PendingJob, Reason | None]]:
+        """Per DefMemPerCPU, id(job) -> (job, its `static_reason` here): kept for jobs without a
+        begin time (the same frozen job, partition and node capacities give the same reason)."""
+        got = self.static.get(def_mem)
+        if got is None:
+            got = self.static[def_mem] = {}
+        elif len(got) > 2 * pending + 4096:  # jobs of past cycles: forget them
+            got.clear()
+        return got
 
 
 def _in_use(n: Node) -> bool:
@@ -448,21 +465,24 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
         known.clear()
     if key is not None:
         _LAST_BASES = (w, snap.partitions, len(snap.nodes), total_cpus, known)
-    base = None
+    pending = snap.pending
+    got = list(map(known.get, map(id, pending)))
+    if None in got or not all(map(is_, map(_FIRST, got), pending)):
+        base = _fixed_parts(snap, total_cpus)
+        for i, j in enumerate(pending):
+            g = got[i]
+            if g is None or g[0] is not j:
+                got[i] = known[id(j)] = (j, base(j).exact)
     now, max_age, w_age = snap.now, w.max_age, w.age
-    aging = max_age > 0 and w_age
-    out = {}
-    for j in snap.pending:
-        got = known.get(id(j))
-        if got is None or got[0] is not j:
-            if base is None:
-                base = _fixed_parts(snap, total_cpus)
-            got = known[id(j)] = (j, base(j).exact)
-        e = j.eligible_time
-        age = w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None and aging else 0.0
-        total = int(got[1] + age + j.site - j.nice)
-        out[j.job_id] = total if total > 1 else 1
-    return out
+    if max_age > 0 and w_age:
+        ages = [w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None else 0.0
+                for e in map(_ELIGIBLE, pending)]
+    else:
+        ages = [0.0] * len(pending)
+    # the same float operations, in the same order, as `int(fixed + age + site - nice)` job by job
+    totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
+                                                        map(_NICE, pending))]
+    return dict(zip(map(_JOB_ID, pending), [t if t > 1 else 1 for t in totals]))
 
 
 _BF_REASONS = (Reason.RESOURCES, Reason.PRIORITY)
@@ -703,19 +723,28 @@ class _Cycle:
     # ------------------------------------------------------------------ main pass
     def main_pass(self, items: list[_Item]) -> None:
         snap, out = self.snap, self.out
+        reasons, def_mem, now, memo = out.reasons, snap.def_mem_per_cpu, snap.now, self.memo
+        statics = {name: info.statics(def_mem, len(snap.pending)) for name, info in self.info.items()}
         for _, job, suspended in items:
             if suspended is not None:
                 self.resume(suspended)
                 continue
             part = self.parts.get(job.partition)
-            reason = static_reason(job, part, self.nodes, snap.def_mem_per_cpu, snap.now, self.memo)
-            if reason is None:
+            known = statics.get(job.partition)
+            got = known.get(id(job)) if known is not None else None
+            if got is not None and got[0] is job:
+                reason = got[1]
+            else:
+                reason = static_reason(job, part, self.nodes, def_mem, now, memo)
+                if known is not None and job.begin_time is None:  # then it does not depend on `now`
+                    known[id(job)] = (job, reason)
+            if reason is None and job.limits:
                 reason = self.over_limit(job)
             if reason is not None:
-                out.reasons[job.job_id] = reason
+                reasons[job.job_id] = reason
                 continue
             if job.partition in self.blocked or self.members[part.name] <= self.fenced:
-                out.reasons[job.job_id] = Reason.PRIORITY
+                reasons[job.job_id] = Reason.PRIORITY
                 continue
             allocs = self.fit_open(job.request, part.name)
             if allocs is None and self.may_preempt(job):
