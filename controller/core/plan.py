@@ -161,7 +161,7 @@ class _Nodes:
     in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep")
+                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep", "at")
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -173,13 +173,16 @@ class _Nodes:
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
-            self.allocs = same.allocs
+            self.allocs, self.at = same.allocs, same.at
             self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
         self.order = tuple(caps[i][0] for i in perm)
         self.rank = {n: i for i, n in enumerate(self.order)}
         self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
+        self.at = [-1] * len(caps)  #: position -> index in `avail` (-1: not available)
+        for r, i in enumerate(self.avail):
+            self.at[i] = r
         self.shape = _uniform(caps)
         self.total_cpus = sum(c[1] for c in caps)
         self.parts: dict[str, _Part] = {}
@@ -193,12 +196,13 @@ class _Nodes:
         full = self.shape[0] if self.shape else -1  #: CPUs of every node (-1: they differ)
         if last is None or changed is None or (len(changed) > 64 and len(changed) > len(nodes) // 8):
             used = list(map(_USED, nodes))
-            #: by position: available, with free CPUs, not held exclusively
-            keep = self.keep = bytearray(map(and_, map(and_, map(itemgetter(5), self.caps), map(lt, used, map(_CPUS, nodes))),
-                                             map(not_, map(_EXCLUSIVE, nodes))))
+            up = self.available_in_order(nodes)
+            #: per available node, in preference order: free CPUs, not held exclusively
+            keep = self.keep = bytearray(map(and_, map(lt, map(_USED, up), map(_CPUS, up)),
+                                             map(not_, map(_EXCLUSIVE, up))))
             self.busy = len(used) - used.count(0)
             self.partial = self.busy - (used.count(full) if full else 0)
-            self.used_room = sum(map(_in_use, compress(nodes, keep)))
+            self.used_room = sum(map(_in_use, compress(up, keep)))
         else:
             keep = self.keep = last.keep[:]
             olds, news = _pick(last.nodes, changed), _pick(nodes, changed)
@@ -206,16 +210,17 @@ class _Nodes:
             self.busy = last.busy + was.count(0) - now.count(0)
             self.partial = self.partial_of(last.partial, was, now, full)
             used_room = last.used_room
-            caps = self.caps
+            at = self.at
             for i, old, new in zip(changed, olds, news):
-                if caps[i][5]:
-                    if keep[i]:
+                r = at[i]
+                if r >= 0:  # available
+                    if keep[r]:
                         used_room -= _in_use(old)
-                    keep[i] = has = new.cpus_used < new.cpus and not new.exclusive_used
+                    keep[r] = has = new.cpus_used < new.cpus and not new.exclusive_used
                     if has:
                         used_room += _in_use(new)
             self.used_room = used_room
-        self.room = list(compress(self.avail, _pick(keep, self.avail)))
+        self.room = list(compress(self.avail, keep))
 
     @staticmethod
     def partial_of(before: int, was: list, now: list, full: int) -> int:
