@@ -161,7 +161,7 @@ class _Nodes:
     in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep", "at")
+                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep", "at", "seen")
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -173,7 +173,7 @@ class _Nodes:
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
-            self.allocs, self.at = same.allocs, same.at
+            self.allocs, self.at, self.seen = same.allocs, same.at, same.seen
             self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
@@ -181,6 +181,7 @@ class _Nodes:
         self.rank = {n: i for i, n in enumerate(self.order)}
         self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
         self.at = [-1] * len(caps)  #: position -> index in `avail` (-1: not available)
+        self.seen: dict[tuple[int, int], Node] = {}  #: see `same_caps`
         for r, i in enumerate(self.avail):
             self.at[i] = r
         self.shape = _uniform(caps)
@@ -221,6 +222,23 @@ class _Nodes:
                         used_room += _in_use(new)
             self.used_room = used_room
         self.room = list(compress(self.avail, keep))
+
+    def same_caps(self, nodes: tuple[Node, ...], changed: list[int]) -> bool:
+        """Whether the nodes at `changed` have the capacities of those positions. A node object
+        found so at a position is remembered (and held, so that its id stays its own): nodes
+        that come and go between the same few objects are checked once."""
+        seen = self.seen
+        keys = list(zip(changed, map(id, _pick(nodes, changed))))
+        if all(map(seen.__contains__, keys)):
+            return True
+        caps = self.caps
+        for (i, _), n in zip(keys, _pick(nodes, changed)):
+            if _CAPS(n) != caps[i]:
+                return False
+        if len(seen) > 4 * len(caps) + 64:
+            seen.clear()
+        seen.update(zip(keys, _pick(nodes, changed)))
+        return True
 
     @staticmethod
     def partial_of(before: int, was: list, now: list, full: int) -> int:
@@ -297,8 +315,7 @@ def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
         if len(last.nodes) == len(nodes):
             caps = last.caps
             changed = list(compress(count(), map(is_not, nodes, last.nodes)))
-            if (all(_CAPS(nodes[i]) == caps[i] for i in changed) if len(changed) < 2
-                    else list(map(_CAPS, itemgetter(*changed)(nodes))) == list(itemgetter(*changed)(caps))):
+            if last.same_caps(nodes, changed):
                 got = _LAST = _Nodes(nodes, caps, last, changed)
                 return got
     caps = tuple(map(_CAPS, nodes))
