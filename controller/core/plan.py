@@ -85,7 +85,6 @@ _ALLOCS = attrgetter("allocs")
 _END = attrgetter("end_time")
 _SUSPENDED = attrgetter("suspended")
 _PREEMPTING = attrgetter("preempting")
-_KEY = itemgetter(0)
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _ELIGIBLE = attrgetter("eligible_time")
@@ -197,13 +196,13 @@ class _Nodes:
         full = self.shape[0] if self.shape else -1  #: CPUs of every node (-1: they differ)
         if last is None or changed is None or (len(changed) > 64 and len(changed) > len(nodes) // 8):
             used = list(map(_USED, nodes))
-            up = self.available_in_order(nodes)
+            ordered = self.available_in_order(nodes)
             #: per available node, in preference order: free CPUs, not held exclusively
-            keep = self.keep = bytearray(map(and_, map(lt, map(_USED, up), map(_CPUS, up)),
-                                             map(not_, map(_EXCLUSIVE, up))))
+            keep = self.keep = bytearray(map(and_, map(lt, map(_USED, ordered), map(_CPUS, ordered)),
+                                             map(not_, map(_EXCLUSIVE, ordered))))
             self.busy = len(used) - used.count(0)
             self.partial = self.busy - (used.count(full) if full else 0)
-            self.used_room = sum(map(_in_use, compress(up, keep)))
+            self.used_room = sum(map(_in_use, compress(ordered, keep)))
         else:
             keep = self.keep = last.keep[:]
             olds, news = _pick(last.nodes, changed), _pick(nodes, changed)
@@ -625,7 +624,7 @@ class _Cycle:
             if r.suspended and not r.held_stopped:
                 items.append(((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
                                -r.priority, r.start_time, r.job_id), None, r))
-        items.sort(key=_KEY)
+        items.sort(key=_FIRST)
         return items
 
     def fr(self, name: str) -> Free | None:
