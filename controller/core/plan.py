@@ -194,7 +194,7 @@ class _Nodes:
     def _use(self, last: _Nodes | None, changed: list[int] | None) -> None:
         nodes = self.nodes
         full = self.shape[0] if self.shape else -1  #: CPUs of every node (-1: they differ)
-        if last is None or changed is None or (len(changed) > 64 and len(changed) > len(nodes) // 8):
+        if last is None or changed is None or not _few(changed, nodes):
             used = list(map(_USED, nodes))
             ordered = self.available_in_order(nodes)
             #: per available node, in preference order: free CPUs, not held exclusively
@@ -222,14 +222,17 @@ class _Nodes:
             self.used_room = used_room
         self.room = list(compress(self.avail, keep))
 
-    def same_caps(self, nodes: tuple[Node, ...], changed: list[int]) -> bool:
-        """Whether the nodes at `changed` have the capacities of those positions. A node object
-        found so at a position is remembered (and held, so that its id stays its own): nodes
-        that come and go between the same few objects are checked once."""
+    def same_caps(self, nodes: tuple[Node, ...], changed: list[int]) -> bool | None:
+        """Whether the nodes at `changed` have the capacities of those positions (None: not
+        checked, too many to check one by one). A node object found so at a position is
+        remembered (and held, so that its id stays its own): nodes that come and go between the
+        same few objects are checked once."""
         seen = self.seen
         keys = list(zip(changed, map(id, _pick(nodes, changed))))
         if all(map(seen.__contains__, keys)):
             return True
+        if not _few(changed, nodes):
+            return None
         caps = self.caps
         for (i, _), n in zip(keys, _pick(nodes, changed)):
             if _CAPS(n) != caps[i]:
@@ -294,6 +297,11 @@ class _Nodes:
         return got
 
 
+def _few(changed: list[int], nodes: tuple[Node, ...]) -> bool:
+    """Few enough changed nodes to update what was derived from the last snapshot's, node by node."""
+    return len(changed) <= 64 or len(changed) <= len(nodes) // 8
+
+
 def _pick(xs: tuple, positions) -> list:  # noqa: ANN001 - a sequence of positions
     if len(positions) < 2:
         return [xs[i] for i in positions]
@@ -312,12 +320,11 @@ def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
         if last.nodes is nodes:
             return last
         if len(last.nodes) == len(nodes):
-            caps = last.caps
             changed = list(compress(count(), map(is_not, nodes, last.nodes)))
             if last.same_caps(nodes, changed):
-                got = _LAST = _Nodes(nodes, caps, last, changed)
+                got = _LAST = _Nodes(nodes, last.caps, last, changed)
                 return got
-    caps = tuple(map(_CAPS, nodes))
+    caps = tuple(map(_CAPS, nodes))  # many changed (a store builds every node anew): all at once
     got = _LAST = _Nodes(nodes, caps, last if last is not None and caps == last.caps else None)
     return got
 
