@@ -358,6 +358,7 @@ def _allocate_and_run(req: dict) -> int:
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
     body["interactive"] = True  # its holder is no batch step: the job's steps are srun's
+    body["srun_step"] = True  # and its step 0's end is the job's (controller/store/steps.py)
     body["requeue"] = False  # Slurm never requeues an srun's job (its srun would wait on)
     body["stdout"] = body["stderr"] = "/dev/null"
     try:

@@ -101,6 +101,9 @@ class JobSubmit(Strict):
     #: salloc's allocation: `script` only holds the nodes (no batch step is shown), the job ends when
     #: salloc releases it (POST /api/v1/jobs/{id}/complete with its command's exit code)
     interactive: bool = False
+    #: with `interactive`: an srun's own allocation, for its step 0 alone; the step's end ends it
+    #: (with srun's exit code), also when that srun was killed and cannot release it
+    srun_step: bool = False
 
     @model_validator(mode="after")
     def _nodes_range(self) -> JobSubmit:

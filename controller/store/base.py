@@ -20,7 +20,7 @@ SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_ta
              "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
              "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets",
-             "code", "py_deps", "interactive")
+             "code", "py_deps", "interactive", "srun_step")
 
 
 INSERT_JOB = insert(J)

@@ -159,7 +159,22 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             request = _without_environment(row.request)
             if request is not None:
                 vals["request"] = request
+            if row.step_id == 0:
+                _end_srun_allocation(c, row.job_id, state, code, sig, now)
         c.execute(update(S).where(S.c.job_id == row.job_id, S.c.step_id == row.step_id).values(**vals))
+
+
+def _end_srun_allocation(c: Any, job_id: int, state: str, code: int, sig: int, now: float) -> None:
+    """An srun outside any allocation made this job for its step 0 alone: the step's end is the
+    job's, with the exit code that srun gives it (the highest task code; 128 + a signal; 1 for a task
+    the kernel killed for memory), also when that srun is gone (killed) and cannot say so itself."""
+    row = c.execute(select(J.c.spec, J.c.state, J.c.active).where(J.c.id == job_id)).first()
+    if row is None or row.state != "RUNNING" or not row.active or not json.loads(row.spec or "{}").get("srun_step"):
+        return
+    exit_code = 1 if state == "OUT_OF_MEMORY" else code or (128 + sig if sig else 0)
+    c.execute(update(J).where(J.c.id == job_id, J.c.state == "RUNNING", J.c.active.is_(True)).values(
+        state="FAILED" if exit_code else "COMPLETED", reason="NonZeroExitCode" if exit_code else "None",
+        exit_code=min(255, exit_code), exit_signal=0, end_time=now, pending_action="cancel"))
 
 
 def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dict]:
