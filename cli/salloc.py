@@ -109,11 +109,13 @@ def allocation_environment(job: dict, submit: dict, env: dict[str, str]) -> dict
 
 
 class Allocation:
-    """One salloc's job: waiting for it, running the command under it, releasing it."""
+    """One salloc's job (or an srun's own, `prog`): waiting for it, running the command under it,
+    releasing it."""
 
-    def __init__(self, job_id: int, say) -> None:  # noqa: ANN001 - prints an informational line
+    def __init__(self, job_id: int, say, prog: str = "salloc") -> None:  # noqa: ANN001 - prints a line
         self.job_id = job_id
         self.say = say
+        self.prog = prog
         self.released = False  # by this salloc: its end is not news
         self.child = None
 
@@ -125,7 +127,7 @@ class Allocation:
 
     def wait_granted(self) -> dict | None:
         """Until the job runs (None: it ended first, or a signal made salloc give up), printing
-        salloc's lines on the way."""
+        salloc's lines on the way (an srun's: those two commands share)."""
         import signal
         import time
         stop: list[int] = []
@@ -134,24 +136,25 @@ class Allocation:
             stop.append(signum)
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            start, pause, announced = time.monotonic(), 0.02, False
+            start, announced = time.monotonic(), False
             while True:
                 if stop:
                     self._cancel()
                     self.say(f"Job allocation {self.job_id} has been revoked.")
-                    print("salloc: Job aborted due to signal", file=sys.stderr)
+                    if self.prog == "salloc":
+                        print("salloc: Job aborted due to signal", file=sys.stderr)
                     return None
-                job = http.request("GET", f"/api/v1/jobs/{self.job_id}")
+                # the controller answers once the job leaves PENDING, or after half a second
+                job = http.request("GET", f"/api/v1/jobs/{self.job_id}?wait=0.5&until=start", timeout=60)
                 if job["state"] not in ("PENDING", "CONFIGURING"):
                     break
                 # the scheduler places a job within tens of milliseconds when it fits: only a job that
                 # has not started after a second is reported pending, as salloc's immediate answer
                 if not announced and time.monotonic() - start > 1.0:
-                    self.say(f"Pending job allocation {self.job_id}")
+                    if self.prog == "salloc":
+                        self.say(f"Pending job allocation {self.job_id}")
                     self.say(f"job {self.job_id} queued and waiting for resources")
                     announced = True
-                time.sleep(pause)
-                pause = min(pause * 1.5, 0.5)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -160,6 +163,8 @@ class Allocation:
             return None
         if announced:
             self.say(f"job {self.job_id} has been allocated resources")
+        if self.prog != "salloc":
+            return job
         self.say(f"Granted job allocation {self.job_id}")
         self.say("Waiting for resource configuration")
         self.say(f"Nodes {job.get('nodes')} are ready for job")

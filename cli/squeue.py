@@ -74,9 +74,9 @@ def main(argv: list[str]) -> int:
     if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
         q.append("states=" + ",".join(states))
     from slurmlet.cli import render_squeue as render
-    keys = None if "json" in o else render.job_keys(
-        fmt=o["format"][-1] if "format" in o else None, long_fmt=o["Format"][-1] if "Format" in o else None,
-        long="long" in o, start="start" in o, sort=o["sort"][-1] if "sort" in o else None)
+    view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
+            "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
+    keys = None if "json" in o else render.job_keys(**view)
     if keys:  # only what the columns show: a fifth of each job or less for the controller to send
         q.append("fields=" + ",".join(keys))
     jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(q) if q else ""))["jobs"]
@@ -96,10 +96,8 @@ def main(argv: list[str]) -> int:
                                              "release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
         return 0
     try:
-        lines = render.squeue_lines(
-            jobs, fmt=o["format"][-1] if "format" in o else None, long_fmt=o["Format"][-1] if "Format" in o else None,
-            noheader="noheader" in o, long="long" in o, now=time.time(), array_collapse="array" not in o,
-            start="start" in o, sort=o["sort"][-1] if "sort" in o else None)
+        lines = render.squeue_lines(jobs, noheader="noheader" in o, now=time.time(), array_collapse="array" not in o,
+                                    **view)
     except ValueError as e:
         print(f"squeue: error: {e}", file=sys.stderr)
         return 1

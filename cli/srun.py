@@ -351,7 +351,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
     from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
-    from slurmlet.cli.salloc import allocation_environment
+    from slurmlet.cli.salloc import Allocation, allocation_environment
     o = dict(req["opts"])
     env = req.get("environment") or dict(os.environ)
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
@@ -370,7 +370,10 @@ def _allocate_and_run(req: dict) -> int:
         return e.code or 1
     given_back = False
     try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
-        job = _granted(job_id)
+        def say(line: str) -> None:
+            if "quiet" not in o:
+                print(f"srun: {line}", file=sys.stderr, flush=True)
+        job = Allocation(job_id, say, prog="srun").wait_granted()
         if job is None:
             given_back = True
             return 1
@@ -400,39 +403,3 @@ def _allocate_and_run(req: dict) -> int:
     if job.get("state") not in ("COMPLETED", "RUNNING", "COMPLETING"):
         return job.get("exit_code") or 1
     return 0
-
-
-def _granted(job_id: int) -> dict | None:
-    """Until the allocation is granted (the job runs), as srun says it; None when it ended first,
-    or Ctrl-C/SIGTERM made srun give it up."""
-    import signal
-    import time
-    from slurmlet.cli import http
-    stop: list[int] = []
-
-    def on_signal(signum, frame) -> None:  # noqa: ANN001
-        stop.append(signum)
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    start, announced = time.monotonic(), False
-    try:
-        while True:
-            if stop:
-                http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
-                print(f"srun: Job allocation {job_id} has been revoked", file=sys.stderr)
-                return None
-            # the controller answers once the job leaves PENDING, or after `wait` seconds
-            job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=0.5&until=start", timeout=60)
-            if job["state"] not in ("PENDING", "CONFIGURING"):
-                break
-            if not announced and time.monotonic() - start > 1.0:
-                print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr, flush=True)
-                announced = True
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    if job["state"] not in ("RUNNING", "SUSPENDED"):
-        print(f"srun: error: Unable to allocate resources: job {job_id} {job['state'].lower()}", file=sys.stderr)
-        return None
-    if announced:
-        print(f"srun: job {job_id} has been allocated resources", file=sys.stderr, flush=True)
-    return job

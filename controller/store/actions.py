@@ -12,6 +12,15 @@ from .tables import job_runs as RUNS
 from .tables import jobs as J
 
 
+def relinquish(c: Any, job_id: int, state: str, exit_code: int, now: float) -> None:
+    """An allocation given back (salloc's, an srun's) while in `state`: it ends COMPLETED, or FAILED
+    with a non-zero exit code; its holder and steps are stopped as under a cancel."""
+    failed = exit_code != 0
+    c.execute(update(J).where(J.c.id == job_id, J.c.state == state, J.c.active.is_(True)).values(
+        state="FAILED" if failed else "COMPLETED", reason="NonZeroExitCode" if failed else "None",
+        exit_code=exit_code, exit_signal=0, end_time=now, pending_action="cancel"))
+
+
 class Actions:
     # ---------------------------------------------------------------- user actions
     def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:
@@ -50,10 +59,7 @@ class Actions:
         if row.state == "PENDING":
             return self.cancel(job_id, now)
         with self.engine.begin() as c:
-            failed = exit_code != 0
-            c.execute(update(J).where(J.c.id == job_id, J.c.state == row.state, J.c.active.is_(True)).values(
-                state="FAILED" if failed else "COMPLETED", reason="NonZeroExitCode" if failed else "None",
-                exit_code=exit_code, exit_signal=0, end_time=now, pending_action="cancel"))
+            relinquish(c, job_id, row.state, exit_code, now)
             return c.execute(select(J.c.batch_host).where(J.c.id == job_id)).scalar()
 
     def hold(self, job_id: int, who: str) -> None:

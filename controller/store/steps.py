@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, update
 
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
+from .actions import relinquish
 from .tables import jobs as J
 from .tables import nodes as N
 from .tables import steps as S
@@ -172,9 +173,7 @@ def _end_srun_allocation(c: Any, job_id: int, state: str, code: int, sig: int, n
     if row is None or row.state != "RUNNING" or not row.active or not json.loads(row.spec or "{}").get("srun_step"):
         return
     exit_code = 1 if state == "OUT_OF_MEMORY" else code or (128 + sig if sig else 0)
-    c.execute(update(J).where(J.c.id == job_id, J.c.state == "RUNNING", J.c.active.is_(True)).values(
-        state="FAILED" if exit_code else "COMPLETED", reason="NonZeroExitCode" if exit_code else "None",
-        exit_code=min(255, exit_code), exit_signal=0, end_time=now, pending_action="cancel"))
+    relinquish(c, job_id, "RUNNING", min(255, exit_code), now)
 
 
 def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dict]:

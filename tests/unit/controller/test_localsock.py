@@ -57,9 +57,15 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
     monkeypatch.setattr(localsock, "PER_USER", 2)
     monkeypatch.setattr(localsock, "IDLE", 1.0)
 
+    async def until(cond, timeout: float = 30.0) -> None:  # noqa: ANN001 - a poll with a deadline
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not cond():
+            assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+            await asyncio.sleep(0.01)
+
     async def closed(r: asyncio.StreamReader) -> bool:
         try:
-            return await asyncio.wait_for(r.read(), 10) == b""
+            return await asyncio.wait_for(r.read(), 30) == b""
         except ConnectionResetError:
             return True
 
@@ -73,20 +79,19 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
         local = localsock.Local(path, ("127.0.0.1", port))
         await local.start()
         conns = []
-        for _ in range(3):
+        for n in (1, 2):
             r, w = await asyncio.open_unix_connection(path)
             w.write(b"GET /api/v1/jobs HTTP/1.1\r\n")
             await w.drain()
             conns.append((r, w))
-            await asyncio.sleep(0.05)  # (its relay counted before the next one comes)
+            await until(lambda n=n: local.open.get(os.getuid()) == n)  # its relay counted it
+        r, w = await asyncio.open_unix_connection(path)
+        conns.append((r, w))
         assert await closed(conns[2][0])  # the third: closed at once
         assert local.open == {os.getuid(): 2}
         for r, _ in conns[:2]:  # the two others: dropped once IDLE passes without an answer
             assert await closed(r)
-        for _ in range(100):
-            if not local.open:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: not local.open)
         assert local.open == {} and local.uids == {}
         await local.stop()
         upstream.close()
