@@ -73,6 +73,9 @@ Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)
 Index("ix_jobs_end", jobs.c.end_time)
 Index("ix_jobs_array", jobs.c.array_job_id)  #: sacct -j / squeue -j name arrays by their job id
+#: the jobs on nodes: each scheduling pass, node sync and squeue reads them, and without this index
+#: each read went through the whole history, scripts and environments included
+Index("ix_jobs_active", jobs.c.active)
 
 nodes = Table(
     "nodes",
@@ -120,6 +123,7 @@ steps = Table(
     Column("exit_code", Integer, nullable=False, default=0),
     Column("exit_signal", Integer, nullable=False, default=0),
 )
+Index("ix_steps_state", steps.c.state)  #: the running steps (each node sync), not every step ever run
 
 #: Prolog/Epilog runs of a job's incarnation on each of its nodes, and PrologSlurmctld/EpilogSlurmctld
 #: on the controller (node ''): what is still to run, and how it went. The batch script starts once
