@@ -35,6 +35,9 @@ class Settings:
     sched_interval: float = 1.0
     #: how long a pass waits after its first wake-up for more events to coalesce
     debounce: float = 0.005
+    #: no pass for this long: the next wake-up starts one at once (a burst's first event has nothing
+    #: to coalesce with; the events that follow it within a pass's time are debounced)
+    debounce_after: float = 0.05
     #: after a pass of T seconds the next event-driven one waits at least T * pass_spacing: under a
     #: stream of events (a submission burst) passes take at most 1/(1 + pass_spacing) of the event
     #: loop, and the requests between them are answered instead of waiting behind queue scans
@@ -177,6 +180,7 @@ class Controller:
         self.script_tasks: set[asyncio.Task] = set()  #: PrologSlurmctld/EpilogSlurmctld runs
         #: when (time.monotonic) the next event-driven pass may start: see Settings.pass_spacing
         self.next_pass = 0.0
+        self.last_pass_end = 0.0  #: (time.monotonic) when the last pass ended
         if self.config.home_storage:  # a spec's home_directory_storage: users' homes live there
             import os
             os.makedirs(self.config.home_storage, exist_ok=True)

@@ -10,7 +10,8 @@ One pass, as slurmctld's schedule() and backfill run it:
    PrologSlurmctld/EpilogSlurmctld runs the plan asked for start.
 
 The loop only waits and paces. Routes and agents' reports set `Controller.wake`; the loop then
-runs a main pass after a short debounce (a burst of events makes one pass), a backfill pass every
+runs a main pass after a short debounce (a burst of events makes one pass; the first wake-up after a
+quiet spell starts one at once), a backfill pass every
 `bf_interval` seconds while anything changed since the last one, and a pass when a `--begin` time
 or an `after:ID+minutes` dependency comes due. Nothing changed: no pass at all. When to wake next
 is `next_wait`, a pure function of the loop's state, unit-tested on its own.
@@ -29,7 +30,7 @@ from ..core.plan import plan
 from ..errors import Unavailable
 
 if TYPE_CHECKING:
-    from ..runtime import Controller
+    from ..runtime import Controller, Settings
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -100,6 +101,14 @@ def due(now: float, woken: bool, next_begin: float | None, bf_dirty: bool, next_
     return woken or begin_due or bf_due, bf_due
 
 
+def pass_delay(now: float, last_end: float, next_pass: float, settings: Settings) -> float:
+    """Seconds a woken loop waits before its pass: `settings.debounce` for more events to join it,
+    none when no pass ended within `settings.debounce_after` (a lone submission starts at once), and
+    at least until `next_pass` (the spacing after a long pass)."""
+    debounce = settings.debounce if now - last_end < settings.debounce_after else 0.0
+    return max(debounce, next_pass - now, 0.0)
+
+
 async def scheduler_loop(ctl: Controller) -> None:
     """Event-driven main passes (debounced), plus a backfill pass every bf_interval seconds while
     anything changed since the last one. A quiet queue costs no pass at all."""
@@ -113,9 +122,10 @@ async def scheduler_loop(ctl: Controller) -> None:
         if not run:
             ctl.stats.skipped += 1  # nothing changed: an unchanged queue costs no pass
             continue
-        # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay);
+        # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay),
+        # unless none ran for a while (Settings.debounce_after: a lone submission starts at once);
         # right after a long pass, wait in proportion to it (Settings.pass_spacing)
-        await asyncio.sleep(max(ctl.settings.debounce, ctl.next_pass - time.monotonic()))
+        await asyncio.sleep(pass_delay(time.monotonic(), ctl.last_pass_end, ctl.next_pass, ctl.settings))
         ctl.wake.clear()
         t0 = time.monotonic()
         try:
@@ -125,5 +135,5 @@ async def scheduler_loop(ctl: Controller) -> None:
         except Exception:  # a failing pass must not kill the daemon; log loudly and go on
             log.exception("scheduling pass failed", extra={"action": "schedule"})
             await asyncio.sleep(interval)
-        t1 = time.monotonic()
+        t1 = ctl.last_pass_end = time.monotonic()
         ctl.next_pass = t1 + (t1 - t0) * ctl.settings.pass_spacing
