@@ -128,7 +128,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     def step_over() -> bool:
         return http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING"
     io.run(step_over)
-    if not io.cancelled:
+    if not io.cancelled and not own:  # (an own allocation ends with its step 0: its srun waits for that)
         # every task has exited; before the batch script goes on (and perhaps ends the job, which
         # cancels the steps still running) the controller must have each node's report of the step
         import time
@@ -382,16 +382,19 @@ def _allocate_and_run(req: dict) -> int:
         host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
         worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True)
         given_back = True
-        try:  # the allocation is given back with the step's exit code, unless it ended under the step
-            http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
-            return worst
-        except http.ControllerError:
-            pass
+        # the nodes' reports of step 0's end end the allocation too (controller/store/steps.py): one
+        # long-poll for that; one still running after it (a report lost with its node) is given back
+        job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=10", timeout=40)
+        if job.get("state") in ("RUNNING", "SUSPENDED"):
+            try:
+                http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
+                return worst
+            except http.ControllerError:  # it ended meanwhile
+                job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
     finally:
         if not given_back:
             with contextlib.suppress(Exception):
                 http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
-    job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
     if job.get("state") == "NODE_FAIL":
         down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
                 if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]

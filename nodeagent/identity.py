@@ -105,7 +105,7 @@ _OWN = {"wab": "ab", "rnb": "rb", "anb": "ab"}
 
 def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None = None,
                 timeout: float | None = None) -> tuple[list, OSError | None]:
-    """open_as for each (path, mode) of `files` and chdir_error(workdir), all in one child that has
+    """open_as for each (path, mode) of `files` and a change into `workdir`, all in one child that has
     become the job's user (a launch forks once, not once per file). Returns, in order, a file object
     or the OSError its open raised (after the first failure the others are not tried: ECANCELED),
     and the reason the user could not enter `workdir` (ENOENT for a relative one; None when they
@@ -221,15 +221,6 @@ def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
     if status:
         raise RuntimeError(msg.decode(errors="replace") or f"failed (wait status {status})")
     return msg.decode(errors="replace")
-
-
-def chdir_error(path: str, order: dict) -> OSError | None:
-    """Why the job's user could not change into `path` (None when they can): checked by a child
-    that has become the user, so a directory only root may enter is refused as it would be to them."""
-    try:
-        return open_all_as(dict(order, environment={}), [], path)[1]  # (the umask plays no part)
-    except OSError as e:  # no child, or it could not become the user: they cannot enter it either
-        return e
 
 
 #: the batch script and each step task start through this: it changes into the job's working directory

@@ -189,10 +189,10 @@ class StepRunner:
         rec = {"kind": "step", "job_id": order["job_id"], "step_id": order["step_id"], "token": new_token(),
                "procs": run.entries}
         self.records.save(f"step{key}", rec)  # on disk before a task can run (see nodeagent/records.py)
-        cwd = req.get("cwd") or "/tmp"
+        # the task's shell changes into it as the job's user, or into /tmp where they cannot (LAUNCH)
+        cwd = req.get("cwd") if (req.get("cwd") or "").startswith("/") else "/tmp"
         try:
-            if identity.chdir_error(cwd, order) is not None:  # as the job's user, not the agent
-                cwd = "/tmp"
+            identity.job_identity(order)
         except identity.IdentityError as e:
             env_error = str(e)
         for local_id, rank in enumerate(order["ranks"]):

@@ -101,6 +101,10 @@ def _idempotency_key(request: Request) -> str | None:
     return key
 
 
+#: the keys of a job that its steps make (_add_steps)
+STEP_KEYS = frozenset({"steps", "user_cpu", "system_cpu", "total_cpu", "derived_exit_code", "derived_exit_signal"})
+
+
 @router.get("/api/v1/jobs")
 async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states: str | None = None, users: str | None = None,
                     partitions: str | None = None, names: str | None = None,
@@ -117,15 +121,18 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
                             partitions=split_list(partitions), names=split_list(names), since=since, until=until,
                             now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
-    jobs = c.store.public_list(rows)
     keys = split_list(fields)
-    if not keys or {"steps", "user_cpu", "system_cpu", "total_cpu", "derived_exit_code", "derived_exit_signal"} & set(keys):
-        _add_steps(c.store, jobs)
-    if duplicates:  # sacct -D: each requeued job's earlier runs come first
-        earlier = c.store.earlier_runs(rows)
-        jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
-    if keys:
-        jobs = [{k: j[k] for k in keys if k in j} for j in jobs]  # (a key the job lacks stays absent)
+    if keys and not duplicates and not STEP_KEYS & set(keys):  # (squeue's: only its columns' keys)
+        jobs = c.store.public_list(rows, keys)
+    else:
+        jobs = c.store.public_list(rows)
+        if not keys or STEP_KEYS & set(keys):
+            _add_steps(c.store, jobs)
+        if duplicates:  # sacct -D: each requeued job's earlier runs come first
+            earlier = c.store.earlier_runs(rows)
+            jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
+        if keys:
+            jobs = [{k: j[k] for k in keys if k in j} for j in jobs]  # (a key the job lacks stays absent)
     out = as_json({"jobs": jobs})
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen

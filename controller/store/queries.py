@@ -22,6 +22,11 @@ from .tables import jobs as J
 from .tables import nodes as N
 
 
+#: the columns a job list reads: all but the script and the environment, kilobytes a job that no
+#: list shows (squeue over 1,000 jobs read megabytes of them)
+LISTED = tuple(c for c in J.c if c.name not in ("script", "environment"))
+
+
 class Queries:
     # ---------------------------------------------------------------- jobs: reads
     def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
@@ -29,7 +34,8 @@ class Queries:
                  names: list[str] | None = None, since: float | None = None, until: float | None = None,
                  now: float | None = None, history: bool = False, accounts: list[str] | None = None,
                  qos: list[str] | None = None) -> list[Any]:
-        q = select(J)
+        """Jobs' rows (LISTED columns) matching every filter given, by id."""
+        q = select(*LISTED)
         conds = []
         if ids:
             conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
@@ -87,12 +93,14 @@ class Queries:
     #: the most jobs public_list keeps the answers of
     PUBLIC_KEPT = 20000
 
-    def public_list(self, rows: list[Any]) -> list[dict]:
+    def public_list(self, rows: list[Any], keys: list[str] | None = None) -> list[dict]:
         """`public` of each row, each a new dict (its nested values, such as the batch step's dict in
-        `steps`, are shared between answers: replace them, never change them in place); a row unchanged since the last list, under the same configuration, is not
-        worked out again (a dashboard and squeue in a loop ask for the same jobs every second)."""
+        `steps`, are shared between answers: replace them, never change them in place), with only
+        `keys` where given (a key a job lacks left out); a row unchanged since the last list, under the
+        same configuration, is not worked out again (a dashboard and squeue in a loop ask for the same
+        jobs every second)."""
         if len(rows) > self.PUBLIC_KEPT:  # (sacct over a long history: not kept)
-            return [self.public(r) for r in rows]
+            return [_only(self.public(r), keys) for r in rows]
         kept = getattr(self, "_public_kept", None)
         if kept is None or kept[0] is not self.config or len(kept[1]) + len(rows) > self.PUBLIC_KEPT:
             kept = self._public_kept = (self.config, {})
@@ -103,7 +111,7 @@ class Queries:
             hit = cache.get(r.id)
             if hit is None or hit[0] != values:
                 hit = cache[r.id] = (values, self.public(r))
-            out.append(dict(hit[1]))
+            out.append(_only(hit[1], keys))
         return out
 
     def public(self, row: Any) -> dict:
@@ -315,3 +323,8 @@ def _output_path(pattern: str, job_id: int, array_job_id: int, array_task_id: in
     path = expand_pattern(pattern, job_id=job_id, array_job_id=array_job_id, array_task_id=array_task_id,
                           name=name, node=node, user=user)
     return path if os.path.isabs(path) else os.path.join(workdir, path)
+
+
+def _only(job: dict, keys: list[str] | None) -> dict:
+    """A new dict of `job`: whole, or only `keys` (those it has)."""
+    return dict(job) if keys is None else {k: job[k] for k in keys if k in job}
