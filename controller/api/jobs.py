@@ -117,14 +117,14 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     from .web import look as look_of
     from .web import writes_of
     seen = look_of(c, writes_of(request)) if look else None  # (taken before the rows are read)
-    id_list = parse_ids(ids)
-    rows = c.store.job_rows(ids=id_list, states=split_list(states), users=split_list(users),
-                            partitions=split_list(partitions), names=split_list(names), since=since, until=until,
-                            now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
+    filters = dict(ids=parse_ids(ids), states=split_list(states), users=split_list(users),
+                   partitions=split_list(partitions), names=split_list(names), since=since, until=until,
+                   now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
     keys = split_list(fields)
     if keys and not duplicates and not STEP_KEYS & set(keys):  # (squeue's: only its columns' keys)
-        jobs = c.store.public_list(rows, keys)
+        jobs = c.store.listed(keys, **filters)
     else:
+        rows = c.store.job_rows(**filters)
         jobs = c.store.public_list(rows)
         if not keys or STEP_KEYS & set(keys):
             _add_steps(c.store, jobs)

@@ -33,9 +33,9 @@ class Queries:
                  users: list[str] | None = None, partitions: list[str] | None = None,
                  names: list[str] | None = None, since: float | None = None, until: float | None = None,
                  now: float | None = None, history: bool = False, accounts: list[str] | None = None,
-                 qos: list[str] | None = None) -> list[Any]:
-        """Jobs' rows (LISTED columns) matching every filter given, by id."""
-        q = select(*LISTED)
+                 qos: list[str] | None = None, columns: tuple = LISTED) -> list[Any]:
+        """Jobs' rows (`columns` of them) matching every filter given, by id."""
+        q = select(*columns)
         conds = []
         if ids:
             conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
@@ -94,25 +94,62 @@ class Queries:
     PUBLIC_KEPT = 20000
 
     def public_list(self, rows: list[Any], keys: list[str] | None = None) -> list[dict]:
-        """`public` of each row, each a new dict (its nested values, such as the batch step's dict in
-        `steps`, are shared between answers: replace them, never change them in place), with only
-        `keys` where given (a key a job lacks left out); a row unchanged since the last list, under the
-        same configuration, is not worked out again (a dashboard and squeue in a loop ask for the same
-        jobs every second)."""
+        """`public` of each row (LISTED columns), each a new dict (its nested values, such as the batch
+        step's dict in `steps`, are shared between answers: replace them, never change them in place),
+        with only `keys` where given (a key a job lacks left out); a job unchanged since the last list
+        (its `rev`), under the same configuration, is not worked out again (a dashboard and squeue in a
+        loop ask for the same jobs every second)."""
         if len(rows) > self.PUBLIC_KEPT:  # (sacct over a long history: not kept)
             return [_only(self.public(r), keys) for r in rows]
-        kept = getattr(self, "_public_kept", None)
-        if kept is None or kept[0] is not self.config or len(kept[1]) + len(rows) > self.PUBLIC_KEPT:
-            kept = self._public_kept = (self.config, {})
-        cache = kept[1]
+        cache = self._kept(len(rows))
         out = []
         for r in rows:
-            values = tuple(r)
             hit = cache.get(r.id)
-            if hit is None or hit[0] != values:
-                hit = cache[r.id] = (values, self.public(r))
+            if hit is None or hit[0] != (r.rev, r.submit_time):
+                hit = cache[r.id] = ((r.rev, r.submit_time), self.public(r))
             out.append(_only(hit[1], keys))
         return out
+
+    def listed(self, keys: list[str] | None = None, **filters: Any) -> list[dict]:
+        """public_list(job_rows(**filters), keys), reading the whole row only of a job that changed
+        since the last list (each update of a job counts up its `rev`): squeue in a loop over 1,000
+        jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts are
+        shared with other answers: send them, never change them."""
+        heads = self.job_rows(**filters, columns=(J.c.id, J.c.rev, J.c.submit_time))
+        if len(heads) > self.PUBLIC_KEPT:
+            return self.public_list(self.job_rows(**filters), keys)
+        cache = self._kept(len(heads))
+        stale = [h.id for h in heads if (hit := cache.get(h.id)) is None or hit[0] != (h.rev, h.submit_time)]
+        if stale:
+            with self.engine.connect() as c:
+                for i in range(0, len(stale), 500):
+                    for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]))):
+                        cache[r.id] = ((r.rev, r.submit_time), self.public(r))
+        if keys is None:
+            return [dict(cache[h.id][1]) for h in heads if h.id in cache]
+        # each job's view cut to `keys` is kept too (squeue asks for the same keys each time); those
+        # dicts are shared between answers: they are to be sent, never changed
+        cuts = self._public_kept[2]
+        if tuple(keys) not in cuts and len(cuts) >= 8:
+            cuts.clear()
+        cut = cuts.setdefault(tuple(keys), {})
+        out = []
+        for h in heads:  # (a job gone between the two reads is left out; one changed since, shown as it is now)
+            hit = cache.get(h.id)
+            if hit is not None:
+                mine = cut.get(h.id)
+                if mine is None or mine[0] is not hit:
+                    mine = cut[h.id] = (hit, _only(hit[1], keys))
+                out.append(mine[1])
+        return out
+
+    def _kept(self, more: int) -> dict:
+        """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new
+        configuration or before they would pass PUBLIC_KEPT (with the cuts of them `listed` keeps)."""
+        kept = getattr(self, "_public_kept", None)
+        if kept is None or kept[0] is not self.config or len(kept[1]) + more > self.PUBLIC_KEPT:
+            kept = self._public_kept = (self.config, {}, {})
+        return kept[1]
 
     def public(self, row: Any) -> dict:
         spec = json.loads(row.spec)

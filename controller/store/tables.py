@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text)
+from sqlalchemy import (Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text,
+                        text)
 
 metadata = MetaData()
 
@@ -68,6 +69,9 @@ jobs = Table(
     Column("batch_max_vms", Integer),
     Column("batch_user_cpu", Float),
     Column("batch_system_cpu", Float),
+    #: how many times the row was updated (every UPDATE counts it up): a job list works out again only
+    #: the jobs whose rev changed since it last did (store/queries.py, Queries.listed)
+    Column("rev", Integer, nullable=False, default=0, onupdate=text("rev + 1")),
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)

@@ -230,3 +230,31 @@ def test_job_lists_are_worked_out_again_only_for_changed_rows(store: JobStore):
     assert after[a]["state"] == "RUNNING" and after[a]["nodes"] == "node1"
     assert after[b] == {j["job_id"]: j for j in first}[b]
     assert after[a] == store.public(store.get_row(a))  # the same as worked out afresh
+
+
+def test_a_kept_job_list_follows_every_change_of_its_jobs(store: JobStore):
+    """Queries.listed works out again only the jobs whose rows changed since the last list (each
+    update counts up `rev`): after a pass, an agent's report, an update and a cancel it shows what a
+    whole read of the rows shows."""
+    register(store)
+    keys = ["job_id", "state", "reason", "priority", "nodes", "time_limit", "name", "start_time"]
+    ids = [store.submit(body(ntasks=4), 10.0) for _ in range(3)]
+
+    def agrees(**filters) -> list[dict]:
+        whole = store.public_list(store.job_rows(**filters), keys)
+        kept = store.listed(keys, **filters)
+        assert kept == whole
+        return kept
+
+    first = agrees()
+    assert [j["state"] for j in first] == ["PENDING"] * 3
+    schedule(store, 11.0)
+    assert [j["state"] for j in agrees()] == ["RUNNING", "RUNNING", "PENDING"]
+    store.node_sync("node1", {"running": [], "finished": [{"job_id": ids[0], "exit_code": 0}]}, 12.0)
+    store.update_job(ids[2], {"name": "renamed", "time_limit": 5})
+    listed = {j["job_id"]: j for j in agrees()}
+    assert listed[ids[0]]["state"] == "COMPLETED"
+    assert (listed[ids[2]]["name"], listed[ids[2]]["time_limit"]) == ("renamed", 5)
+    store.cancel(ids[2], 13.0)
+    assert {j["job_id"]: j["state"] for j in agrees(states=["CANCELLED"])} == {ids[2]: "CANCELLED"}
+    assert [j["job_id"] for j in agrees(ids=[ids[1]])] == [ids[1]]
