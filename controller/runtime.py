@@ -35,8 +35,8 @@ class Settings:
     sched_interval: float = 1.0
     #: how long a pass waits after its first wake-up for more events to coalesce
     debounce: float = 0.005
-    #: no pass for this long: the next wake-up starts one at once (a burst's first event has nothing
-    #: to coalesce with; the events that follow it within a pass's time are debounced)
+    #: no pass for this long: the next wake-up starts one almost at once (loops/scheduler.py LONE_DELAY:
+    #: a burst's first event has nothing to coalesce with; the events that follow it are debounced)
     debounce_after: float = 0.05
     #: after a pass of T seconds the next event-driven one waits at least T * pass_spacing: under a
     #: stream of events (a submission burst) passes take at most 1/(1 + pass_spacing) of the event
