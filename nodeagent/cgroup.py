@@ -133,23 +133,6 @@ class Hierarchy:
         log.info("cgroups: %s, jobs under %s", kind, ", ".join(sorted(set(base.values()))))
         return h
 
-    def warm(self) -> None:
-        """Make the next move of a process into a cgroup quick (call it in a thread, as a launch
-        begins). A move takes the kernel's cgroup_threadgroup_rwsem for writing, and the first such
-        write after a quiet spell waits for an RCU grace period (6-20 ms measured on this project's
-        machines), which later writes within a few tens of milliseconds do not. A launch's shell waits,
-        stopped, for its move (`Group.adopt`); this pays that wait while the launch is still opening
-        the job's files: it moves the agent into the cgroup it already is in (a move changing nothing).
-        Where that cannot be done (no such path in a container), nothing is lost but the head start."""
-        ctl, base = next(iter(self.base.items()))  # ("", v2's) or (a v1 controller, its)
-        mount = os.path.dirname(os.path.dirname(base))  # (base: MOUNT/slurmlet/NODE-KEY)
-        with contextlib.suppress(OSError, ValueError):
-            for line in _read("/proc/self/cgroup").splitlines():
-                _, names, rel = line.split(":", 2)
-                if ctl in names.split(",") or names == ctl:
-                    _write(mount + rel.rstrip("/") + "/cgroup.procs", str(os.getpid()))
-                    return
-
     def group(self, job_id: int, step: str | None = None) -> Group:
         rel = f"job_{job_id}" if step is None else os.path.join(f"job_{job_id}", f"step_{step}")
         return Group(self.kind, {c: os.path.join(b, rel) for c, b in self.base.items()})

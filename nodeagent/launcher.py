@@ -153,8 +153,6 @@ class Launcher:
         # all with the job's user's rights, in one child: its input first, as slurmstepd does (a job whose
         # input it cannot read never starts, and makes no output file); its output where they may write;
         # its working directory one they may enter (root may enter and write what they may not)
-        if self.cgroups is not None:  # meanwhile, the shell's move into its cgroup made quick (Hierarchy.warm)
-            asyncio.get_running_loop().run_in_executor(None, self.cgroups.warm)
         try:  # (in a thread: an open that hangs must not stop the agent; it is given up after OPEN_TIMEOUT)
             opened, bad = await asyncio.get_running_loop().run_in_executor(
                 None, identity.open_all_as, order, files, workdir, OPEN_TIMEOUT)

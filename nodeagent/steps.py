@@ -157,8 +157,6 @@ class StepRunner:
         if key in self.running or key in self.done:
             return
         run = self.running[key] = StepRun(key)
-        if self.cgroups is not None:  # the tasks' moves into their cgroup then quick (Hierarchy.warm)
-            asyncio.get_running_loop().run_in_executor(None, self.cgroups.warm)
         req = order["request"]
         job_cpus = self.cpumap.take(order["job_id"], order.get("job_cpus") or order.get("cpus") or 1) \
             if self.cpumap else None

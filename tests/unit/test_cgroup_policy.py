@@ -33,27 +33,3 @@ def test_cpumap_gives_jobs_the_lowest_free_cpus_and_shares_the_least_used_when_s
     m.release(2)
     m.release(3)
     assert m.take(4, 8) == [0, 1, 2, 3]  # declared with more CPUs than the machine has: all of them
-
-
-def test_warm_moves_the_agent_into_the_cgroup_it_is_in_and_never_fails(tmp_path):
-    """Hierarchy.warm (a launch's head start on the kernel's cgroup-move lock) writes this process's
-    pid to the cgroup.procs of its own cgroup in the hierarchy, and nowhere else; a path that is not
-    there (a container's view) is no error."""
-    import os
-
-    import pytest
-
-    from slurmlet.nodeagent.cgroup import Hierarchy
-    lines = [ln.split(":", 2) for ln in open("/proc/self/cgroup").read().splitlines()]
-    rel = next((r for _, names, r in lines if names == ""), None)
-    if rel is None:
-        pytest.skip("no cgroup v2 line in /proc/self/cgroup")
-    mount = tmp_path / "cgroup"
-    h = Hierarchy("v2", {"": str(mount / "slurmlet" / "node1-key")})
-    h.warm()  # its own cgroup's directory is not there: nothing written, nothing raised
-    assert not any(p.name == "cgroup.procs" for p in tmp_path.rglob("*"))
-    own = mount / rel.strip("/")
-    own.mkdir(parents=True, exist_ok=True)
-    h.warm()
-    assert (own / "cgroup.procs").read_text() == str(os.getpid())
-    assert [p for p in tmp_path.rglob("cgroup.procs")] == [own / "cgroup.procs"]
