@@ -77,8 +77,8 @@ def main(argv: list[str]) -> int:
     view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
             "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
     keys = None if "json" in o else render.job_keys(**view)
-    if keys:  # only what the columns show: a fifth of each job or less for the controller to send
-        q.append("fields=" + ",".join(keys))
+    if keys:  # only what the columns show, and of that what is set: a fifth of each job or less
+        q.append("fields=" + ",".join(keys) + "&nulls=false")
     jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(q) if q else ""))["jobs"]
     if ids and not jobs:
         print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)

@@ -110,10 +110,12 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
                     partitions: str | None = None, names: str | None = None,
                     history: bool = False, since: Time = None, until: Time = None,
                     duplicates: bool = False, accounts: str | None = None,
-                    qos: str | None = None, look: bool = False, fields: str | None = None):  # noqa: ANN202
+                    qos: str | None = None, look: bool = False, fields: str | None = None,
+                    nulls: bool = True):  # noqa: ANN202
     """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out.
     `look`: the dashboard's, see api/web.py. `fields`: only these keys of each job (comma-separated;
-    the dashboard's lists need a fifth of them)."""
+    the dashboard's lists need a fifth of them); with `nulls=false`, only those not null (squeue's:
+    most of its keys are null for a pending job)."""
     from .web import look as look_of
     from .web import writes_of
     seen = look_of(c, writes_of(request)) if look else None  # (taken before the rows are read)
@@ -122,7 +124,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
                    now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
     keys = split_list(fields)
     if keys and not duplicates and not STEP_KEYS & set(keys):  # (squeue's: only its columns' keys)
-        jobs = c.store.listed(keys, **filters)
+        jobs = c.store.listed(keys, nulls, **filters)
     else:
         rows = c.store.job_rows(**filters)
         jobs = c.store.public_list(rows)
@@ -131,8 +133,8 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
         if duplicates:  # sacct -D: each requeued job's earlier runs come first
             earlier = c.store.earlier_runs(rows)
             jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
-        if keys:
-            jobs = [{k: j[k] for k in keys if k in j} for j in jobs]  # (a key the job lacks stays absent)
+        if keys:  # (a key the job lacks stays absent)
+            jobs = [{k: j[k] for k in keys if k in j and (nulls or j[k] is not None)} for j in jobs]
     out = as_json({"jobs": jobs})
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen

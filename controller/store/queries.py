@@ -110,11 +110,12 @@ class Queries:
             out.append(_only(hit[1], keys))
         return out
 
-    def listed(self, keys: list[str] | None = None, **filters: Any) -> list[dict]:
+    def listed(self, keys: list[str] | None = None, nulls: bool = True, **filters: Any) -> list[dict]:
         """public_list(job_rows(**filters), keys), reading the whole row only of a job that changed
         since the last list (each update of a job counts up its `rev`): squeue in a loop over 1,000
         jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts are
-        shared with other answers: send them, never change them."""
+        shared with other answers: send them, never change them; without `nulls`, keys whose value
+        is None are left out too."""
         heads = self.job_rows(**filters, columns=(J.c.id, J.c.rev, J.c.submit_time))
         if len(heads) > self.PUBLIC_KEPT:
             return self.public_list(self.job_rows(**filters), keys)
@@ -129,17 +130,17 @@ class Queries:
             return [dict(cache[h.id][1]) for h in heads if h.id in cache]
         # each job's view cut to `keys` is kept too (squeue asks for the same keys each time); those
         # dicts are shared between answers: they are to be sent, never changed
-        cuts = self._public_kept[2]
-        if tuple(keys) not in cuts and len(cuts) >= 8:
+        cuts, which = self._public_kept[2], (tuple(keys), nulls)
+        if which not in cuts and len(cuts) >= 8:
             cuts.clear()
-        cut = cuts.setdefault(tuple(keys), {})
+        cut = cuts.setdefault(which, {})
         out = []
         for h in heads:  # (a job gone between the two reads is left out; one changed since, shown as it is now)
             hit = cache.get(h.id)
             if hit is not None:
                 mine = cut.get(h.id)
                 if mine is None or mine[0] is not hit:
-                    mine = cut[h.id] = (hit, _only(hit[1], keys))
+                    mine = cut[h.id] = (hit, _only(hit[1], keys, nulls))
                 out.append(mine[1])
         return out
 
@@ -362,6 +363,8 @@ def _output_path(pattern: str, job_id: int, array_job_id: int, array_task_id: in
     return path if os.path.isabs(path) else os.path.join(workdir, path)
 
 
-def _only(job: dict, keys: list[str] | None) -> dict:
-    """A new dict of `job`: whole, or only `keys` (those it has)."""
-    return dict(job) if keys is None else {k: job[k] for k in keys if k in job}
+def _only(job: dict, keys: list[str] | None, nulls: bool = True) -> dict:
+    """A new dict of `job`: whole, or only `keys` (those it has; without `nulls`, those not None)."""
+    if keys is None:
+        return dict(job)
+    return {k: job[k] for k in keys if k in job} if nulls else {k: job[k] for k in keys if job.get(k) is not None}

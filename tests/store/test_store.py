@@ -244,6 +244,7 @@ def test_a_kept_job_list_follows_every_change_of_its_jobs(store: JobStore):
         whole = store.public_list(store.job_rows(**filters), keys)
         kept = store.listed(keys, **filters)
         assert kept == whole
+        assert store.listed(keys, False, **filters) == [{k: v for k, v in j.items() if v is not None} for j in whole]
         return kept
 
     first = agrees()

@@ -325,8 +325,8 @@ def many_kinds() -> list[dict]:
 
 
 def test_squeue_asks_for_the_keys_its_columns_and_sorts_read():
-    """squeue asks the controller for job_keys() only: a job cut down to them renders exactly as
-    the whole job, for every -o letter, every -O name, every -S letter, -l and --start."""
+    """squeue asks the controller for job_keys() only, and of those only the ones set: a job cut
+    down so renders exactly as the whole job, for every -o letter, -O name, -S letter, -l and --start."""
     jobs = many_kinds()
     cases = [{"fmt": "%" + c} for c in render_squeue.SQUEUE_FIELDS]
     cases += [{"long_fmt": n} for n in render_squeue.squeue_long_table()]
@@ -335,7 +335,8 @@ def test_squeue_asks_for_the_keys_its_columns_and_sorts_read():
     for kw in cases:
         keys = render_squeue.job_keys(**kw)
         assert keys is not None and len(keys) < 40, kw
-        cut = [{k: j[k] for k in keys if k in j} for j in jobs]  # as the controller sends them
+        cut = [{k: j[k] for k in keys if j.get(k) is not None} for j in jobs]  # as the controller sends them
+        # (fields=..., nulls=false: only those of the keys that are set)
         for collapse in (True, False):
             full = render_squeue.squeue_lines(jobs, now=NOW_Q, array_collapse=collapse, **kw)
             assert render_squeue.squeue_lines(cut, now=NOW_Q, array_collapse=collapse, **kw) == full, kw
