@@ -113,6 +113,10 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
         step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:
         print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
+        if own:  # no step 0 to end the allocation: it is given back now
+            import contextlib
+            with contextlib.suppress(http.Unreachable, http.ControllerError):
+                http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": 1})
         return 1
     io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
@@ -384,13 +388,17 @@ def _allocate_and_run(req: dict) -> int:
         given_back = True
         # the nodes' reports of step 0's end end the allocation too (controller/store/steps.py): one
         # long-poll for that; one still running after it (a report lost with its node) is given back
-        job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=10", timeout=40)
-        if job.get("state") in ("RUNNING", "SUSPENDED"):
-            try:
-                http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
-                return worst
-            except http.ControllerError:  # it ended meanwhile
-                job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
+        try:
+            job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=10", timeout=40)
+            if job.get("state") in ("RUNNING", "SUSPENDED"):
+                try:
+                    http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": min(255, worst)})
+                    return worst
+                except http.ControllerError:  # it ended meanwhile
+                    job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=30", timeout=60)
+        except (http.Unreachable, http.ControllerError) as e:
+            print(f"srun: error: {getattr(e, 'error', None) or e}", file=sys.stderr)
+            return worst or 1
     finally:
         if not given_back:
             with contextlib.suppress(Exception):

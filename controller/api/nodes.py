@@ -78,9 +78,10 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
     c.last_sync[name] = now
     if last is not None and now - last > c.config.slurmd_timeout:
         log.info("Node %s now responding (silent for %.1f s)", name, now - last)
-    if body.finished or body.resources or body.lost:  # a registering node ends the jobs it lost
+    # a registering node ends the jobs it lost; a step's end ends an srun's own allocation
+    if body.finished or body.resources or body.lost or body.steps_finished:
         c.jobs_changed()
-    if body.finished or body.scripts_done or body.resources or last is None or \
+    if body.finished or body.steps_finished or body.scripts_done or body.resources or last is None or \
             now - last > c.config.slurmd_timeout:
         c.wake.set()  # resources freed, or a node (re)appeared
     wait = min(body.wait, c.settings.max_long_poll)

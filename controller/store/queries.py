@@ -35,7 +35,18 @@ class Queries:
                  now: float | None = None, history: bool = False, accounts: list[str] | None = None,
                  qos: list[str] | None = None, columns: tuple = LISTED) -> list[Any]:
         """Jobs' rows (`columns` of them) matching every filter given, by id."""
-        q = select(*columns)
+        conds = self._filters(ids=ids, states=states, users=users, partitions=partitions, names=names, since=since,
+                              until=until, now=now, history=history, accounts=accounts, qos=qos)
+        q = select(*columns).where(*conds)
+        with self.engine.connect() as c:
+            # sorted here: ORDER BY id would make the database scan by id rather than use the
+            # end-time or array index (sacct over a long history)
+            return sorted(c.execute(q), key=BY_ID)
+
+    def _filters(self, *, ids: list[int] | None, states: list[str] | None, users: list[str] | None,
+                 partitions: list[str] | None, names: list[str] | None, since: float | None, until: float | None,
+                 now: float | None, history: bool, accounts: list[str] | None, qos: list[str] | None) -> list:
+        """job_rows' conditions (all of them must hold)."""
         conds = []
         if ids:
             conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
@@ -57,12 +68,7 @@ class Queries:
             conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= since))
         if until is not None:
             conds.append(J.c.submit_time <= until)
-        if conds:
-            q = q.where(and_(*conds))
-        with self.engine.connect() as c:
-            # sorted here: ORDER BY id would make the database scan by id rather than use the
-            # end-time or array index (sacct over a long history)
-            return sorted(c.execute(q), key=BY_ID)
+        return conds
 
     # ---------------------------------------------------------------- steps
     def create_step(self, job_id: int, req: dict, now: float) -> dict:
@@ -93,62 +99,67 @@ class Queries:
     #: the most jobs public_list keeps the answers of
     PUBLIC_KEPT = 20000
 
-    def public_list(self, rows: list[Any], keys: list[str] | None = None) -> list[dict]:
+    def public_list(self, rows: list[Any], keys: list[str] | None = None, nulls: bool = True) -> list[dict]:
         """`public` of each row (LISTED columns), each a new dict (its nested values, such as the batch
         step's dict in `steps`, are shared between answers: replace them, never change them in place),
-        with only `keys` where given (a key a job lacks left out); a job unchanged since the last list
-        (its `rev`), under the same configuration, is not worked out again (a dashboard and squeue in a
-        loop ask for the same jobs every second)."""
+        with only `keys` where given (a key a job lacks left out; without `nulls`, one that is None
+        too); a job unchanged since the last list (its `rev`), under the same configuration, is not
+        worked out again (a dashboard and squeue in a loop ask for the same jobs every second)."""
         if len(rows) > self.PUBLIC_KEPT:  # (sacct over a long history: not kept)
-            return [_only(self.public(r), keys) for r in rows]
-        cache = self._kept(len(rows))
+            return [_only(self.public(r), keys, nulls) for r in rows]
+        cache = self._kept([r.id for r in rows])
         out = []
         for r in rows:
             hit = cache.get(r.id)
             if hit is None or hit[0] != (r.rev, r.submit_time):
                 hit = cache[r.id] = ((r.rev, r.submit_time), self.public(r))
-            out.append(_only(hit[1], keys))
+            out.append(_only(hit[1], keys, nulls))
         return out
 
     def listed(self, keys: list[str] | None = None, nulls: bool = True, **filters: Any) -> list[dict]:
-        """public_list(job_rows(**filters), keys), reading the whole row only of a job that changed
-        since the last list (each update of a job counts up its `rev`): squeue in a loop over 1,000
-        jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts are
-        shared with other answers: send them, never change them; without `nulls`, keys whose value
-        is None are left out too."""
-        heads = self.job_rows(**filters, columns=(J.c.id, J.c.rev, J.c.submit_time))
-        if len(heads) > self.PUBLIC_KEPT:
-            return self.public_list(self.job_rows(**filters), keys)
-        cache = self._kept(len(heads))
-        stale = [h.id for h in heads if (hit := cache.get(h.id)) is None or hit[0] != (h.rev, h.submit_time)]
-        if stale:
-            with self.engine.connect() as c:
-                for i in range(0, len(stale), 500):
-                    for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]))):
-                        cache[r.id] = ((r.rev, r.submit_time), self.public(r))
+        """public_list(job_rows(**filters), keys, nulls), reading the whole row only of a job that
+        changed since the last list (each update of a job counts up its `rev`): squeue in a loop over
+        1,000 jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts
+        are shared with other answers: send them, never change them."""
+        filters = {"ids": None, "states": None, "users": None, "partitions": None, "names": None, "since": None,
+                   "until": None, "now": None, "history": False, "accounts": None, "qos": None, **filters}
+        conds = self._filters(**filters)
+        with self.engine.connect() as c:
+            heads = sorted(c.execute(select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)), key=BY_ID)
+            if len(heads) > self.PUBLIC_KEPT:
+                return self.public_list(sorted(c.execute(select(*LISTED).where(*conds)), key=BY_ID), keys, nulls)
+            cache = self._kept([h.id for h in heads])
+            stale = [h.id for h in heads if (hit := cache.get(h.id)) is None or hit[0] != (h.rev, h.submit_time)]
+            fresh = set()
+            for i in range(0, len(stale), 500):  # (with the filters again: a job changed since the first read
+                for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]), *conds)):  # may no
+                    cache[r.id] = ((r.rev, r.submit_time), self.public(r))  # longer match them)
+                    fresh.add(r.id)
+        shown = [(h.id, cache[h.id]) for h in heads
+                 if h.id in fresh or (h.id in cache and cache[h.id][0] == (h.rev, h.submit_time))]
         if keys is None:
-            return [dict(cache[h.id][1]) for h in heads if h.id in cache]
-        # each job's view cut to `keys` is kept too (squeue asks for the same keys each time); those
-        # dicts are shared between answers: they are to be sent, never changed
+            return [dict(hit[1]) for _, hit in shown]
+        # each job's view cut to `keys` is kept too (squeue asks for the same keys each time), with the
+        # stamp of the view it was cut from
         cuts, which = self._public_kept[2], (tuple(keys), nulls)
         if which not in cuts and len(cuts) >= 8:
             cuts.clear()
         cut = cuts.setdefault(which, {})
         out = []
-        for h in heads:  # (a job gone between the two reads is left out; one changed since, shown as it is now)
-            hit = cache.get(h.id)
-            if hit is not None:
-                mine = cut.get(h.id)
-                if mine is None or mine[0] is not hit:
-                    mine = cut[h.id] = (hit, _only(hit[1], keys, nulls))
-                out.append(mine[1])
+        for jid, (stamp, view) in shown:
+            mine = cut.get(jid)
+            if mine is None or mine[0] != stamp:
+                mine = cut[jid] = (stamp, _only(view, keys, nulls))
+            out.append(mine[1])
         return out
 
-    def _kept(self, more: int) -> dict:
+    def _kept(self, ids: list[int]) -> dict:
         """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new
-        configuration or before they would pass PUBLIC_KEPT (with the cuts of them `listed` keeps)."""
+        configuration or before the jobs `ids` would take them past PUBLIC_KEPT (with the cuts of
+        them `listed` keeps)."""
         kept = getattr(self, "_public_kept", None)
-        if kept is None or kept[0] is not self.config or len(kept[1]) + more > self.PUBLIC_KEPT:
+        if kept is None or kept[0] is not self.config or \
+                len(kept[1]) + sum(1 for i in ids if i not in kept[1]) > self.PUBLIC_KEPT:
             kept = self._public_kept = (self.config, {}, {})
         return kept[1]
 
