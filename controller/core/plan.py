@@ -602,6 +602,7 @@ class _Cycle:
         self.can_preempt = self._preemptor_partitions()
         #: what running jobs hold of each accounting limit, as this cycle starts more
         self.used = {k: c.used for k, c in snap.counters.items()}
+        self.only_starts = False  #: see `plan`
 
     # ------------------------------------------------------------------ helpers
     def _preemptor_partitions(self) -> frozenset[str]:
@@ -1022,7 +1023,23 @@ class _Cycle:
                     tm.release(t, allocs)
         reserved = False
         easy = cfg.bf_easy
-        for job in jobs:
+        # only_starts: stop once no job left to test can start now (see `plan`). The count map's
+        # counts only go down while backfill runs (a start or a reservation subtracts its nodes), so
+        # a job that cannot start now at some point of the loop cannot later either; `last` is the
+        # position of the last job that still can, as `earliest(..., only_now=True)` says on the map
+        # as it is (no job starts now unless that says it may: it is `earliest`'s own first step)
+        last = len(jobs) - 1
+        if self.only_starts and counts is not None:
+            sizes = [counts[job.job_id] for job in jobs]
+            limits = [_seconds(job.time_limit) if job.time_limit is not None else self.seconds(job) for job in jobs]
+            while last >= 0 and earliest(sizes[last], limits[last], True) is None:
+                last -= 1
+            track = True
+        else:
+            track = False
+        for i, job in enumerate(jobs):
+            if i > last:
+                break
             out.bf_tested += 1
             if job.limits:
                 over = self.over_limit(job)
@@ -1058,6 +1075,9 @@ class _Cycle:
                 reserved = True
             if counts is not None:
                 reserve(t, secs, n)
+                if track:
+                    while last > i and earliest(sizes[last], limits[last], True) is None:
+                        last -= 1
             else:
                 tm.reserve(t, secs, allocs)
 
@@ -1074,10 +1094,17 @@ def clear_caches() -> None:
     _whole_nodes.cache_clear()
 
 
-def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:
+def plan(snap: Snapshot, backfill: bool | None = None, *, only_starts: bool = False) -> Plan:
     """One scheduling cycle. `backfill`: run the backfill pass after the main pass (default: as
-    `snap.config.backfill` says, i.e. sched/backfill)."""
+    `snap.config.backfill` says, i.e. sched/backfill).
+
+    `only_starts`: the caller reads only what the cycle starts, preempts and resumes (a trace
+    replay): backfill may then stop once none of the jobs it has left to test can start now.
+    `starts`, `backfilled`, `preemptions`, `resumes` and `priorities` are those of the full cycle;
+    `start_times`, `bf_tested` and the accounting-limit reasons backfill gives lack the jobs it
+    did not reach. (Whole-node backfill only: with the per-node time map it tests every job.)"""
     cyc = _Cycle(snap)
+    cyc.only_starts = only_starts
     items = cyc.queue()
     cyc.main_pass(items)
     if snap.config.backfill if backfill is None else backfill:

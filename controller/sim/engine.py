@@ -364,6 +364,7 @@ class Engine:
         nodes_dirty = False
         fcfs = not cfg.backfill and not weights.active and not self.exact
         easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
+        fast = not self.exact  # backfill may stop once nothing it has left to test can start
         # multifactor: hand a pass the head of the queue that holds every job it can start
         window = (cfg.bf_max_job_test if cfg.backfill else 0)
         ranked = self._ranking(nodes_t) if weights.active and not self.exact and window >= 0 else None
@@ -451,7 +452,7 @@ class Engine:
                             running=tuple(running.values()), config=cfg)
             queued += len(queue)
             c0 = time.perf_counter()
-            p = plan(snap)
+            p = plan(snap, only_starts=fast)
             if len(queue) < len(pending) and not (fcfs or easy):
                 # A head of the core's own order (`Ranking.head`) was handed over. The main pass
                 # started its first `s` jobs and stopped at job s; backfill tests `window` jobs from
@@ -463,7 +464,7 @@ class Engine:
                         or (ranked.more is not None and self._nothing_fits(ranked.beyond(submit), size, free,
                                                                              len(queue), s + max(window, 1)))):
                     redone += 1
-                    p = plan(replace(snap, pending=tuple(pending.values())))
+                    p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast)
             core_s += time.perf_counter() - c0
             passes += 1
             if not p.starts:
