@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
-from operator import and_, attrgetter, is_, is_not, itemgetter, lt, ne, neg, not_
+from operator import add, and_, attrgetter, is_, is_not, itemgetter, lt, ne, neg, not_
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -516,8 +516,11 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
     else:
         ages = [0.0] * len(pending)
     # the same float operations, in the same order, as `int(fixed + age + site - nice)` job by job
-    totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
-                                                        map(_NICE, pending))]
+    if any(map(_SITE, pending)) or any(map(_NICE, pending)):
+        totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
+                                                            map(_NICE, pending))]
+    else:  # x + 0 - 0 is x
+        totals = list(map(int, map(add, map(_SECOND, got), ages)))
     return dict(zip(map(_JOB_ID, pending), [t if t > 1 else 1 for t in totals]))
 
 
@@ -1012,11 +1015,15 @@ class _Cycle:
                                         for _, allocs in self.started):
             return None
         counts = {}
+        seen: dict[int, int] = {}  #: id(request) -> its node count (the jobs hold their requests)
         def_mem = snap.def_mem_per_cpu
         for job in jobs:
-            k = _whole_nodes_of(job.request, shape, def_mem)
-            if not k:
-                return None
+            req = job.request
+            k = seen.get(id(req))
+            if k is None:
+                k = seen[id(req)] = _whole_nodes_of(req, shape, def_mem)
+                if not k:
+                    return None
             counts[job.job_id] = k
         return counts
 
