@@ -28,8 +28,11 @@ values; the partition tuple is built once. A pass is skipped when it cannot star
   priorities, so it is exactly the first jobs of the core's order; whether it reached far
   enough is checked on the plan, and the pass is redone with the whole queue when not.
 
-`exact=True` turns the last three off (a full pass with the full queue at every instant at which
-some pending job fits); the tests check that both give the same schedule.
+Every pass asks the core for its starts only (`plan(..., only_starts=True)`): backfill stops once
+none of the jobs it has left to test can start now (their start times are not needed here).
+
+`exact=True` turns the last three and that off (a full pass with the full queue at every instant
+at which some pending job fits); the tests check that both give the same schedule.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ class SimResult:
     core_s: float = 0.0  #: time spent inside plan()
     #: slurm: passes handed only the head of the queue whose plan had to be redone with all of it
     redone: int = 0
+    bf_tested: int = 0  #: jobs backfill examined, summed over the passes (fast mode: it stops when none can start)
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
 
     def summary(self) -> dict:
@@ -377,7 +381,7 @@ class Engine:
         free = procs
         head = 0  # fcfs: queue position of the first job not started yet
         i = 0  # next arrival
-        passes = instants = idle = queued = 0
+        passes = instants = idle = queued = bf_tested = 0
         core_s = 0.0
         inf = math.inf
         while i < n or heap:
@@ -467,6 +471,7 @@ class Engine:
                     p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast)
             core_s += time.perf_counter() - c0
             passes += 1
+            bf_tested += p.bf_tested
             if not p.starts:
                 idle += 1
             if p.preemptions:
@@ -506,7 +511,7 @@ class Engine:
                                   f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
-                         instants=instants, core_s=core_s, redone=redone)
+                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:
