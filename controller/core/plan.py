@@ -614,6 +614,7 @@ class _Cycle:
         #: what running jobs hold of each accounting limit, as this cycle starts more
         self.used = {k: c.used for k, c in snap.counters.items()}
         self.only_starts = False  #: see `plan`
+        self.stopped = any(map(_SUSPENDED, snap.running))  #: some running job is suspended
 
     # ------------------------------------------------------------------ helpers
     def _preemptor_partitions(self) -> frozenset[str]:
@@ -637,8 +638,8 @@ class _Cycle:
             items = [(self.key(j), j, None) for j in self.snap.pending]
         else:  # no job may preempt: `key` without the call
             tiers, prio, pending = self.tiers, self.prio, self.snap.pending
-            if (len(set(map(tiers.get, set(map(_PARTITION, pending)), repeat(0)))) <= 1
-                    and not any(map(_SUSPENDED, self.snap.running))):
+            if (len(pending) > 8 and not self.stopped
+                    and len(set(map(tiers.get, set(map(_PARTITION, pending)), repeat(0)))) <= 1):
                 # one partition tier for every job and nothing suspended to resume: the keys' first
                 # three parts are all the same, so (priority, submit time, job id) sorts alike
                 ids = list(map(_JOB_ID, pending))
@@ -649,7 +650,7 @@ class _Cycle:
                 return items
             items = [((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
                        j.job_id), j, None) for j in pending]
-        for r in self.snap.running:
+        for r in self.snap.running if self.stopped else ():
             if r.suspended and not r.held_stopped:
                 items.append(((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
                                -r.priority, r.start_time, r.job_id), None, r))
@@ -777,7 +778,7 @@ class _Cycle:
         statics = {name: info.statics(def_mem, len(snap.pending)) for name, info in self.info.items()}
         # once every partition is blocked and nothing suspended waits in the queue, each job left
         # gets its static or limit reason, or Priority (`_waits`)
-        lone = not any(map(_SUSPENDED, snap.running))
+        lone = not self.stopped
         for at, (_, job, suspended) in enumerate(items):
             if suspended is not None:
                 self.resume(suspended)
@@ -805,7 +806,7 @@ class _Cycle:
             if allocs is None:
                 out.reasons[job.job_id] = self.blocked_reason(part)
                 self.block(part.name)
-                if lone and len(self.blocked) == len(self.parts):
+                if lone and len(items) - at > 8 and len(self.blocked) == len(self.parts):
                     self._waits(items, at + 1, statics)
                     return
                 continue
@@ -970,7 +971,7 @@ class _Cycle:
         """(when, allocations) of everything that holds resources and will give them back."""
         now = self.snap.now
         running = self.snap.running
-        if not self.going and not self.suspending and not any(map(_SUSPENDED, running)):
+        if not self.going and not self.suspending and not self.stopped:
             out = list(zip(map(_END, running), map(_ALLOCS, running)))  # none preempting (else `going`)
         else:
             out = self._holders_slow()
@@ -994,7 +995,7 @@ class _Cycle:
         interchangeable and backfill may plan with node counts (exact, and much cheaper).
         Returns the node count of each job, or None when the per-node time map is needed."""
         snap = self.snap
-        if len(set(self.members.values())) != 1 or any(r.suspended for r in snap.running):
+        if len(set(self.members.values())) != 1 or self.stopped:
             return None
         shape = self.ctx.shape
         if shape is None:
@@ -1130,9 +1131,9 @@ class _Cycle:
                 reserved = True
             if counts is not None:
                 reserve(t, secs, n)
-                if track:
-                    while last > i and (sizes[last] > cnt[0]
-                                        or earliest(sizes[last], self.limit(jobs[last]), True) is None):
+                if track:  # `last` may stay above the last job that can start (it is then not cut as short)
+                    while last > i and (sizes[last] > cnt[0] or (
+                            t > now and earliest(sizes[last], self.limit(jobs[last]), True) is None)):
                         last -= 1
             else:
                 tm.reserve(t, secs, allocs)
