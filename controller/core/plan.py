@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
-from operator import and_, attrgetter, is_, is_not, itemgetter, lt, ne, not_
+from operator import add, and_, attrgetter, is_, is_not, itemgetter, lt, ne, neg, not_
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -91,6 +91,9 @@ _ELIGIBLE = attrgetter("eligible_time")
 _SITE = attrgetter("site")
 _NICE = attrgetter("nice")
 _JOB_ID = attrgetter("job_id")
+_PARTITION = attrgetter("partition")
+_PRIORITY = attrgetter("priority")
+_SUBMIT = attrgetter("submit_time")
 
 
 def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:
@@ -503,13 +506,21 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
                 got[i] = known[id(j)] = (j, base(j).exact)
     now, max_age, w_age = snap.now, w.max_age, w.age
     if max_age > 0 and w_age:
-        ages = [w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None else 0.0
-                for e in map(_ELIGIBLE, pending)]
+        eligible = list(map(_ELIGIBLE, pending))
+        if None in eligible:
+            ages = [w_age * min(max(now - e, 0.0) / max_age, 1.0) if e is not None else 0.0 for e in eligible]
+        else:  # the same, without calls: an age of 0 (or -0.0: the same totals) up to now, 1 from max_age on
+            full = w_age * 1.0
+            ages = [(w_age * (d / max_age) if d < max_age else full) if (d := now - e) > 0.0 else 0.0
+                    for e in eligible]
     else:
         ages = [0.0] * len(pending)
     # the same float operations, in the same order, as `int(fixed + age + site - nice)` job by job
-    totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
-                                                        map(_NICE, pending))]
+    if any(map(_SITE, pending)) or any(map(_NICE, pending)):
+        totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
+                                                            map(_NICE, pending))]
+    else:  # x + 0 - 0 is x
+        totals = list(map(int, map(add, map(_SECOND, got), ages)))
     return dict(zip(map(_JOB_ID, pending), [t if t > 1 else 1 for t in totals]))
 
 
@@ -602,6 +613,8 @@ class _Cycle:
         self.can_preempt = self._preemptor_partitions()
         #: what running jobs hold of each accounting limit, as this cycle starts more
         self.used = {k: c.used for k, c in snap.counters.items()}
+        self.only_starts = False  #: see `plan`
+        self.stopped = any(map(_SUSPENDED, snap.running))  #: some running job is suspended
 
     # ------------------------------------------------------------------ helpers
     def _preemptor_partitions(self) -> frozenset[str]:
@@ -624,10 +637,20 @@ class _Cycle:
         if self.cfg.preempt_qos or self.can_preempt:
             items = [(self.key(j), j, None) for j in self.snap.pending]
         else:  # no job may preempt: `key` without the call
-            tiers, prio = self.tiers, self.prio
+            tiers, prio, pending = self.tiers, self.prio, self.snap.pending
+            if (len(pending) > 8 and not self.stopped
+                    and len(set(map(tiers.get, set(map(_PARTITION, pending)), repeat(0)))) <= 1):
+                # one partition tier for every job and nothing suspended to resume: the keys' first
+                # three parts are all the same, so (priority, submit time, job id) sorts alike
+                ids = list(map(_JOB_ID, pending))
+                prios = map(prio.__getitem__, ids) if len(prio) == len(pending) else map(
+                    prio.get, ids, map(_PRIORITY, pending))
+                items = list(zip(zip(map(neg, prios), map(_SUBMIT, pending), ids), pending, repeat(None)))
+                items.sort(key=_FIRST)
+                return items
             items = [((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
-                       j.job_id), j, None) for j in self.snap.pending]
-        for r in self.snap.running:
+                       j.job_id), j, None) for j in pending]
+        for r in self.snap.running if self.stopped else ():
             if r.suspended and not r.held_stopped:
                 items.append(((r.partition not in self.can_preempt, -self.tiers.get(r.partition, 0), 0,
                                -r.priority, r.start_time, r.job_id), None, r))
@@ -753,7 +776,10 @@ class _Cycle:
         snap, out = self.snap, self.out
         reasons, def_mem, now, memo = out.reasons, snap.def_mem_per_cpu, snap.now, self.memo
         statics = {name: info.statics(def_mem, len(snap.pending)) for name, info in self.info.items()}
-        for _, job, suspended in items:
+        # once every partition is blocked and nothing suspended waits in the queue, each job left
+        # gets its static or limit reason, or Priority (`_waits`)
+        lone = not self.stopped
+        for at, (_, job, suspended) in enumerate(items):
             if suspended is not None:
                 self.resume(suspended)
                 continue
@@ -780,8 +806,31 @@ class _Cycle:
             if allocs is None:
                 out.reasons[job.job_id] = self.blocked_reason(part)
                 self.block(part.name)
+                if lone and len(items) - at > 8 and len(self.blocked) == len(self.parts):
+                    self._waits(items, at + 1, statics)
+                    return
                 continue
             self.start(job, allocs)
+
+    def _waits(self, items: list[_Item], at: int, statics: dict) -> None:
+        """The main pass from `at` on when every partition is blocked and no item is a suspended
+        job: the loop of `main_pass`, less what cannot happen then (a job without a static or limit
+        reason is in a blocked partition, so it waits with Priority)."""
+        snap = self.snap
+        reasons, def_mem, now, memo, parts = self.out.reasons, snap.def_mem_per_cpu, snap.now, self.memo, self.parts
+        priority = Reason.PRIORITY
+        for _, job, _ in islice(items, at, None):
+            known = statics.get(job.partition)
+            got = known.get(id(job)) if known is not None else None
+            if got is not None and got[0] is job:
+                reason = got[1]
+            else:
+                reason = static_reason(job, parts.get(job.partition), self.nodes, def_mem, now, memo)
+                if known is not None and job.begin_time is None:
+                    known[id(job)] = (job, reason)
+            if reason is None and job.limits:
+                reason = self.over_limit(job)
+            reasons[job.job_id] = priority if reason is None else reason
 
     def block(self, part: str) -> None:
         """The partition's first job waits: the rest of it waits behind it (`Priority`), and
@@ -914,11 +963,15 @@ class _Cycle:
             limit = p.max_time if p else None
         return None if limit is None else _seconds(limit)
 
+    def limit(self, job: PendingJob) -> float | None:
+        """The seconds backfill plans `job` for (None: no limit)."""
+        return _seconds(job.time_limit) if job.time_limit is not None else self.seconds(job)
+
     def _holders(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
         """(when, allocations) of everything that holds resources and will give them back."""
         now = self.snap.now
         running = self.snap.running
-        if not self.going and not self.suspending and not any(map(_SUSPENDED, running)):
+        if not self.going and not self.suspending and not self.stopped:
             out = list(zip(map(_END, running), map(_ALLOCS, running)))  # none preempting (else `going`)
         else:
             out = self._holders_slow()
@@ -942,7 +995,7 @@ class _Cycle:
         interchangeable and backfill may plan with node counts (exact, and much cheaper).
         Returns the node count of each job, or None when the per-node time map is needed."""
         snap = self.snap
-        if len(set(self.members.values())) != 1 or any(r.suspended for r in snap.running):
+        if len(set(self.members.values())) != 1 or self.stopped:
             return None
         shape = self.ctx.shape
         if shape is None:
@@ -963,11 +1016,15 @@ class _Cycle:
                                         for _, allocs in self.started):
             return None
         counts = {}
+        seen: dict[int, int] = {}  #: id(request) -> its node count (the jobs hold their requests)
         def_mem = snap.def_mem_per_cpu
         for job in jobs:
-            k = _whole_nodes_of(job.request, shape, def_mem)
-            if not k:
-                return None
+            req = job.request
+            k = seen.get(id(req))
+            if k is None:
+                k = seen[id(req)] = _whole_nodes_of(req, shape, def_mem)
+                if not k:
+                    return None
             counts[job.job_id] = k
         return counts
 
@@ -1022,7 +1079,23 @@ class _Cycle:
                     tm.release(t, allocs)
         reserved = False
         easy = cfg.bf_easy
-        for job in jobs:
+        # only_starts: stop once no job left to test can start now (see `plan`). The count map's
+        # counts only go down while backfill runs (a start or a reservation subtracts its nodes), so
+        # a job that cannot start now at some point of the loop cannot later either; `last` is the
+        # position of the last job that still can, as `earliest(..., only_now=True)` says on the map
+        # as it is (no job starts now unless that says it may: it is `earliest`'s own first step)
+        last = len(jobs) - 1
+        if self.only_starts and counts is not None:
+            sizes = list(map(counts.__getitem__, map(_JOB_ID, jobs)))
+            cnt = cm.cnt  # reserve changes it in place; cnt[0]: the nodes free now, which `earliest` checks first
+            while last >= 0 and (sizes[last] > cnt[0] or earliest(sizes[last], self.limit(jobs[last]), True) is None):
+                last -= 1
+            track = True
+        else:
+            track = False
+        for i, job in enumerate(jobs):
+            if i > last:
+                break
             out.bf_tested += 1
             if job.limits:
                 over = self.over_limit(job)
@@ -1058,6 +1131,10 @@ class _Cycle:
                 reserved = True
             if counts is not None:
                 reserve(t, secs, n)
+                if track:  # `last` may stay above the last job that can start (it is then not cut as short)
+                    while last > i and (sizes[last] > cnt[0] or (
+                            t > now and earliest(sizes[last], self.limit(jobs[last]), True) is None)):
+                        last -= 1
             else:
                 tm.reserve(t, secs, allocs)
 
@@ -1074,10 +1151,17 @@ def clear_caches() -> None:
     _whole_nodes.cache_clear()
 
 
-def plan(snap: Snapshot, backfill: bool | None = None) -> Plan:
+def plan(snap: Snapshot, backfill: bool | None = None, *, only_starts: bool = False) -> Plan:
     """One scheduling cycle. `backfill`: run the backfill pass after the main pass (default: as
-    `snap.config.backfill` says, i.e. sched/backfill)."""
+    `snap.config.backfill` says, i.e. sched/backfill).
+
+    `only_starts`: the caller reads only what the cycle starts, preempts and resumes (a trace
+    replay): backfill may then stop once none of the jobs it has left to test can start now.
+    `starts`, `backfilled`, `preemptions`, `resumes` and `priorities` are those of the full cycle;
+    `start_times`, `bf_tested` and the accounting-limit reasons backfill gives lack the jobs it
+    did not reach. (Whole-node backfill only: with the per-node time map it tests every job.)"""
     cyc = _Cycle(snap)
+    cyc.only_starts = only_starts
     items = cyc.queue()
     cyc.main_pass(items)
     if snap.config.backfill if backfill is None else backfill:

@@ -10,6 +10,7 @@ resources away over `[start, end)`. Times are rounded up to `bf_resolution` past
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import accumulate
 
 from .alloc import Free, fit
 from .model import NodeAlloc, Request
@@ -50,15 +51,14 @@ class CountMap(_Grid):
         self.res = res = max(1, resolution)
         self.horizon = horizon = now + window_s
         back: dict[float, int] = {}
+        get = back.get
         for at, n in releases:
             if at <= horizon:
                 t = now + res if at <= now else now + -(-(at - now) // res) * res  # self.grid(at), inline
-                back[t] = back.get(t, 0) + n
-        self.times = [now]
-        self.cnt = [free_now]
-        for t in sorted(back):
-            self.times.append(t)
-            self.cnt.append(self.cnt[-1] + back[t])
+                back[t] = get(t, 0) + n
+        ts = sorted(back)
+        self.times = [now, *ts]
+        self.cnt = list(accumulate(map(back.__getitem__, ts), initial=free_now))  # running sums
 
     def _slot(self, t: float) -> int:
         i = bisect_left(self.times, t)

@@ -28,8 +28,11 @@ values; the partition tuple is built once. A pass is skipped when it cannot star
   priorities, so it is exactly the first jobs of the core's order; whether it reached far
   enough is checked on the plan, and the pass is redone with the whole queue when not.
 
-`exact=True` turns the last three off (a full pass with the full queue at every instant at which
-some pending job fits); the tests check that both give the same schedule.
+Every pass asks the core for its starts only (`plan(..., only_starts=True)`): backfill stops once
+none of the jobs it has left to test can start now (their start times are not needed here).
+
+`exact=True` turns the last three and that off (a full pass with the full queue at every instant
+at which some pending job fits); the tests check that both give the same schedule.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ class SimResult:
     core_s: float = 0.0  #: time spent inside plan()
     #: slurm: passes handed only the head of the queue whose plan had to be redone with all of it
     redone: int = 0
+    bf_tested: int = 0  #: jobs backfill examined, summed over the passes (fast mode: it stops when none can start)
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
 
     def summary(self) -> dict:
@@ -364,6 +368,7 @@ class Engine:
         nodes_dirty = False
         fcfs = not cfg.backfill and not weights.active and not self.exact
         easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
+        fast = not self.exact  # backfill may stop once nothing it has left to test can start
         # multifactor: hand a pass the head of the queue that holds every job it can start
         window = (cfg.bf_max_job_test if cfg.backfill else 0)
         ranked = self._ranking(nodes_t) if weights.active and not self.exact and window >= 0 else None
@@ -376,7 +381,7 @@ class Engine:
         free = procs
         head = 0  # fcfs: queue position of the first job not started yet
         i = 0  # next arrival
-        passes = instants = idle = queued = 0
+        passes = instants = idle = queued = bf_tested = 0
         core_s = 0.0
         inf = math.inf
         while i < n or heap:
@@ -451,7 +456,7 @@ class Engine:
                             running=tuple(running.values()), config=cfg)
             queued += len(queue)
             c0 = time.perf_counter()
-            p = plan(snap)
+            p = plan(snap, only_starts=fast)
             if len(queue) < len(pending) and not (fcfs or easy):
                 # A head of the core's own order (`Ranking.head`) was handed over. The main pass
                 # started its first `s` jobs and stopped at job s; backfill tests `window` jobs from
@@ -463,9 +468,10 @@ class Engine:
                         or (ranked.more is not None and self._nothing_fits(ranked.beyond(submit), size, free,
                                                                              len(queue), s + max(window, 1)))):
                     redone += 1
-                    p = plan(replace(snap, pending=tuple(pending.values())))
+                    p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast)
             core_s += time.perf_counter() - c0
             passes += 1
+            bf_tested += p.bf_tested
             if not p.starts:
                 idle += 1
             if p.preemptions:
@@ -505,7 +511,7 @@ class Engine:
                                   f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
-                         instants=instants, core_s=core_s, redone=redone)
+                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:

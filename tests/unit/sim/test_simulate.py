@@ -221,6 +221,8 @@ def test_slurm_head_of_the_queue_on_crowded_traces(seed):
         fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
         assert fast.start == full.start, pol
         assert fast.queued < full.queued
+        if pol.config.backfill:  # backfill stopped once nothing it had left could start
+            assert fast.bf_tested < full.bf_tested, pol
 
 
 @needs_traces
@@ -230,6 +232,21 @@ def test_slurm_head_of_the_queue_on_a_real_trace():
     fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
     assert fast.start == full.start
     assert fast.queued < full.queued
+    assert fast.bf_tested < full.bf_tested / 2  # `plan(only_starts=True)`: backfill's early stop
+
+
+@pytest.mark.parametrize("seed", [3, 5])
+def test_slurm_backfill_stop_on_narrow_crowded_traces(seed):
+    """Many narrow jobs behind wide ones on a small machine: backfill starts jobs far down the
+    queue after many reservations, and its early stop (fast mode) must not come before them."""
+    from dataclasses import replace
+    t = swf.parse(crowded(n=700, procs=8, seed=seed))
+    base = engine.policy("slurm", t.jobs)
+    for pol in (base, replace(base, config=replace(base.config, bf_resolution=1, bf_window=60)),
+                replace(base, config=replace(base.config, bf_max_job_test=1000))):
+        fast, full = engine.simulate(t, pol), engine.simulate(t, pol, exact=True)
+        assert fast.start == full.start, pol
+        assert fast.bf_tested < full.bf_tested, pol
 
 
 def _exact_order(eng: engine.Engine, positions: list[int], now: float) -> list[int]:
