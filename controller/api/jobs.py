@@ -18,6 +18,7 @@ from ..core.model import PendingJob
 from ..core.plan import plan, priorities
 from ..errors import DomainError, InvalidRequest
 from ..store.jobs import JobStore, request_of
+from ..store.queries import only_keys
 from ..views import validate_submit
 from . import limits
 from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_code, own_job, parse_ids, split_list)
@@ -134,7 +135,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
             earlier = c.store.earlier_runs(rows)
             jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
         if keys:  # (a key the job lacks stays absent)
-            jobs = [{k: j[k] for k in keys if k in j and (nulls or j[k] is not None)} for j in jobs]
+            jobs = [only_keys(j, keys, nulls) for j in jobs]
     out = as_json({"jobs": jobs})
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen

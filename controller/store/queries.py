@@ -43,9 +43,11 @@ class Queries:
             # end-time or array index (sacct over a long history)
             return sorted(c.execute(q), key=BY_ID)
 
-    def _filters(self, *, ids: list[int] | None, states: list[str] | None, users: list[str] | None,
-                 partitions: list[str] | None, names: list[str] | None, since: float | None, until: float | None,
-                 now: float | None, history: bool, accounts: list[str] | None, qos: list[str] | None) -> list:
+    def _filters(self, *, ids: list[int] | None = None, states: list[str] | None = None,
+                 users: list[str] | None = None, partitions: list[str] | None = None,
+                 names: list[str] | None = None, since: float | None = None, until: float | None = None,
+                 now: float | None = None, history: bool = False, accounts: list[str] | None = None,
+                 qos: list[str] | None = None) -> list:
         """job_rows' conditions (all of them must hold)."""
         conds = []
         if ids:
@@ -106,14 +108,14 @@ class Queries:
         too); a job unchanged since the last list (its `rev`), under the same configuration, is not
         worked out again (a dashboard and squeue in a loop ask for the same jobs every second)."""
         if len(rows) > self.PUBLIC_KEPT:  # (sacct over a long history: not kept)
-            return [_only(self.public(r), keys, nulls) for r in rows]
+            return [only_keys(self.public(r), keys, nulls) for r in rows]
         cache = self._kept([r.id for r in rows])
         out = []
         for r in rows:
             hit = cache.get(r.id)
             if hit is None or hit[0] != (r.rev, r.submit_time):
                 hit = cache[r.id] = ((r.rev, r.submit_time), self.public(r))
-            out.append(_only(hit[1], keys, nulls))
+            out.append(only_keys(hit[1], keys, nulls))
         return out
 
     def listed(self, keys: list[str] | None = None, nulls: bool = True, **filters: Any) -> list[dict]:
@@ -121,8 +123,6 @@ class Queries:
         changed since the last list (each update of a job counts up its `rev`): squeue in a loop over
         1,000 jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts
         are shared with other answers: send them, never change them."""
-        filters = {"ids": None, "states": None, "users": None, "partitions": None, "names": None, "since": None,
-                   "until": None, "now": None, "history": False, "accounts": None, "qos": None, **filters}
         conds = self._filters(**filters)
         with self.engine.connect() as c:
             heads = sorted(c.execute(select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)), key=BY_ID)
@@ -149,7 +149,7 @@ class Queries:
         for jid, (stamp, view) in shown:
             mine = cut.get(jid)
             if mine is None or mine[0] != stamp:
-                mine = cut[jid] = (stamp, _only(view, keys, nulls))
+                mine = cut[jid] = (stamp, only_keys(view, keys, nulls))
             out.append(mine[1])
         return out
 
@@ -374,7 +374,7 @@ def _output_path(pattern: str, job_id: int, array_job_id: int, array_task_id: in
     return path if os.path.isabs(path) else os.path.join(workdir, path)
 
 
-def _only(job: dict, keys: list[str] | None, nulls: bool = True) -> dict:
+def only_keys(job: dict, keys: list[str] | None, nulls: bool = True) -> dict:
     """A new dict of `job`: whole, or only `keys` (those it has; without `nulls`, those not None)."""
     if keys is None:
         return dict(job)
