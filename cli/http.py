@@ -1,8 +1,10 @@
-"""A minimal HTTP/1.1 JSON client for the CLI.
+"""A minimal HTTP/1.1 client for the CLI.
 
 The CLI is run in loops by other tools, so this avoids `http.client` (which pulls in the email
-package): it speaks HTTP/1.1 over a plain socket, with the standard library's `json` for answers
-(imported when one is decoded) and Python literals for request bodies (common/wire.py).
+package): it speaks HTTP/1.1 itself, with Python literals for request bodies (common/wire.py). On the
+controller's host it sends requests through the controller's spool (controller/localsock.py) with
+nothing but `os` and `select`, else its Unix socket, and takes answers in `marshal` (no JSON decoder
+to load); from elsewhere it uses TCP (the `socket` module, imported then) and JSON.
 The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmlet up`
 (`~/.slurmlet/controller`), else 127.0.0.1:6817.
 """
@@ -10,9 +12,11 @@ The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmle
 from __future__ import annotations
 
 import os
-import socket
 
 from slurmlet.common.wire import LITERAL, LITERAL_MAX
+
+MARSHAL = "application/x-marshal"  #: an answer in Python's `marshal` format (controller/app.py)
+SPOOL_MAX = 4 * 2**20  #: the largest request sent through the controller's spool (controller/localsock.py)
 
 DEFAULT = "http://127.0.0.1:6817"
 
@@ -53,7 +57,7 @@ def _split(url: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port.split("/")[0] or 80)
 
 
-def _local(timeout: float) -> socket.socket | None:
+def _local(timeout: float) -> socket.socket | None:  # noqa: F821 - imported when used
     """A connection to the controller's Unix socket, $SLURMLET_SOCKET (`slurmlet up` exports it),
     where the kernel tells the controller who we are; None where there is none, or it cannot be
     reached (another host's path, a directory we may not enter, a controller gone): then TCP."""
@@ -65,6 +69,7 @@ def _local(timeout: float) -> socket.socket | None:
             return None
     except OSError:
         return None
+    import socket
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)
@@ -98,27 +103,39 @@ def _encode(body: object) -> tuple[bytes, str]:
 def exchange(method: str, path: str, body: object = None, *, url: str | None = None, timeout: float = 30.0,
              headers: dict[str, str] | None = None, signed: bool = False) -> tuple[int, str, bytes]:
     """One request: (status, the answer's header lines, its body), undecoded; raises Unreachable
-    (no connection, or the connection lost before a whole answer came). On this host it goes over
-    the controller's Unix socket ($SLURMLET_SOCKET), where the kernel says who we are; else, or when
-    that socket does not answer as the controller named (421, or not at all), by TCP, where changes
-    carry a credential for this one request (common/cred.py) and reads do when `signed` (what only
-    an owner may read)."""
+    (no connection, or the connection lost before a whole answer came). On this host it goes through
+    the spool beside the controller's Unix socket ($SLURMLET_SOCKET) or that socket, where the kernel
+    says who we are; else, or when neither answers as the controller named (421, or not at all), by
+    TCP, where changes carry a credential for this one request (common/cred.py) and reads do when
+    `signed` (what only an owner may read)."""
     host, port = _split(url or controller_url())
     payload, ctype = (b"", "application/json") if body is None else _encode(body)
     extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-    s = _local(timeout) if url is None else None
-    if s is not None:
+    if url is None:  # answers from this host's controller may come as marshal: no JSON decoder to load
+        local = _head(method, path, host, port, f"Accept: {MARSHAL}, application/json\r\n" + extra, ctype,
+                      payload) + payload
         try:
-            status, header, data = _over(s, method, path, payload, ctype, extra, host, port)
-            if status != 421:
-                return status, header, data
-        except Unreachable:  # (a submission sent twice is made once: its Idempotency-Key)
+            answer = _spooled(local, timeout)
+            if answer is not None:
+                status, header, data = _parsed(answer, host, port)
+                if status != 421:
+                    return status, header, data
+        except Unreachable:  # (as below)
             pass
+        s = _local(timeout)
+        if s is not None:
+            try:
+                status, header, data = _over(s, local, host, port)
+                if status != 421:
+                    return status, header, data
+            except Unreachable:  # (a submission sent twice is made once: its Idempotency-Key)
+                pass
     if method != "GET" or signed:
         from slurmlet.common import cred
         c = cred.header_for_me(cred.bind(method, path, payload))
         if c is not None:
             extra = f"{cred.HEADER}: {c}\r\n" + extra
+    import socket
     try:
         # a bytes host skips the idna codec (and the `re` import it brings)
         infos = socket.getaddrinfo(host.encode("ascii", "replace"), port, socket.AF_UNSPEC, socket.SOCK_STREAM)
@@ -128,17 +145,94 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
         s.connect(addr)
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
-    return _over(s, method, path, payload, ctype, extra, host, port)
+    return _over(s, _head(method, path, host, port, extra, ctype, payload) + payload, host, port)
 
 
-def _over(s: socket.socket, method: str, path: str, payload: bytes, ctype: str, extra: str, host: str,
-          port: int) -> tuple[int, str, bytes]:
-    """The request sent and its answer read on connected socket `s` (closed after)."""
-    head = (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}"
+def _head(method: str, path: str, host: str, port: int, extra: str, ctype: str, payload: bytes) -> bytes:
+    return (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}"
             f"Content-Type: {ctype}\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
+
+
+def _spooled(request: bytes, timeout: float) -> bytes | None:
+    """The answer to a request sent through the controller's spool beside $SLURMLET_SOCKET (see
+    controller/localsock.py), with nothing but `os` and `select`; None where it was not served so
+    (no spool, nobody rings for it, not taken within a second, refused): then the socket.
+    Raises Unreachable when it was taken and no whole answer came within `timeout` seconds."""
+    sock = os.environ.get("SLURMLET_SOCKET")
+    if not sock or len(request) > SPOOL_MAX:
+        return None
+    spool = sock + ".d"
+    bell = spool + "/bell"
+    try:  # root's or one's own, like the socket: another user's would read what we send
+        if os.stat(spool).st_uid not in (0, os.getuid()) or os.lstat(bell).st_uid not in (0, os.getuid()):
+            return None
+        ring = os.open(bell, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # ENXIO: nobody reads it
+    except OSError:
+        return None
+    name = os.urandom(16).hex()
+    req, out = f"{spool}/{name}.req", f"{spool}/{name}.out"
+    fd = None
+    try:
+        try:
+            w = os.open(req, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(request)
+                while view:
+                    view = view[os.write(w, view):]
+            finally:
+                os.close(w)
+            os.mkfifo(out, 0o600)
+            fd = os.open(out, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            os.write(ring, f"{name}\n".encode())  # (one write, under PIPE_BUF: never split)
+        except OSError:
+            _remove(req, out)
+            return None
+        finally:
+            os.close(ring)
+        import select
+        import time
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        taken = False
+        chunks = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Unreachable(f"the slurm controller did not answer within {timeout:g} s")
+            if not poll.poll(min(left, 1.0) * 1000 if not taken else left * 1000):
+                if not taken:
+                    try:
+                        os.unlink(req)  # not taken: withdrawn (of this unlink and the controller's, one wins)
+                        _remove(out)
+                        return None
+                    except OSError:
+                        taken = True
+                continue
+            b = os.read(fd, 65536)
+            if not b:
+                break
+            chunks.append(b)
+            taken = True
+        return b"".join(chunks) or None  # (nothing: refused, ask by the socket)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _remove(*paths: str) -> None:
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _over(s: socket.socket, request: bytes, host: str, port: int) -> tuple[int, str, bytes]:  # noqa: F821
+    """The request sent and its answer read on connected socket `s` (closed after)."""
     try:
         with s:
-            s.sendall(head + payload)
+            s.sendall(request)
             chunks = []
             while True:
                 b = s.recv(65536)
@@ -147,7 +241,11 @@ def _over(s: socket.socket, method: str, path: str, payload: bytes, ctype: str, 
                 chunks.append(b)
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
-    raw = b"".join(chunks)
+    return _parsed(b"".join(chunks), host, port)
+
+
+def _parsed(raw: bytes, host: str, port: int) -> tuple[int, str, bytes]:
+    """An HTTP answer read whole: (status, header lines, body); Unreachable when it is none."""
     sep = raw.find(b"\r\n\r\n")
     if sep < 0:
         raise Unreachable("malformed answer from the controller")
@@ -173,10 +271,16 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
 
 
 def _decoded(status: int, header: str, data: bytes, url: str | None) -> object:
-    import json
     try:
-        doc = json.loads(data) if data else None
-    except (ValueError, IndexError):  # not the controller's JSON (a proxy's error page, a cut answer)
+        if not data:
+            doc = None
+        elif f"\r\ncontent-type: {MARSHAL}" in header.lower():  # (only this host's controller sends it)
+            import marshal
+            doc = marshal.loads(data)
+        else:
+            import json
+            doc = json.loads(data)
+    except (ValueError, IndexError, EOFError, TypeError):  # not the controller's JSON (a proxy's error page, a cut answer)
         host, port = _split(url or controller_url())
         first = header.split("\r\n", 1)[0][:100]
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}") from None

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import marshal
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -118,10 +120,57 @@ class _LiteralBodies:
         await self.app(scope, limits.replaying(data, receive), send)
 
 
+MARSHAL = b"application/x-marshal"
+
+
+class _MarshalAnswers:
+    """JSON answers in Python's `marshal` format for a client that lists `application/x-marshal` in
+    its Accept: the CLI on this host (cli/http.py), which then loads no JSON decoder (`json` brings
+    `re` and `enum`: milliseconds of every command). The same values: the JSON the routes made, read
+    back (JSON's types only, so a client on another Python version reads it too: marshal's format 4,
+    Python 3.4 on). Other answers (streams, pages, an answer too deep for marshal) pass as they are."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http" or not any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]):
+            await self.app(scope, receive, send)
+            return
+        start = None
+        parts: list[bytes] = []
+
+        async def convert(msg) -> None:  # noqa: ANN001
+            nonlocal start
+            if msg["type"] == "http.response.start" and any(
+                    k == b"content-type" and v.startswith(b"application/json") for k, v in msg.get("headers", ())):
+                start = msg
+                return
+            if msg["type"] != "http.response.body" or start is None:
+                await send(msg)
+                return
+            parts.append(msg.get("body", b""))
+            if msg.get("more_body"):
+                return
+            body, ctype = b"".join(parts), None
+            try:
+                body, ctype = marshal.dumps(json.loads(body), 4), MARSHAL
+            except (ValueError, RecursionError):
+                pass
+            headers = [(k, v) for k, v in start["headers"] if k != b"content-length" and
+                       (ctype is None or k != b"content-type")]
+            headers.append((b"content-length", str(len(body)).encode()))
+            if ctype is not None:
+                headers.append((b"content-type", ctype))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, convert)
+
+
 def literal_to_json(body: bytes) -> bytes:
     """A Python-literal request body as JSON (InvalidRequest when it is not one JSON can carry)."""
     import ast
-    import json
     if len(body) > wire.LITERAL_MAX:
         raise InvalidRequest(f"a body sent as {wire.LITERAL} may be at most {wire.LITERAL_MAX} bytes; send JSON")
     try:
@@ -206,10 +255,11 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse(status_code=400, content={"detail": InvalidRequest("the JSON body nests too deeply").to_json()})
 
     # middleware, innermost first: Python-literal bodies made JSON (after authentication, which binds
-    # the body as sent), authentication, then the body limit (an oversized request is refused
+    # the body as sent), authentication, answers as marshal where asked, then the body limit (an oversized request is refused
     # with 413 before 401), then the latency timing of metrics.install (outermost: it times everything)
     app.add_middleware(_LiteralBodies)
     app.add_middleware(_Authenticate)
+    app.add_middleware(_MarshalAnswers)  # (outside authentication: its refusals are answers too)
     for r in (jobs, runs, secrets, steps, nodes, admin, web):
         app.include_router(r.router)
     app.add_middleware(limits.BodyLimit, max_code=MAX_CODE)  # 413 before an oversized body is read

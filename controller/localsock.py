@@ -8,6 +8,17 @@ lives as long as the connection. The authentication middleware (app.py) takes th
 (once) and the request is that user's. A token is never sent anywhere but to the controller's own
 listener, so another user cannot learn one; a client that sends the header itself names no live
 token and is nobody.
+
+Beside the socket, a spool (`PATH.d`, root's or the controller user's, mode 1733: anyone may add a
+file, nobody but its owner may remove one, nobody but the controller may list it) serves clients that
+would rather not load the `socket` module (milliseconds of every command): a client writes its whole
+request to `NAME.req` (0600, its own), makes a FIFO `NAME.out` (0600) to read the answer from, and
+writes `NAME` and a newline to the FIFO `bell`; NAME is 32 random hex digits, which only the client
+and the controller ever see. The controller takes the request (unlinks `NAME.req`: of its unlink and
+the client's, who withdraws a request not taken within a second, exactly one succeeds), and the
+request is the user who owns the file: the kernel says who made it, as SO_PEERCRED says who
+connected. It is relayed as a connection's is, and the answer written to `NAME.out`. Postfix's
+maildrop and pickup FIFO work so.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import secrets
 import socket
 import stat
 import struct
+import time
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -30,6 +42,12 @@ PER_USER = 64  #: connections one uid may hold open at once
 TOTAL = 512  #: connections all users may hold open at once (each costs the controller 3 descriptors)
 MAX_FIRST_LINE = 65536
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+SPOOL_SUFFIX = ".d"  #: the spool beside the socket: PATH.d
+BELL = "bell"
+SPOOL_MAX = 4 * 2**20  #: the largest request a client may spool (larger ones go by the socket)
+NAME_LEN = 32  #: a spooled request's name: this many lowercase hex digits
+STALE = 600.0  #: seconds after which a spooled request nobody rang for is removed
+_HEX = frozenset("0123456789abcdef")
 
 
 class Local:
@@ -44,6 +62,12 @@ class Local:
         #: the names under which clients reach this controller's listener
         self.names = {"127.0.0.1", "localhost", "::1", self.upstream[0].lower(), socket.gethostname().lower()}
         self.server: asyncio.AbstractServer | None = None
+        self.spool = path + SPOOL_SUFFIX
+        self.spool_fd: int | None = None  #: the spool, opened (names are opened relative to it)
+        self.bell_fd: int | None = None
+        self.rung = b""  #: the bell's last line, while it has no newline yet
+        self.swept = 0.0  #: (time.monotonic) when stale spooled requests were last removed
+        self.tasks: set[asyncio.Task] = set()  #: spooled requests being answered
 
     def serves(self, host: str) -> bool:
         """Whether a request's Host (the controller its client meant) is this controller."""
@@ -79,8 +103,156 @@ class Local:
             os.umask(old)
         st = os.lstat(self.path)
         self.made = (st.st_dev, st.st_ino, st.st_ctime_ns)
+        try:
+            self._open_spool()
+        except OSError as e:  # (the socket still serves: clients that find no bell use it)
+            log.warning("no request spool at %s: %s", self.spool, e)
+
+    def _open_spool(self) -> None:
+        """The spool and its bell: made where missing; ones this user owns are reused (their old
+        requests removed); anything else at their names is an error."""
+        me = os.geteuid()
+        try:
+            os.mkdir(self.spool, 0o700)
+        except FileExistsError:
+            pass
+        fd = os.open(self.spool, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != me:
+                raise OSError(f"{self.spool} belongs to uid {st.st_uid}, not to this controller's")
+            os.fchmod(fd, 0o1733)  # anyone may add a file, nobody list or remove another's
+            try:
+                os.mkfifo(BELL, 0o600, dir_fd=fd)
+            except FileExistsError:
+                pass
+            bell = os.open(BELL, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            bst = os.fstat(bell)
+            if not stat.S_ISFIFO(bst.st_mode) or bst.st_uid != me:
+                os.close(bell)
+                raise OSError(f"{self.spool}/{BELL} is not this controller's FIFO")
+            os.fchmod(bell, 0o622)  # (read and write: the bell never reads as ended)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.spool_fd, self.bell_fd = fd, bell
+        self._sweep(0.0)
+        asyncio.get_running_loop().add_reader(bell, self._ring)
+
+    def _sweep(self, age: float) -> None:
+        """Spooled requests older than `age` seconds removed (ones whose client died before ringing)."""
+        self.swept = time.monotonic()
+        now = time.time()
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.spool_fd):
+                if name == BELL:
+                    continue
+                with contextlib.suppress(OSError):
+                    if now - os.lstat(name, dir_fd=self.spool_fd).st_mtime >= age:
+                        os.unlink(name, dir_fd=self.spool_fd)
+
+    def _ring(self) -> None:
+        """The bell rang: each complete line names a spooled request (its last NAME_LEN characters,
+        so a stray write without a newline spoils no one else's)."""
+        try:
+            got = os.read(self.bell_fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            log.warning("the request spool's bell failed (%s): clients use the socket", e)
+            self._close_spool()
+            return
+        *lines, rest = (self.rung + got).split(b"\n")
+        self.rung = rest[-NAME_LEN:]
+        for line in lines:
+            name = line[-NAME_LEN:].decode("latin-1")
+            if len(name) == NAME_LEN and _HEX.issuperset(name):
+                t = asyncio.create_task(self._spooled(name))
+                self.tasks.add(t)
+                t.add_done_callback(self.tasks.discard)
+        if time.monotonic() - self.swept > STALE:
+            self._sweep(STALE)
+
+    async def _spooled(self, name: str) -> None:
+        """One spooled request taken, relayed as its owner's, and its answer written to its FIFO."""
+        d = self.spool_fd
+        try:
+            req = os.open(name + ".req", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=d)
+        except OSError:
+            return  # (withdrawn, or never there)
+        try:
+            os.unlink(name + ".req", dir_fd=d)  # taken, unless the client withdrew it first
+            st = os.fstat(req)
+            data = b""
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_size <= SPOOL_MAX:
+                data = os.read(req, SPOOL_MAX + 1)
+        except OSError:
+            return
+        finally:
+            os.close(req)
+        try:
+            out = os.open(name + ".out", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=d)
+        except OSError:  # (the client is gone: nobody reads its FIFO)
+            with contextlib.suppress(OSError):
+                os.unlink(name + ".out", dir_fd=d)
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(name + ".out", dir_fd=d)
+        try:
+            ost = os.fstat(out)
+        except OSError:
+            os.close(out)
+            return
+        uid = st.st_uid
+        # one link: a file linked here from elsewhere (another's, linked where the kernel allows it)
+        # is no request; the FIFO must be the same user's; a request over the limit, none at all
+        if not (data and len(data) == st.st_size and stat.S_ISFIFO(ost.st_mode) and ost.st_uid == uid) or \
+                self.open.get(uid, 0) >= PER_USER or sum(self.open.values()) >= TOTAL:
+            os.close(out)  # (an answer of nothing: the client asks by the socket)
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            pipe, sink = await loop.connect_write_pipe(_Sink, os.fdopen(out, "wb", buffering=0))
+        except OSError:
+            return
+        self.open[uid] = self.open.get(uid, 0) + 1
+        token = secrets.token_hex(16)
+        self.uids[token] = uid
+        up_w = None
+        try:
+            line, _, rest = data.partition(b"\n")
+            up_r, up_w = await asyncio.open_connection(*self.upstream)
+            up_w.write(line + b"\n" + f"{HEADER}: {token}\r\n".encode() + rest)
+            while not sink.lost:
+                chunk = await asyncio.wait_for(up_r.read(65536), IDLE)
+                if not chunk:
+                    break
+                pipe.write(chunk)
+                await sink.writable.wait()
+        except (OSError, asyncio.TimeoutError):
+            pass
+        finally:
+            self.uids.pop(token, None)
+            self.open[uid] -= 1
+            if not self.open[uid]:
+                del self.open[uid]
+            pipe.close()
+            if up_w is not None:
+                up_w.close()
+
+    def _close_spool(self) -> None:
+        if self.bell_fd is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.bell_fd)
+            os.close(self.bell_fd)
+        if self.spool_fd is not None:
+            os.close(self.spool_fd)
+        self.spool_fd = self.bell_fd = None
 
     async def stop(self) -> None:
+        self._close_spool()  # (the bell stays: a client finds nobody reading it and uses the socket)
+        for t in list(self.tasks):
+            t.cancel()
         if self.server is not None:
             self.server.close()
             with contextlib.suppress(Exception):
@@ -142,3 +314,22 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: floa
             dst.write_eof()
     except (OSError, asyncio.TimeoutError):
         dst.close()
+
+
+class _Sink(asyncio.Protocol):
+    """A spooled request's answer FIFO: `writable` is clear while its buffer is full."""
+
+    def __init__(self) -> None:
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.lost = False
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.writable.set()

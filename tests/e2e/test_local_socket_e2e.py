@@ -85,11 +85,25 @@ def test_a_socket_left_from_another_cluster_is_not_used_for_this_one(local: Clus
     assert len(local.api("GET", "/api/v1/jobs")["jobs"]) == before
 
 
-def test_a_submission_over_the_socket_loads_no_json_re_or_hash_library(local: Cluster):
-    """What the socket and the literal bodies are for: sbatch's whole run imports none of them (each
-    costs every command milliseconds; see common/wire.py)."""
-    r = local.run([sys.executable, "-X", "importtime", str(BIN / "sbatch"), "-H", "-o", "/dev/null", "--wrap", "true"])
-    assert r.returncode == 0 and r.stdout.startswith("Submitted batch job "), r.stderr[-500:]
-    loaded = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
-    assert "slurmlet.cli.sbatch" in loaded and "socket" in loaded
-    assert not loaded & {"json", "re", "hashlib", "hmac", "_hashlib", "importlib"}, sorted(loaded)
+def test_commands_on_the_controllers_host_load_no_socket_json_re_or_hash_library(local: Cluster):
+    """What the spool, the literal bodies and the marshal answers are for: a submission and the
+    commands that read jobs import none of these (each costs every command milliseconds; see
+    controller/localsock.py and common/wire.py), and print what they print through the socket."""
+    job = local.sbatch("-H", "-o", "/dev/null", "--wrap", "true")
+    runs = [["sbatch", "-H", "-o", "/dev/null", "--wrap", "true"], ["squeue"], ["scontrol", "show", "job", str(job)],
+            ["sacct", "-j", str(job)]]
+    for argv in runs:
+        r = local.run([sys.executable, "-X", "importtime", str(BIN / argv[0]), *argv[1:]])
+        assert r.returncode == 0, (argv, r.stderr[-500:])
+        loaded = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+        assert f"slurmlet.cli.{argv[0]}" in loaded
+        assert not loaded & {"socket", "json", "re", "enum", "hashlib", "hmac", "_hashlib", "importlib"}, \
+            (argv, sorted(loaded))
+        if argv[0] == "sbatch":
+            assert r.stdout.startswith("Submitted batch job "), r.stdout
+            continue
+        assert str(job) in r.stdout, (argv, r.stdout)
+        # the same lines as another host's, whose answers come by TCP as JSON
+        env = {k: v for k, v in local.env.items() if k != "SLURMLET_SOCKET"}
+        again = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=env, timeout=60)
+        assert again.returncode == 0 and again.stdout == r.stdout, (argv, again.stderr, again.stdout, r.stdout)

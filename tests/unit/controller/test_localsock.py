@@ -96,3 +96,136 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
         await local.stop()
         upstream.close()
     asyncio.run(main())
+
+
+# --- the spool beside the socket: requests from clients that load no `socket` module -------------
+
+ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+
+
+async def _upstream(seen: list[bytes]) -> tuple[asyncio.AbstractServer, int]:
+    """A stand-in for the controller's HTTP listener: records each request's head, answers ANSWER."""
+    async def answer(reader, writer) -> None:  # noqa: ANN001
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(ANSWER)
+        await writer.drain()
+        writer.close()
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def _request(host_port: str = "127.0.0.1:1") -> bytes:
+    return f"GET /api/v1/jobs HTTP/1.1\r\nHost: {host_port}\r\nConnection: close\r\n\r\n".encode()
+
+
+def test_a_spooled_request_is_relayed_as_its_owner_and_answered_through_its_fifo(tmp_path: Path, monkeypatch):
+    from slurmlet.cli import http
+
+    async def main() -> None:
+        seen: list[bytes] = []
+        upstream, port = await _upstream(seen)
+        path = str(tmp_path / "ctl.sock")
+        local = localsock.Local(path, ("127.0.0.1", port))
+        taken: list[int | None] = []
+        real_take = local.take
+        local.take = lambda token: taken.append(real_take(token)) or taken[-1]
+        await local.start()
+        spool = Path(path + ".d")
+        assert stat.S_IMODE(spool.lstat().st_mode) == 0o1733
+        bell = spool / "bell"
+        assert stat.S_ISFIFO(bell.lstat().st_mode) and stat.S_IMODE(bell.lstat().st_mode) == 0o622
+        monkeypatch.setenv("SLURMLET_SOCKET", path)
+        answer = await asyncio.to_thread(http._spooled, _request(), 30.0)
+        assert answer == ANSWER
+        head = seen[0].decode()
+        assert head.startswith("GET /api/v1/jobs HTTP/1.1\r\n")
+        token = head.split(f"{localsock.HEADER}: ", 1)[1].split("\r\n", 1)[0]
+        assert local.take(token) is None  # (good once: the stand-in did not take it; the relay dropped it)
+        assert sorted(os.listdir(spool)) == ["bell"]  # both of the request's files gone
+        assert local.open == {} and local.uids == {}
+        # a stray write without a newline spoils nobody's request that follows it
+        fd = os.open(bell, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, b"junk" + b"a" * 40)
+        os.close(fd)
+        assert await asyncio.to_thread(http._spooled, _request(), 30.0) == ANSWER
+        if os.geteuid() == 0:  # another user's spool: never used (that user would read what we send)
+            os.chown(spool, 12345, 12345)
+            assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None
+            assert len(seen) == 2 and sorted(os.listdir(spool)) == ["bell"]
+            os.chown(spool, 0, 0)
+        await local.stop()
+        upstream.close()
+    asyncio.run(main())
+
+
+def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_the_socket(tmp_path: Path, monkeypatch):
+    """A request file with another link (one linked in from elsewhere), or an answer path that is no
+    FIFO, gets an answer of nothing (the client then uses the socket); a request nobody takes within
+    a second is withdrawn by its client, and one with nobody reading the bell is not spooled."""
+    from slurmlet.cli import http
+
+    async def main() -> None:
+        seen: list[bytes] = []
+        upstream, port = await _upstream(seen)
+        path = str(tmp_path / "ctl.sock")
+        local = localsock.Local(path, ("127.0.0.1", port))
+        await local.start()
+        spool = Path(path + ".d")
+
+        def ring(name: str) -> None:
+            fd = os.open(spool / "bell", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, f"{name}\n".encode())
+            os.close(fd)
+
+        async def gone(*paths: Path) -> None:
+            deadline = asyncio.get_running_loop().time() + 30
+            while any(os.path.lexists(p) for p in paths):
+                assert asyncio.get_running_loop().time() < deadline, paths
+                await asyncio.sleep(0.01)
+
+        # a linked request: refused (the answer FIFO is opened and closed with nothing written)
+        name = "1" * 32
+        other = tmp_path / "elsewhere"
+        other.write_bytes(_request())
+        os.link(other, spool / f"{name}.req")
+        os.mkfifo(spool / f"{name}.out", 0o600)
+        out = os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK)
+        ring(name)
+        await gone(spool / f"{name}.req", spool / f"{name}.out")
+        assert os.read(out, 100) == b""
+        os.close(out)
+        # an answer path that is a plain file: nothing written to it, nothing relayed
+        name = "2" * 32
+        (spool / f"{name}.req").write_bytes(_request())
+        (spool / f"{name}.out").write_bytes(b"")
+        ring(name)
+        await gone(spool / f"{name}.req")
+        assert seen == [] and other.read_bytes() == _request()
+        # nobody reads the bell: not served that way (at once); nobody takes it: withdrawn after a second
+        monkeypatch.setenv("SLURMLET_SOCKET", path)
+        asyncio.get_running_loop().remove_reader(local.bell_fd)
+        assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None
+        assert sorted(p for p in os.listdir(spool) if not p.startswith("2")) == ["bell"]
+        await local.stop()
+        assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None  # (no reader: ENXIO)
+        upstream.close()
+    asyncio.run(main())
+
+
+def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_is_not_used(tmp_path: Path):
+    async def main() -> None:
+        path = str(tmp_path / "ctl.sock")
+        spool = Path(path + ".d")
+        spool.mkdir()
+        (spool / ("3" * 32 + ".req")).write_bytes(b"left by a client that died")
+        local = localsock.Local(path, ("127.0.0.1", 1))
+        await local.start()
+        assert sorted(os.listdir(spool)) == ["bell"] and local.bell_fd is not None
+        await local.stop()
+        if os.geteuid() == 0:  # another user's spool: not used (the socket still serves)
+            os.chown(spool, 12345, 12345)
+            local = localsock.Local(path, ("127.0.0.1", 1))
+            await local.start()
+            assert local.bell_fd is None and local.server is not None
+            await local.stop()
+    asyncio.run(main())
