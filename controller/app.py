@@ -21,7 +21,7 @@ from slurmlet.common import cred, wire
 
 from . import auth, localsock, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
-from .api.deps import json_safe, nodes_of
+from .api.deps import MARSHAL_WANTED, json_safe, nodes_of
 from .api.runs import MAX_CODE
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
 from .loops.reaper import reaper_loop
@@ -137,6 +137,7 @@ class _MarshalAnswers:
         if scope["type"] != "http" or not any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]):
             await self.app(scope, receive, send)
             return
+        wanted = MARSHAL_WANTED.set(True)  # (routes whose answers are plain JSON types send marshal: as_json)
         start = None
         parts: list[bytes] = []
 
@@ -165,7 +166,10 @@ class _MarshalAnswers:
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
-        await self.app(scope, receive, convert)
+        try:
+            await self.app(scope, receive, convert)
+        finally:
+            MARSHAL_WANTED.reset(wanted)
 
 
 def literal_to_json(body: bytes) -> bytes:
@@ -211,7 +215,7 @@ def create_app(settings: Settings) -> FastAPI:
         reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
         if settings.socket:
             host, _, port = settings.listen.rpartition(":")
-            ctl.local = localsock.Local(settings.socket, (host.strip("[]"), int(port)))
+            ctl.local = localsock.Local(settings.socket, (host.strip("[]"), int(port)), app)
             await ctl.local.start()
         try:
             yield

@@ -17,8 +17,9 @@ writes `NAME` and a newline to the FIFO `bell`; NAME is 32 random hex digits, wh
 and the controller ever see. The controller takes the request (unlinks `NAME.req`: of its unlink and
 the client's, who withdraws a request not taken within a second, exactly one succeeds), and the
 request is the user who owns the file: the kernel says who made it, as SO_PEERCRED says who
-connected. It is relayed as a connection's is, and the answer written to `NAME.out`. Postfix's
-maildrop and pickup FIFO work so.
+connected. It is handed to the controller's app in this process (read by h11, with a token as a
+relayed connection's: no second connection, no second parse) and the answer written to `NAME.out`.
+Postfix's maildrop and pickup FIFO work so.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ import socket
 import stat
 import struct
 import time
+from http import HTTPStatus
+from urllib.parse import unquote
+
+import h11
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -53,8 +58,9 @@ _HEX = frozenset("0123456789abcdef")
 class Local:
     """The Unix socket's listener and the tokens of its open connections (token -> uid)."""
 
-    def __init__(self, path: str, upstream: tuple[str, int]) -> None:
+    def __init__(self, path: str, upstream: tuple[str, int], app=None) -> None:  # noqa: ANN001 - ASGI
         self.path = path
+        self.app = app  #: the controller's ASGI app, which spooled requests are handed to (None: no spool)
         self.upstream = ("127.0.0.1" if upstream[0] in ("", "0.0.0.0") else upstream[0], upstream[1])
         self.uids: dict[str, int] = {}
         self.open: dict[int, int] = {}  #: uid -> connections it holds
@@ -104,7 +110,8 @@ class Local:
         st = os.lstat(self.path)
         self.made = (st.st_dev, st.st_ino, st.st_ctime_ns)
         try:
-            self._open_spool()
+            if self.app is not None:
+                self._open_spool()
         except OSError as e:  # (the socket still serves: clients that find no bell use it)
             log.warning("no request spool at %s: %s", self.spool, e)
 
@@ -174,7 +181,7 @@ class Local:
             self._sweep(STALE)
 
     async def _spooled(self, name: str) -> None:
-        """One spooled request taken, relayed as its owner's, and its answer written to its FIFO."""
+        """One spooled request taken, served as its owner's, and its answer written to its FIFO."""
         d = self.spool_fd
         try:
             req = os.open(name + ".req", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=d)
@@ -210,35 +217,50 @@ class Local:
                 self.open.get(uid, 0) >= PER_USER or sum(self.open.values()) >= TOTAL:
             os.close(out)  # (an answer of nothing: the client asks by the socket)
             return
-        loop = asyncio.get_running_loop()
-        try:
-            pipe, sink = await loop.connect_write_pipe(_Sink, os.fdopen(out, "wb", buffering=0))
-        except OSError:
-            return
         self.open[uid] = self.open.get(uid, 0) + 1
-        token = secrets.token_hex(16)
-        self.uids[token] = uid
-        up_w = None
         try:
-            line, _, rest = data.partition(b"\n")
-            up_r, up_w = await asyncio.open_connection(*self.upstream)
-            up_w.write(line + b"\n" + f"{HEADER}: {token}\r\n".encode() + rest)
-            while not sink.lost:
-                chunk = await asyncio.wait_for(up_r.read(65536), IDLE)
-                if not chunk:
-                    break
-                pipe.write(chunk)
-                await sink.writable.wait()
-        except (OSError, asyncio.TimeoutError):
-            pass
+            await self._serve(data, uid, out)
+        except Exception:  # noqa: BLE001 - whatever a request does, the controller goes on
+            log.exception("a spooled request failed")
         finally:
-            self.uids.pop(token, None)
             self.open[uid] -= 1
             if not self.open[uid]:
                 del self.open[uid]
-            pipe.close()
-            if up_w is not None:
-                up_w.close()
+
+    async def _serve(self, data: bytes, uid: int, out: int) -> None:
+        """A spooled request (HTTP/1.1, read by h11) handed to the controller's app as `uid`'s (a
+        one-time token, as for a relayed connection), and its answer written to FIFO `out` (closed
+        after): straight while the FIFO takes it, through a pipe transport once it is full."""
+        answer = _Answer(out)
+        try:
+            req, body = _parse(data)
+            if req is None:
+                return  # (not a whole request: an answer of nothing)
+            token = secrets.token_hex(16)
+            target, _, query = bytes(req.target).partition(b"?")
+            mark = HEADER.lower().encode()
+            headers = [(mark, token.encode())] + [(bytes(k), bytes(v)) for k, v in req.headers if bytes(k) != mark]
+            scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+                     "server": self.upstream, "client": None, "scheme": "http",
+                     "method": req.method.decode("ascii"), "root_path": "", "path": unquote(target.decode("latin-1")),
+                     "raw_path": target, "query_string": query, "headers": headers}
+            sent = False
+
+            async def receive() -> dict:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                await answer.gone.wait()
+                return {"type": "http.disconnect"}
+
+            self.uids[token] = uid
+            try:
+                await self.app(scope, receive, answer.send)
+            finally:
+                self.uids.pop(token, None)
+        finally:
+            answer.close()
 
     def _close_spool(self) -> None:
         if self.bell_fd is not None:
@@ -301,6 +323,28 @@ class Local:
                     w.close()
 
 
+def _parse(data: bytes) -> tuple[h11.Request | None, bytes]:
+    """A whole HTTP/1.1 request read by h11: (its head, its body); (None, b"") when it is not one."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_FIRST_LINE)
+    try:
+        conn.receive_data(data)
+        conn.receive_data(b"")
+        req = conn.next_event()
+        if not isinstance(req, h11.Request):
+            return None, b""
+        body = []
+        while True:
+            ev = conn.next_event()
+            if isinstance(ev, h11.Data):
+                body.append(bytes(ev.data))
+            elif isinstance(ev, h11.EndOfMessage):
+                return req, b"".join(body)
+            else:
+                return None, b""
+    except h11.RemoteProtocolError:
+        return None, b""
+
+
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: float | None = None) -> None:
     """Copies until the end, or until nothing came for `idle` seconds."""
     try:
@@ -316,6 +360,56 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: floa
         dst.close()
 
 
+class _Answer:
+    """The ASGI `send` of a spooled request: the answer as HTTP/1.1 (ended by the FIFO's end) on `fd`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pipe: asyncio.WriteTransport | None = None
+        self.sink: _Sink | None = None
+        self.gone = asyncio.Event()  #: the client stopped reading
+        self.head = b""
+
+    async def send(self, msg: dict) -> None:
+        if msg["type"] == "http.response.start":
+            status = msg["status"]
+            try:
+                phrase = HTTPStatus(status).phrase
+            except ValueError:
+                phrase = ""
+            self.head = f"HTTP/1.1 {status} {phrase}\r\n".encode() + b"".join(
+                bytes(k) + b": " + bytes(v) + b"\r\n" for k, v in msg.get("headers", ())) + b"connection: close\r\n\r\n"
+        elif msg["type"] == "http.response.body":
+            await self._write(self.head + msg.get("body", b""))
+            self.head = b""
+
+    async def _write(self, data: bytes) -> None:
+        if self.gone.is_set() or not data:
+            return
+        if self.pipe is None:
+            try:
+                n = os.write(self.fd, data)
+            except BlockingIOError:
+                n = 0
+            except OSError:  # (the client went away)
+                self.gone.set()
+                return
+            if n == len(data):
+                return
+            data = data[n:]
+            loop = asyncio.get_running_loop()
+            self.pipe, self.sink = await loop.connect_write_pipe(_Sink, os.fdopen(self.fd, "wb", buffering=0))
+            self.sink.gone = self.gone
+        self.pipe.write(data)
+        await self.sink.writable.wait()
+
+    def close(self) -> None:
+        if self.pipe is not None:
+            self.pipe.close()  # (what is buffered is written first)
+        else:
+            os.close(self.fd)
+
+
 class _Sink(asyncio.Protocol):
     """A spooled request's answer FIFO: `writable` is clear while its buffer is full."""
 
@@ -323,6 +417,7 @@ class _Sink(asyncio.Protocol):
         self.writable = asyncio.Event()
         self.writable.set()
         self.lost = False
+        self.gone: asyncio.Event | None = None
 
     def pause_writing(self) -> None:
         self.writable.clear()
@@ -333,3 +428,5 @@ class _Sink(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.writable.set()
+        if self.gone is not None:
+            self.gone.set()

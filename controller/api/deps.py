@@ -6,11 +6,13 @@ cost of a small request."""
 
 from __future__ import annotations
 
+import marshal
 import math
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from .. import auth
 from ..errors import DomainError, InvalidRequest
@@ -103,8 +105,17 @@ def json_safe(doc: object) -> object:
     return doc
 
 
-def as_json(doc: object) -> JSONResponse:
-    """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query."""
+#: whether the client takes answers in marshal (set by app._MarshalAnswers for the request it serves)
+MARSHAL_WANTED: ContextVar[bool] = ContextVar("marshal_wanted", default=False)
+MARSHAL = "application/x-marshal"
+
+
+def as_json(doc: object, plain: bool = False) -> Response:
+    """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query. `plain`:
+    `doc` holds JSON's types only (str keys, lists, no tuples): a client that takes marshal gets it
+    straight (for a list of 1,000 jobs a tenth of the time of JSON and back, app._MarshalAnswers)."""
+    if plain and MARSHAL_WANTED.get():
+        return Response(marshal.dumps(doc, 4), media_type=MARSHAL)
     return JSONResponse(doc)
 
 

@@ -136,7 +136,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
             jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
         if keys:  # (a key the job lacks stays absent)
             jobs = [only_keys(j, keys, nulls) for j in jobs]
-    out = as_json({"jobs": jobs})
+    out = as_json({"jobs": jobs}, plain=True)
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen
     return out
@@ -159,7 +159,7 @@ async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_i
             await asyncio.wait_for(ev.wait(), left)
     job = c.store.public(row)
     _add_steps(c.store, [job])
-    return as_json(job)
+    return as_json(job, plain=True)
 
 
 @router.post("/api/v1/jobs/cancel")

@@ -100,61 +100,72 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
 
 # --- the spool beside the socket: requests from clients that load no `socket` module -------------
 
-ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
-
-
-async def _upstream(seen: list[bytes]) -> tuple[asyncio.AbstractServer, int]:
-    """A stand-in for the controller's HTTP listener: records each request's head, answers ANSWER."""
-    async def answer(reader, writer) -> None:  # noqa: ANN001
-        seen.append(await reader.readuntil(b"\r\n\r\n"))
-        writer.write(ANSWER)
-        await writer.drain()
-        writer.close()
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1]
+async def _app(seen: list[dict]):  # noqa: ANN202 - an ASGI app standing in for the controller's
+    """Records each request's scope and body; answers "ok" (a long one for GET /long)."""
+    async def app(scope, receive, send) -> None:  # noqa: ANN001
+        msg = await receive()
+        seen.append(dict(scope, body=msg["body"]))
+        body = b"x" * 300_000 if scope["path"] == "/long" else b"ok"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": body})
+    return app
 
 
 def _request(host_port: str = "127.0.0.1:1") -> bytes:
     return f"GET /api/v1/jobs HTTP/1.1\r\nHost: {host_port}\r\nConnection: close\r\n\r\n".encode()
 
 
-def test_a_spooled_request_is_relayed_as_its_owner_and_answered_through_its_fifo(tmp_path: Path, monkeypatch):
+def test_a_spooled_request_is_served_as_its_owner_and_answered_through_its_fifo(tmp_path: Path, monkeypatch):
     from slurmlet.cli import http
 
     async def main() -> None:
-        seen: list[bytes] = []
-        upstream, port = await _upstream(seen)
+        seen: list[dict] = []
         path = str(tmp_path / "ctl.sock")
-        local = localsock.Local(path, ("127.0.0.1", port))
+        local = localsock.Local(path, ("127.0.0.1", 1), await _app(seen))
         taken: list[int | None] = []
-        real_take = local.take
-        local.take = lambda token: taken.append(real_take(token)) or taken[-1]
         await local.start()
         spool = Path(path + ".d")
         assert stat.S_IMODE(spool.lstat().st_mode) == 0o1733
         bell = spool / "bell"
         assert stat.S_ISFIFO(bell.lstat().st_mode) and stat.S_IMODE(bell.lstat().st_mode) == 0o622
         monkeypatch.setenv("SLURMLET_SOCKET", path)
-        answer = await asyncio.to_thread(http._spooled, _request(), 30.0)
-        assert answer == ANSWER
-        head = seen[0].decode()
-        assert head.startswith("GET /api/v1/jobs HTTP/1.1\r\n")
-        token = head.split(f"{localsock.HEADER}: ", 1)[1].split("\r\n", 1)[0]
-        assert local.take(token) is None  # (good once: the stand-in did not take it; the relay dropped it)
+        # the app takes the token the scope carries: it names this process's uid (and only once)
+        real_app = local.app
+
+        async def app(scope, receive, send) -> None:  # noqa: ANN001
+            token = dict(scope["headers"])[localsock.HEADER.lower().encode()].decode()
+            taken.extend([local.take(token), local.take(token)])
+            await real_app(scope, receive, send)
+        local.app = app
+        forged = _request().replace(b"\r\n\r\n", f"\r\n{localsock.HEADER}: forged\r\n\r\n".encode())
+        answer = await asyncio.to_thread(http._spooled, forged, 30.0)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\nok"), answer
+        assert taken == [os.getuid(), None]
+        got = seen[0]
+        assert (got["method"], got["path"], got["body"]) == ("GET", "/api/v1/jobs", b"")
+        assert [v for k, v in got["headers"] if k == b"x-slurmlet-local"] != [b"forged"]  # (only ours)
         assert sorted(os.listdir(spool)) == ["bell"]  # both of the request's files gone
         assert local.open == {} and local.uids == {}
+        # a long answer (more than the FIFO holds) comes whole; a body comes as sent
+        long = b"POST /long?x=1 HTTP/1.1\r\nHost: h:1\r\nContent-Length: 5\r\n\r\nhello"
+        answer = await asyncio.to_thread(http._spooled, long, 30.0)
+        assert answer.endswith(b"\r\n\r\n" + b"x" * 300_000)
+        assert (seen[1]["path"], seen[1]["query_string"], seen[1]["body"]) == ("/long", b"x=1", b"hello")
         # a stray write without a newline spoils nobody's request that follows it
         fd = os.open(bell, os.O_WRONLY | os.O_NONBLOCK)
         os.write(fd, b"junk" + b"a" * 40)
         os.close(fd)
-        assert await asyncio.to_thread(http._spooled, _request(), 30.0) == ANSWER
+        assert (await asyncio.to_thread(http._spooled, _request(), 30.0)).endswith(b"ok")
+        # what is no whole request gets an answer of nothing
+        assert await asyncio.to_thread(http._spooled, b"GET / HTTP/1.1\r\nContent-Length: 9\r\n\r\nab", 30.0) is None
+        assert await asyncio.to_thread(http._spooled, b"\x00\xff garbage", 30.0) is None
+        assert len(seen) == 3 and local.open == {} and local.uids == {}
         if os.geteuid() == 0:  # another user's spool: never used (that user would read what we send)
             os.chown(spool, 12345, 12345)
             assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None
-            assert len(seen) == 2 and sorted(os.listdir(spool)) == ["bell"]
+            assert len(seen) == 3 and sorted(os.listdir(spool)) == ["bell"]
             os.chown(spool, 0, 0)
         await local.stop()
-        upstream.close()
     asyncio.run(main())
 
 
@@ -165,10 +176,9 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
     from slurmlet.cli import http
 
     async def main() -> None:
-        seen: list[bytes] = []
-        upstream, port = await _upstream(seen)
+        seen: list[dict] = []
         path = str(tmp_path / "ctl.sock")
-        local = localsock.Local(path, ("127.0.0.1", port))
+        local = localsock.Local(path, ("127.0.0.1", 1), await _app(seen))
         await local.start()
         spool = Path(path + ".d")
 
@@ -208,7 +218,6 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
         assert sorted(p for p in os.listdir(spool) if not p.startswith("2")) == ["bell"]
         await local.stop()
         assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None  # (no reader: ENXIO)
-        upstream.close()
     asyncio.run(main())
 
 
@@ -218,13 +227,13 @@ def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_i
         spool = Path(path + ".d")
         spool.mkdir()
         (spool / ("3" * 32 + ".req")).write_bytes(b"left by a client that died")
-        local = localsock.Local(path, ("127.0.0.1", 1))
+        local = localsock.Local(path, ("127.0.0.1", 1), await _app([]))
         await local.start()
         assert sorted(os.listdir(spool)) == ["bell"] and local.bell_fd is not None
         await local.stop()
         if os.geteuid() == 0:  # another user's spool: not used (the socket still serves)
             os.chown(spool, 12345, 12345)
-            local = localsock.Local(path, ("127.0.0.1", 1))
+            local = localsock.Local(path, ("127.0.0.1", 1), await _app([]))
             await local.start()
             assert local.bell_fd is None and local.server is not None
             await local.stop()
