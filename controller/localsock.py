@@ -38,6 +38,8 @@ from urllib.parse import unquote
 
 import h11
 
+from .api.limits import replaying
+
 log = logging.getLogger("slurmlet.controller")
 
 HEADER = "X-Slurmlet-Local"
@@ -244,19 +246,14 @@ class Local:
                      "server": self.upstream, "client": None, "scheme": "http",
                      "method": req.method.decode("ascii"), "root_path": "", "path": unquote(target.decode("latin-1")),
                      "raw_path": target, "query_string": query, "headers": headers}
-            sent = False
 
-            async def receive() -> dict:
-                nonlocal sent
-                if not sent:
-                    sent = True
-                    return {"type": "http.request", "body": body, "more_body": False}
+            async def disconnect() -> dict:
                 await answer.gone.wait()
                 return {"type": "http.disconnect"}
 
             self.uids[token] = uid
             try:
-                await self.app(scope, receive, answer.send)
+                await self.app(scope, replaying(body, disconnect), answer.send)
             finally:
                 self.uids.pop(token, None)
         finally:
