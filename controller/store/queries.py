@@ -125,18 +125,19 @@ class Queries:
         are shared with other answers: send them, never change them."""
         conds = self._filters(**filters)
         with self.engine.connect() as c:
-            heads = sorted(c.execute(select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)), key=BY_ID)
+            # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
+            heads = sorted(map(tuple, c.execute(select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)).all()))
             if len(heads) > self.PUBLIC_KEPT:
                 return self.public_list(sorted(c.execute(select(*LISTED).where(*conds)), key=BY_ID), keys, nulls)
-            cache = self._kept([h.id for h in heads])
-            stale = [h.id for h in heads if (hit := cache.get(h.id)) is None or hit[0] != (h.rev, h.submit_time)]
+            cache = self._kept([h[0] for h in heads])
+            stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
             for i in range(0, len(stale), 500):  # (with the filters again: a job changed since the first read
                 for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]), *conds)):  # may no
                     cache[r.id] = ((r.rev, r.submit_time), self.public(r))  # longer match them)
                     fresh.add(r.id)
-        shown = [(h.id, cache[h.id]) for h in heads
-                 if h.id in fresh or (h.id in cache and cache[h.id][0] == (h.rev, h.submit_time))]
+        shown = [(jid, hit) for jid, rev, sub in heads
+                 if (hit := cache.get(jid)) is not None and (jid in fresh or hit[0] == (rev, sub))]
         if keys is None:
             return [dict(hit[1]) for _, hit in shown]
         # each job's view cut to `keys` is kept too (squeue asks for the same keys each time), with the
