@@ -114,14 +114,11 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
     if url is None:  # answers from this host's controller may come as marshal: no JSON decoder to load
         local = _head(method, path, host, port, f"Accept: {MARSHAL}, application/json\r\n" + extra, ctype,
                       payload) + payload
-        try:
-            answer = _spooled(local, timeout)
-            if answer is not None:
-                status, header, data = _parsed(answer, host, port)
-                if status != 421:
-                    return status, header, data
-        except Unreachable:  # (as below)
-            pass
+        answer = _spooled(local, timeout)  # (one taken and not answered whole is not sent again: Unreachable)
+        if answer is not None:
+            status, header, data = _parsed(answer, host, port)
+            if status != 421:
+                return status, header, data
         s = _local(timeout)
         if s is not None:
             try:
@@ -145,7 +142,10 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
         s.connect(addr)
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
-    return _over(s, _head(method, path, host, port, extra, ctype, payload) + payload, host, port)
+    status, header, data = _over(s, _head(method, path, host, port, extra, ctype, payload) + payload, host, port)
+    if f"\r\ncontent-type: {MARSHAL}" in header.lower():  # (not asked for: marshal is for this host's controller)
+        raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {MARSHAL} over TCP")
+    return status, header, data
 
 
 def _head(method: str, path: str, host: str, port: int, extra: str, ctype: str, payload: bytes) -> bytes:
@@ -156,8 +156,9 @@ def _head(method: str, path: str, host: str, port: int, extra: str, ctype: str, 
 def _spooled(request: bytes, timeout: float) -> bytes | None:
     """The answer to a request sent through the controller's spool beside $SLURMLET_SOCKET (see
     controller/localsock.py), with nothing but `os` and `select`; None where it was not served so
-    (no spool, nobody rings for it, not taken within a second, refused): then the socket.
-    Raises Unreachable when it was taken and no whole answer came within `timeout` seconds."""
+    (no spool, nobody rings for it, not taken within a second, refused with an answer of nothing):
+    then the socket. Raises Unreachable when it was taken and no answer came within `timeout`
+    seconds (it may have been carried out: it is not sent again)."""
     sock = os.environ.get("SLURMLET_SOCKET")
     if not sock or len(request) > SPOOL_MAX:
         return None
@@ -175,14 +176,16 @@ def _spooled(request: bytes, timeout: float) -> bytes | None:
     try:
         try:
             w = os.open(req, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
+            try:  # exactly 0600 whatever the umask: the controller takes no other
+                os.fchmod(w, 0o600)
                 view = memoryview(request)
                 while view:
                     view = view[os.write(w, view):]
             finally:
                 os.close(w)
             os.mkfifo(out, 0o600)
-            fd = os.open(out, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(out, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            os.fchmod(fd, 0o600)
             os.write(ring, f"{name}\n".encode())  # (one write, under PIPE_BUF: never split)
         except OSError:
             _remove(req, out)

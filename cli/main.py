@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+
+def leave(code: int | None) -> None:
+    """A command's end: its output flushed, then the process ended at once (`os._exit`), without
+    the interpreter's finalization (freeing every object of every module: 2-3 ms of each command,
+    a sixth of `scontrol show job`). Nothing of a command needs it: the CLI closes the files it
+    writes (`with`), starts daemon threads only, and registers no atexit hook. An output that cannot
+    be flushed (a closed pipe) ends the ordinary way, which reports it as Python does."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - reported by the ordinary exit
+        sys.exit(code)
+    os._exit(0 if code is None else code & 0xFF if isinstance(code, int) else 1)
 
 
 def _run(module: str, prog: str) -> int:

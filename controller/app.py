@@ -124,9 +124,10 @@ MARSHAL = b"application/x-marshal"
 
 
 class _MarshalAnswers:
-    """JSON answers in Python's `marshal` format for a client that lists `application/x-marshal` in
-    its Accept: the CLI on this host (cli/http.py), which then loads no JSON decoder (`json` brings
-    `re` and `enum`: milliseconds of every command). The same values: the JSON the routes made, read
+    """JSON answers in Python's `marshal` format for a client on this host (its request came through
+    the controller's socket or spool: a live token) that lists `application/x-marshal` in its
+    Accept: the CLI (cli/http.py), which then loads no JSON decoder (`json` brings `re` and `enum`:
+    milliseconds of every command). Not for others: converting costs the controller time and memory. The same values: the JSON the routes made, read
     back (JSON's types only, so a client on another Python version reads it too: marshal's format 4,
     Python 3.4 on). Other answers (streams, pages, an answer too deep for marshal) pass as they are."""
 
@@ -134,7 +135,8 @@ class _MarshalAnswers:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
-        if scope["type"] != "http" or not any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]):
+        if scope["type"] != "http" or not any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]) or \
+                not _local(scope):
             await self.app(scope, receive, send)
             return
         wanted = MARSHAL_WANTED.set(True)  # (routes whose answers are plain JSON types send marshal: as_json)
@@ -170,6 +172,15 @@ class _MarshalAnswers:
             await self.app(scope, receive, convert)
         finally:
             MARSHAL_WANTED.reset(wanted)
+
+
+def _local(scope) -> bool:  # noqa: ANN001
+    """Whether a request came through the controller's socket or spool (its first X-Slurmlet-Local
+    header, the one authentication reads, names a live token)."""
+    local = scope["app"].state.ctl.local
+    mark = localsock.HEADER.lower().encode()
+    token = next((v for k, v in scope["headers"] if k == mark), None)
+    return local is not None and token is not None and token.decode("latin-1") in local.uids
 
 
 def literal_to_json(body: bytes) -> bytes:

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import secrets
+import shutil
 import socket
 import stat
 import struct
@@ -53,7 +54,8 @@ SPOOL_SUFFIX = ".d"  #: the spool beside the socket: PATH.d
 BELL = "bell"
 SPOOL_MAX = 4 * 2**20  #: the largest request a client may spool (larger ones go by the socket)
 NAME_LEN = 32  #: a spooled request's name: this many lowercase hex digits
-STALE = 600.0  #: seconds after which a spooled request nobody rang for is removed
+STALE = 60.0  #: seconds after which what is in the spool is removed (a request not taken within a second is withdrawn)
+RING_MAX = 256  #: the most names taken from the bell at a time
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -75,7 +77,8 @@ class Local:
         self.bell_fd: int | None = None
         self.rung = b""  #: the bell's last line, while it has no newline yet
         self.swept = 0.0  #: (time.monotonic) when stale spooled requests were last removed
-        self.tasks: set[asyncio.Task] = set()  #: spooled requests being answered
+        self.tasks: set[asyncio.Task] = set()  #: spooled requests being answered (and sweeps)
+        self.busy: set[str] = set()  #: the names of spooled requests being answered
 
     def serves(self, host: str) -> bool:
         """Whether a request's Host (the controller its client meant) is this controller."""
@@ -145,26 +148,40 @@ class Local:
             os.close(fd)
             raise
         self.spool_fd, self.bell_fd = fd, bell
-        self._sweep(0.0)
+        self._sweep(STALE)  # (not younger ones: a client may be writing its request as we start)
         asyncio.get_running_loop().add_reader(bell, self._ring)
 
     def _sweep(self, age: float) -> None:
-        """Spooled requests older than `age` seconds removed (ones whose client died before ringing)."""
+        """Spooled requests (and whatever else a user left there) older than `age` seconds removed,
+        in a thread: the spool may hold many."""
         self.swept = time.monotonic()
-        now = time.time()
-        with contextlib.suppress(OSError):
-            for name in os.listdir(self.spool_fd):
-                if name == BELL:
-                    continue
-                with contextlib.suppress(OSError):
-                    if now - os.lstat(name, dir_fd=self.spool_fd).st_mtime >= age:
-                        os.unlink(name, dir_fd=self.spool_fd)
+        fd = self.spool_fd
+
+        def sweep() -> None:
+            now = time.time()
+            with contextlib.suppress(OSError):
+                for name in os.listdir(fd):
+                    if name == BELL:
+                        continue
+                    with contextlib.suppress(OSError):
+                        st = os.lstat(name, dir_fd=fd)
+                        if now - st.st_mtime < age:
+                            continue
+                        if stat.S_ISDIR(st.st_mode):  # (fd-based: no link inside leads it elsewhere)
+                            shutil.rmtree(name, dir_fd=fd)
+                        else:
+                            os.unlink(name, dir_fd=fd)
+        t = asyncio.get_running_loop().run_in_executor(None, sweep)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
 
     def _ring(self) -> None:
         """The bell rang: each complete line names a spooled request (its last NAME_LEN characters,
-        so a stray write without a newline spoils no one else's)."""
+        so a stray write without a newline spoils no one else's). At most RING_MAX names a read,
+        each once, none already being answered: a user who floods the bell slows the spool (clients
+        then withdraw and use the socket), not the controller."""
         try:
-            got = os.read(self.bell_fd, 65536)
+            got = os.read(self.bell_fd, RING_MAX * (NAME_LEN + 1))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
@@ -173,22 +190,26 @@ class Local:
             return
         *lines, rest = (self.rung + got).split(b"\n")
         self.rung = rest[-NAME_LEN:]
-        for line in lines:
-            name = line[-NAME_LEN:].decode("latin-1")
-            if len(name) == NAME_LEN and _HEX.issuperset(name):
-                t = asyncio.create_task(self._spooled(name))
-                self.tasks.add(t)
-                t.add_done_callback(self.tasks.discard)
+        for name in {line[-NAME_LEN:].decode("latin-1") for line in lines}:
+            if len(name) == NAME_LEN and _HEX.issuperset(name) and name not in self.busy:
+                taken = self._take(name)
+                if taken is not None:
+                    self.busy.add(name)
+                    t = asyncio.create_task(self._spooled(name, *taken))
+                    self.tasks.add(t)
+                    t.add_done_callback(self.tasks.discard)
         if time.monotonic() - self.swept > STALE:
             self._sweep(STALE)
 
-    async def _spooled(self, name: str) -> None:
-        """One spooled request taken, served as its owner's, and its answer written to its FIFO."""
+    def _take(self, name: str) -> tuple[bytes, int, int] | None:
+        """A spooled request taken: (the request, its user, its answer FIFO's descriptor) and counted
+        against its user; None when there is none to serve (withdrawn, refused: the FIFO closed
+        with nothing written, and the client asks by the socket)."""
         d = self.spool_fd
         try:
             req = os.open(name + ".req", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=d)
         except OSError:
-            return  # (withdrawn, or never there)
+            return None  # (withdrawn, or never there)
         try:
             os.unlink(name + ".req", dir_fd=d)  # taken, unless the client withdrew it first
             st = os.fstat(req)
@@ -196,7 +217,7 @@ class Local:
             if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_size <= SPOOL_MAX:
                 data = os.read(req, SPOOL_MAX + 1)
         except OSError:
-            return
+            return None
         finally:
             os.close(req)
         try:
@@ -204,27 +225,35 @@ class Local:
         except OSError:  # (the client is gone: nobody reads its FIFO)
             with contextlib.suppress(OSError):
                 os.unlink(name + ".out", dir_fd=d)
-            return
+            return None
         with contextlib.suppress(OSError):
             os.unlink(name + ".out", dir_fd=d)
         try:
             ost = os.fstat(out)
         except OSError:
             os.close(out)
-            return
+            return None
         uid = st.st_uid
-        # one link: a file linked here from elsewhere (another's, linked where the kernel allows it)
-        # is no request; the FIFO must be the same user's; a request over the limit, none at all
-        if not (data and len(data) == st.st_size and stat.S_ISFIFO(ost.st_mode) and ost.st_uid == uid) or \
+        # The owner of a file is who made it only if nobody else could have written it or moved it
+        # here: a request of one link (not linked in from elsewhere) that only its owner may read or
+        # write, and a FIFO of the same owner that only they may open (another user can move such
+        # files of theirs into the spool, but cannot have written the request nor read the answer)
+        if not (data and len(data) == st.st_size and not stat.S_IMODE(st.st_mode) & 0o077 and
+                stat.S_ISFIFO(ost.st_mode) and ost.st_uid == uid and not stat.S_IMODE(ost.st_mode) & 0o077) or \
                 self.open.get(uid, 0) >= PER_USER or sum(self.open.values()) >= TOTAL:
             os.close(out)  # (an answer of nothing: the client asks by the socket)
-            return
+            return None
         self.open[uid] = self.open.get(uid, 0) + 1
+        return data, uid, out
+
+    async def _spooled(self, name: str, data: bytes, uid: int, out: int) -> None:
+        """One spooled request, taken, served as its owner's, its answer written to its FIFO."""
         try:
             await self._serve(data, uid, out)
         except Exception:  # noqa: BLE001 - whatever a request does, the controller goes on
             log.exception("a spooled request failed")
         finally:
+            self.busy.discard(name)
             self.open[uid] -= 1
             if not self.open[uid]:
                 del self.open[uid]
@@ -257,7 +286,7 @@ class Local:
             finally:
                 self.uids.pop(token, None)
         finally:
-            answer.close()
+            await answer.close()
 
     def _close_spool(self) -> None:
         if self.bell_fd is not None:
@@ -398,13 +427,25 @@ class _Answer:
             self.pipe, self.sink = await loop.connect_write_pipe(_Sink, os.fdopen(self.fd, "wb", buffering=0))
             self.sink.gone = self.gone
         self.pipe.write(data)
-        await self.sink.writable.wait()
+        await self._drained(self.sink.writable)
 
-    def close(self) -> None:
-        if self.pipe is not None:
-            self.pipe.close()  # (what is buffered is written first)
-        else:
+    async def _drained(self, event: asyncio.Event) -> None:
+        """Waits for `event` (the FIFO taking more, or its end) at most IDLE seconds: a client that
+        stops reading is given up (its descriptor closed, what was buffered for it dropped)."""
+        try:
+            await asyncio.wait_for(event.wait(), IDLE)
+        except asyncio.TimeoutError:
+            self.gone.set()
+            self.pipe.abort()
+
+    async def close(self) -> None:
+        """The answer's end: written whole (within IDLE seconds of the client's last read), then closed."""
+        if self.pipe is None:
             os.close(self.fd)
+            return
+        self.pipe.close()  # (what is buffered is written first: its end is the connection's loss)
+        if not self.gone.is_set():
+            await self._drained(self.gone)
 
 
 class _Sink(asyncio.Protocol):

@@ -49,3 +49,26 @@ def test_squeue_says_so_in_one_line(bad_server: str):
     assert r.returncode == 1
     assert r.stderr.startswith("squeue: error: Unexpected answer from the slurm controller") and \
         "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_marshal_over_tcp_is_not_read():
+    """marshal is not made for hostile data: the CLI reads it only from this host's controller (its
+    spool or socket), never from whatever answers at a TCP address."""
+    import marshal
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    body = marshal.dumps({"jobs": []}, 4)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-marshal\r\nContent-Length: " +
+                         str(len(body)).encode() + b"\r\n\r\n" + body)
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    with pytest.raises(http.Unreachable, match="application/x-marshal over TCP"):
+        http.request("GET", "/api/v1/jobs", url=f"http://127.0.0.1:{srv.getsockname()[1]}")
+    t.join(30)
+    srv.close()

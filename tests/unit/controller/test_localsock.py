@@ -7,6 +7,7 @@ import asyncio
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,18 @@ async def _app(seen: list[dict]):  # noqa: ANN202 - an ASGI app standing in for 
     return app
 
 
+def _ring(spool: Path, *lines: str) -> None:
+    """The bell rung with these lines (each name and a newline), in one write."""
+    fd = os.open(spool / "bell", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, "".join(f"{n}\n" for n in lines).encode())
+    os.close(fd)
+
+
+def _server(tmp_path: Path, app) -> tuple[localsock.Local, Path]:  # noqa: ANN001 - an ASGI app
+    path = str(tmp_path / "ctl.sock")
+    return localsock.Local(path, ("127.0.0.1", 1), app), Path(path + ".d")
+
+
 def _request(host_port: str = "127.0.0.1:1") -> bytes:
     return f"GET /api/v1/jobs HTTP/1.1\r\nHost: {host_port}\r\nConnection: close\r\n\r\n".encode()
 
@@ -128,7 +141,7 @@ def test_a_spooled_request_is_served_as_its_owner_and_answered_through_its_fifo(
         assert stat.S_IMODE(spool.lstat().st_mode) == 0o1733
         bell = spool / "bell"
         assert stat.S_ISFIFO(bell.lstat().st_mode) and stat.S_IMODE(bell.lstat().st_mode) == 0o622
-        monkeypatch.setenv("SLURMLET_SOCKET", path)
+        monkeypatch.setenv("SLURMLET_SOCKET", local.path)
         # the app takes the token the scope carries: it names this process's uid (and only once)
         real_app = local.app
 
@@ -177,15 +190,8 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
 
     async def main() -> None:
         seen: list[dict] = []
-        path = str(tmp_path / "ctl.sock")
-        local = localsock.Local(path, ("127.0.0.1", 1), await _app(seen))
+        local, spool = _server(tmp_path, await _app(seen))
         await local.start()
-        spool = Path(path + ".d")
-
-        def ring(name: str) -> None:
-            fd = os.open(spool / "bell", os.O_WRONLY | os.O_NONBLOCK)
-            os.write(fd, f"{name}\n".encode())
-            os.close(fd)
 
         async def gone(*paths: Path) -> None:
             deadline = asyncio.get_running_loop().time() + 30
@@ -200,7 +206,7 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
         os.link(other, spool / f"{name}.req")
         os.mkfifo(spool / f"{name}.out", 0o600)
         out = os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK)
-        ring(name)
+        _ring(spool, name)
         await gone(spool / f"{name}.req", spool / f"{name}.out")
         assert os.read(out, 100) == b""
         os.close(out)
@@ -208,11 +214,11 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
         name = "2" * 32
         (spool / f"{name}.req").write_bytes(_request())
         (spool / f"{name}.out").write_bytes(b"")
-        ring(name)
+        _ring(spool, name)
         await gone(spool / f"{name}.req")
         assert seen == [] and other.read_bytes() == _request()
         # nobody reads the bell: not served that way (at once); nobody takes it: withdrawn after a second
-        monkeypatch.setenv("SLURMLET_SOCKET", path)
+        monkeypatch.setenv("SLURMLET_SOCKET", local.path)
         asyncio.get_running_loop().remove_reader(local.bell_fd)
         assert await asyncio.to_thread(http._spooled, _request(), 30.0) is None
         assert sorted(p for p in os.listdir(spool) if not p.startswith("2")) == ["bell"]
@@ -226,10 +232,20 @@ def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_i
         path = str(tmp_path / "ctl.sock")
         spool = Path(path + ".d")
         spool.mkdir()
+        old = time.time() - 2 * localsock.STALE
         (spool / ("3" * 32 + ".req")).write_bytes(b"left by a client that died")
+        (spool / "junk").mkdir()  # (anything a user put there: a directory too)
+        (spool / "junk" / "inside").write_bytes(b"")
+        for p in (spool / ("3" * 32 + ".req"), spool / "junk"):
+            os.utime(p, (old, old))
+        (spool / ("4" * 32 + ".req")).write_bytes(b"a request being written as the controller starts")
         local = localsock.Local(path, ("127.0.0.1", 1), await _app([]))
         await local.start()
-        assert sorted(os.listdir(spool)) == ["bell"] and local.bell_fd is not None
+        deadline = time.monotonic() + 30
+        while sorted(os.listdir(spool)) != ["4" * 32 + ".req", "bell"]:
+            assert time.monotonic() < deadline, os.listdir(spool)
+            await asyncio.sleep(0.01)
+        assert local.bell_fd is not None
         await local.stop()
         if os.geteuid() == 0:  # another user's spool: not used (the socket still serves)
             os.chown(spool, 12345, 12345)
@@ -237,4 +253,125 @@ def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_i
             await local.start()
             assert local.bell_fd is None and local.server is not None
             await local.stop()
+    asyncio.run(main())
+
+
+def test_files_others_could_have_written_or_read_are_no_request(tmp_path: Path, monkeypatch):
+    """Another user may move a user's files into the spool (a rename needs only the directory they
+    stand in): a request file that group or others may read or write, or an answer FIFO they may
+    open, is refused, so the file's owner is who wrote it. The client makes both 0600 whatever its
+    umask."""
+    from slurmlet.cli import http
+
+    async def main() -> None:
+        seen: list[dict] = []
+        local, spool = _server(tmp_path, await _app(seen))
+        await local.start()
+        for n, (req_mode, out_mode) in enumerate([(0o664, 0o600), (0o640, 0o600), (0o600, 0o660), (0o600, 0o606)]):
+            name = str(n + 5) * 32
+            elsewhere = tmp_path / f"notes{n}"  # (made outside, with the modes of a group's shared files)
+            elsewhere.write_bytes(_request())
+            elsewhere.chmod(req_mode)
+            fifo = tmp_path / f"fifo{n}"
+            os.mkfifo(fifo)
+            fifo.chmod(out_mode)
+            os.rename(elsewhere, spool / f"{name}.req")
+            os.rename(fifo, spool / f"{name}.out")
+            out = os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK)
+            _ring(spool, name)
+            deadline = time.monotonic() + 30
+            while os.path.lexists(spool / f"{name}.req"):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+            assert os.read(out, 100) == b"" and seen == [], (req_mode, out_mode)
+            os.close(out)
+        monkeypatch.setenv("SLURMLET_SOCKET", local.path)
+        old = os.umask(0o277)
+        try:
+            assert (await asyncio.to_thread(http._spooled, _request(), 30.0)).endswith(b"ok")
+        finally:
+            os.umask(old)
+        await local.stop()
+    asyncio.run(main())
+
+
+def test_a_user_is_answered_a_few_requests_at_a_time_and_one_who_stops_reading_is_dropped(tmp_path: Path,
+                                                                                          monkeypatch):
+    """Past PER_USER requests being answered, a user's next ones are refused (the count is taken as
+    the request is, however many the bell names at once); a name the bell repeats is taken once; a
+    client that stops reading a long answer is given up after IDLE seconds (its FIFO closed)."""
+    monkeypatch.setattr(localsock, "PER_USER", 2)
+    monkeypatch.setattr(localsock, "IDLE", 1.0)
+
+    async def main() -> None:
+        release = asyncio.Event()
+        seen: list[dict] = []
+        inner = await _app(seen)
+
+        async def slow(scope, receive, send) -> None:  # noqa: ANN001
+            if scope["path"] != "/long":
+                await release.wait()
+            await inner(scope, receive, send)
+        path = str(tmp_path / "ctl.sock")
+        local = localsock.Local(path, ("127.0.0.1", 1), slow)
+        await local.start()
+        spool = Path(path + ".d")
+        outs = []
+        names = [str(n) * 32 for n in range(1, 5)]
+        for name in names:
+            fd = os.open(spool / f"{name}.req", os.O_WRONLY | os.O_CREAT, 0o600)
+            os.write(fd, _request())
+            os.close(fd)
+            os.mkfifo(spool / f"{name}.out", 0o600)
+            outs.append(os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK))
+        _ring(spool, *names, *names)  # (all at once, each twice)
+        deadline = time.monotonic() + 30
+        while local.open.get(os.getuid()) != 2 or any(os.path.lexists(spool / f"{n}.req") for n in names):
+            assert time.monotonic() < deadline, (local.open, os.listdir(spool))
+            await asyncio.sleep(0.01)
+        release.set()
+        answers = []
+        for out in outs:
+            got = b""
+            while True:
+                try:
+                    b = os.read(out, 65536)
+                except BlockingIOError:
+                    await asyncio.sleep(0.01)
+                    continue
+                if not b:
+                    break
+                got += b
+            answers.append(got)
+            os.close(out)
+        assert sorted(a.endswith(b"ok") for a in answers) == [False, False, True, True]
+        assert len(seen) == 2 and local.open == {}
+        # a long answer nobody reads: the FIFO is closed once IDLE passes
+        name = "9" * 32
+        fd = os.open(spool / f"{name}.req", os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b"GET /long HTTP/1.1\r\nHost: h:1\r\n\r\n")
+        os.close(fd)
+        os.mkfifo(spool / f"{name}.out", 0o600)
+        out = os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK)
+        _ring(spool, name)
+        deadline = time.monotonic() + 30
+        while not local.open:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        while local.open:  # (given up after IDLE)
+            assert time.monotonic() < deadline, local.open
+            await asyncio.sleep(0.05)
+        got = b""
+        while True:
+            try:
+                b = os.read(out, 65536)
+            except BlockingIOError:
+                break
+            if not b:
+                break
+            got += b
+        assert 0 < len(got) < 300_000  # what the FIFO held, then its end
+        os.close(out)
+        await local.stop()
     asyncio.run(main())
