@@ -118,6 +118,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             with contextlib.suppress(http.Unreachable, http.ControllerError):
                 http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": 1})
         return 1
+    import json  # noqa: F401 - the streams' headers are JSON: loaded now, while the nodes start the tasks,
+    # not in the first stream's thread (the others would wait for it there)
     io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
