@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Annotated
 
 import hostlist
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 
 from .. import auth
 from ..errors import NotFound
@@ -33,11 +34,21 @@ async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request
 
 
 @router.get("/api/v1/jobs/{job_id}/steps/{step_id}")
-async def get_step(c: CtlDep, job_id: JobId, step_id: JobId):  # noqa: ANN202
-    got = [s for s in c.store.step_rows([job_id], srun=True).get(job_id, []) if s["step"] == step_id]
-    if not got:
-        raise NotFound("Invalid job id specified")
-    return as_json(got[0])
+async def get_step(c: CtlDep, job_id: JobId, step_id: JobId,
+                   wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
+    """One step. `wait`: up to that many seconds (at most 30) for it to be RUNNING no more (srun,
+    once its tasks exited, until every node's report of them is in)."""
+    deadline = c.clock() + min(max(wait, 0.0), 30.0)
+    while True:
+        ev = c.ended  # (set by each report of steps that ended: api/nodes.py)
+        got = [s for s in c.store.step_rows([job_id], srun=True).get(job_id, []) if s["step"] == step_id]
+        if not got:
+            raise NotFound("Invalid job id specified")
+        left = deadline - c.clock()
+        if got[0]["state"] != "RUNNING" or left <= 0:
+            return as_json(got[0])
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(ev.wait(), left)
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/attach")

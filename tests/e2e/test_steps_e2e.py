@@ -219,3 +219,19 @@ def test_scontrol_show_step_lists_the_running_steps_as_slurm_does(fresh_cluster,
     r = c.run(["scontrol", "show", "step", "99999.0"])
     assert (r.returncode, r.stdout, r.stderr) == (1, "", "slurm_get_job_steps error: Invalid job id specified\n")
     c.run(["scancel", str(jid)])
+
+
+def test_a_step_can_be_waited_for_until_its_nodes_reported_its_end(cluster: Cluster):
+    """GET /jobs/ID/steps/STEP?wait=S (srun's wait, once its tasks exited, for the nodes' reports):
+    answers RUNNING while the step runs and its wait runs out, and its end as soon as it is in."""
+    import time
+    c = cluster
+    jid = c.sbatch("-N1", "-o", "/dev/null", script="#!/bin/sh\nsrun sleep 3\n")
+    wait_until(lambda: [s for s in c.job(jid).get("steps") or [] if s.get("step") == 0 and
+                        s.get("state") == "RUNNING"], 30, what="step 0 running")
+    assert c.api("GET", f"/api/v1/jobs/{jid}/steps/0?wait=0.2")["state"] == "RUNNING"
+    t = time.monotonic()
+    step = c.api("GET", f"/api/v1/jobs/{jid}/steps/0?wait=30")
+    assert step["state"] == "COMPLETED", step
+    assert time.monotonic() - t < 25  # (answered at the step's end, not at the end of the wait)
+    c.wait_state(jid, "COMPLETED")
