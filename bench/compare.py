@@ -61,8 +61,9 @@ class Cluster:
 
     def submit_to_running(self, n: int) -> list[float]:
         out = []
-        for i in range(n):
-            stamp = self.work / f"stamp{i}"
+        for _ in range(n):
+            self.stamps = getattr(self, "stamps", 0) + 1  # (a new name each time: rounds call this again)
+            stamp = self.work / f"stamp{self.stamps}"
             t0 = time.time()
             subprocess.run([str(self.bin / "sbatch"), "--wrap", f"date +%s.%N > {stamp}"], stdout=subprocess.DEVNULL,
                            env=self.env, cwd=self.work)
