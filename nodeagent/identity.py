@@ -191,6 +191,15 @@ def open_all_as(order: dict, files: list[tuple[str, str]], workdir: str | None =
     return out, bad
 
 
+def open_null(order: dict, files: list[tuple[str, str]]) -> list:
+    """open_all_as for files that are all /dev/null (an srun's or salloc's allocation, `-o
+    /dev/null`), without a child: the user's rights change nothing about them, and what a failed
+    change into the working directory would say goes to /dev/null too (the job's shell then starts
+    in /tmp, identity.LAUNCH). The job's identity is still checked (IdentityError)."""
+    job_identity(order)
+    return [os.fdopen(os.open(os.devnull, _FLAGS[mode] | os.O_CLOEXEC), _OWN.get(mode, mode)) for _, mode in files]
+
+
 def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
     """`str(fn(*args))` from a forked child that has become the job's user (as the agent itself when
     the job is root's or the agent is not root), with the submitter's umask: whatever the job's input

@@ -154,9 +154,12 @@ class Launcher:
         # input it cannot read never starts, and makes no output file); its output where they may write;
         # its working directory one they may enter (root may enter and write what they may not)
         try:  # (in a thread: an open that hangs must not stop the agent; it is given up after OPEN_TIMEOUT)
-            opened, bad = await asyncio.get_running_loop().run_in_executor(
-                None, identity.open_all_as, order, files, workdir, OPEN_TIMEOUT)
-        except OSError as e:  # no process to open them in, or it hung
+            if all(path == os.devnull for path, _ in files):  # (an srun's or salloc's allocation, -o /dev/null)
+                opened, bad = identity.open_null(order, files), None
+            else:
+                opened, bad = await asyncio.get_running_loop().run_in_executor(
+                    None, identity.open_all_as, order, files, workdir, OPEN_TIMEOUT)
+        except OSError as e:  # no process to open them in, or it hung, or a user unknown here
             log.warning("job %s: launch failed: %s", jid, e)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return

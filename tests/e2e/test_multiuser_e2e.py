@@ -98,13 +98,16 @@ def test_a_group_that_is_not_the_users_is_refused(mu: Cluster, users, base: Path
     u1 = users[0]
     out = home(base, u1)
     shadow = grp.getgrnam("shadow").gr_gid if "shadow" in {g.gr_name for g in grp.getgrall()} else 42
+    job = run(mu, u1, f"#!/bin/sh\ncat /etc/shadow > {out}/null.out\n", gid=shadow, stdout="/dev/null")
+    assert job["state"] == "FAILED" and not (out / "null.out").exists()  # (its files opened without a child)
     job = run(mu, u1, "#!/bin/sh\nid -g\ncat /etc/shadow\n", gid=shadow, stdout=str(out / "gid.out"))
     assert job["state"] == "FAILED"
     text = (out / "gid.out").read_text() if (out / "gid.out").exists() else ""
     assert "root:" not in text and str(shadow) not in text.split()
 
 
-def test_a_user_unknown_on_the_node_never_runs_as_root(mu: Cluster, base: Path):
+@pytest.mark.parametrize("output", [None, "/dev/null"])  # (/dev/null: its files are opened without a child)
+def test_a_user_unknown_on_the_node_never_runs_as_root(mu: Cluster, base: Path, output: str | None):
     drop = base / "drop"
     drop.mkdir(exist_ok=True)
     drop.chmod(0o777)
@@ -115,7 +118,8 @@ def test_a_user_unknown_on_the_node_never_runs_as_root(mu: Cluster, base: Path):
             ghost += 1
         except KeyError:
             break
-    job = run(mu, None, f"#!/bin/sh\nid -u > {drop}/ran\n", uid=ghost, name="ghost", gid=ghost)
+    extra = {"stdout": output} if output else {}
+    job = run(mu, None, f"#!/bin/sh\nid -u > {drop}/ran\n", uid=ghost, name="ghost", gid=ghost, **extra)
     assert job["state"] == "FAILED"
     assert not (drop / "ran").exists()
 
