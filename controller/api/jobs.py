@@ -21,7 +21,8 @@ from ..store.jobs import JobStore, request_of
 from ..store.queries import only_keys
 from ..views import validate_submit
 from . import limits
-from .deps import (CtlDep, JobId, Time, as_caller, as_json, caller, own_code, own_job, parse_ids, split_list)
+from .deps import (CtlDep, JobId, Time, as_caller, as_json, as_json_kept, caller, own_code, own_job, parse_ids,
+                   split_list)
 from .schemas import CancelRequest, CompleteRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     keys = split_list(fields)
     if keys and not duplicates and not STEP_KEYS & set(keys):  # (squeue's: only its columns' keys)
         jobs = c.store.listed(keys, nulls, **filters)
+        out = as_json_kept({"jobs": jobs}, jobs)
     else:
         rows = c.store.job_rows(**filters)
         jobs = c.store.public_list(rows)
@@ -136,7 +138,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
             jobs = [x for j in jobs for x in earlier.get(j["job_id"], []) + [j]]
         if keys:  # (a key the job lacks stays absent)
             jobs = [only_keys(j, keys, nulls) for j in jobs]
-    out = as_json({"jobs": jobs}, plain=True)
+        out = as_json({"jobs": jobs}, plain=True)
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen
     return out

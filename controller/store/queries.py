@@ -141,17 +141,23 @@ class Queries:
         if keys is None:
             return [dict(hit[1]) for _, hit in shown]
         # each job's view cut to `keys` is kept too (squeue asks for the same keys each time), with the
-        # stamp of the view it was cut from
+        # stamp of the view it was cut from; and the last list itself, with the heads it was made
+        # from: the same heads again (nothing changed: squeue in a loop) give the same list object
+        # (GET /jobs then sends the answer it made of it before)
         cuts, which = self._public_kept[2], (tuple(keys), nulls)
         if which not in cuts and len(cuts) >= 8:
             cuts.clear()
         cut = cuts.setdefault(which, {})
+        last = cut.get(None)
+        if last is not None and last[0] == heads and not fresh:
+            return last[1]
         out = []
         for jid, (stamp, view) in shown:
             mine = cut.get(jid)
             if mine is None or mine[0] != stamp:
                 mine = cut[jid] = (stamp, only_keys(view, keys, nulls))
             out.append(mine[1])
+        cut[None] = (heads, out)
         return out
 
     def _kept(self, ids: list[int]) -> dict:

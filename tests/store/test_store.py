@@ -280,5 +280,9 @@ def test_a_kept_job_list_works_out_only_what_changed(store: JobStore, monkeypatc
     store.listed(keys, False)
     store.public_list(store.job_rows(), keys)
     assert made == []
+    same = store.listed(keys)
+    assert store.listed(keys) is same  # nothing changed: the list itself again (GET /jobs resends its answer)
     store.update_job(ids[1], {"name": "renamed"})
-    assert [j["name"] for j in store.listed(keys)] == ["t", "renamed", "t"] and made == [ids[1]]
+    changed = store.listed(keys)
+    assert [j["name"] for j in changed] == ["t", "renamed", "t"] and made == [ids[1]] and changed is not same
+    assert [j["name"] for j in same] == ["t", "t", "t"]  # (the list given before is left as it was)
