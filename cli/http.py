@@ -16,7 +16,7 @@ import os
 from slurmlet.common.wire import LITERAL, LITERAL_MAX
 
 MARSHAL = "application/x-marshal"  #: an answer in Python's `marshal` format (controller/app.py)
-SPOOL_MAX = 4 * 2**20  #: the largest request sent through the controller's spool (controller/localsock.py)
+SPOOL_MAX = 256 * 2**10  #: the largest request sent through the controller's spool (controller/localsock.py)
 
 DEFAULT = "http://127.0.0.1:6817"
 

@@ -52,11 +52,12 @@ MAX_FIRST_LINE = 65536
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 SPOOL_SUFFIX = ".d"  #: the spool beside the socket: PATH.d
 BELL = "bell"
-SPOOL_MAX = 4 * 2**20  #: the largest request a client may spool (larger ones go by the socket)
+SPOOL_MAX = 256 * 2**10  #: the largest request a client may spool (larger ones go by the socket)
 NAME_LEN = 32  #: a spooled request's name: this many lowercase hex digits
 STALE = 60.0  #: seconds after which what is in the spool is removed (a request not taken within a second is withdrawn)
 RING_MAX = 256  #: the most names taken from the bell at a time
 _HEX = frozenset("0123456789abcdef")
+_now = time.time  #: the sweep's clock
 
 
 class Local:
@@ -77,6 +78,7 @@ class Local:
         self.bell_fd: int | None = None
         self.rung = b""  #: the bell's last line, while it has no newline yet
         self.swept = 0.0  #: (time.monotonic) when stale spooled requests were last removed
+        self.sweeping = False
         self.tasks: set[asyncio.Task] = set()  #: spooled requests being answered (and sweeps)
         self.busy: set[str] = set()  #: the names of spooled requests being answered
 
@@ -152,28 +154,42 @@ class Local:
         asyncio.get_running_loop().add_reader(bell, self._ring)
 
     def _sweep(self, age: float) -> None:
-        """Spooled requests (and whatever else a user left there) older than `age` seconds removed,
-        in a thread: the spool may hold many."""
+        """What is in the spool (requests whose client died before ringing, and whatever else a user
+        put there) changed over `age` seconds ago (st_ctime, which its owner cannot set) removed, in
+        a thread (the spool may hold many), one sweep at a time; what cannot be removed (a directory
+        nested too deep) is left and the others go."""
         self.swept = time.monotonic()
+        if self.sweeping:
+            return
+        self.sweeping = True
         fd = self.spool_fd
 
         def sweep() -> None:
-            now = time.time()
-            with contextlib.suppress(OSError):
-                for name in os.listdir(fd):
-                    if name == BELL:
+            now = _now()
+            try:
+                names = os.listdir(fd)
+            except OSError:
+                return
+            for name in names:
+                if name == BELL:
+                    continue
+                try:
+                    st = os.lstat(name, dir_fd=fd)
+                    if now - st.st_ctime < age:
                         continue
-                    with contextlib.suppress(OSError):
-                        st = os.lstat(name, dir_fd=fd)
-                        if now - st.st_mtime < age:
-                            continue
-                        if stat.S_ISDIR(st.st_mode):  # (fd-based: no link inside leads it elsewhere)
-                            shutil.rmtree(name, dir_fd=fd)
-                        else:
-                            os.unlink(name, dir_fd=fd)
+                    if stat.S_ISDIR(st.st_mode):  # (fd-based: no link inside leads it elsewhere)
+                        shutil.rmtree(name, dir_fd=fd)
+                    else:
+                        os.unlink(name, dir_fd=fd)
+                except Exception:  # noqa: BLE001, S112 - the next entry still goes
+                    continue
+
+        def done(_t: asyncio.Future) -> None:
+            self.sweeping = False
+            self.tasks.discard(_t)
         t = asyncio.get_running_loop().run_in_executor(None, sweep)
         self.tasks.add(t)
-        t.add_done_callback(self.tasks.discard)
+        t.add_done_callback(done)
 
     def _ring(self) -> None:
         """The bell rang: each complete line names a spooled request (its last NAME_LEN characters,
@@ -204,47 +220,48 @@ class Local:
     def _take(self, name: str) -> tuple[bytes, int, int] | None:
         """A spooled request taken: (the request, its user, its answer FIFO's descriptor) and counted
         against its user; None when there is none to serve (withdrawn, refused: the FIFO closed
-        with nothing written, and the client asks by the socket)."""
+        with nothing written, and the client asks by the socket). Everything is checked before
+        the request is read (at most SPOOL_MAX bytes)."""
         d = self.spool_fd
         try:
-            req = os.open(name + ".req", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=d)
+            if not stat.S_ISREG(os.stat(name + ".req", dir_fd=d, follow_symlinks=False).st_mode):
+                return None  # (no device or FIFO is opened: the owner's swapping it in now is their own loss)
+            req = os.open(name + ".req", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                          dir_fd=d)
         except OSError:
             return None  # (withdrawn, or never there)
+        out, taken = None, None
         try:
             os.unlink(name + ".req", dir_fd=d)  # taken, unless the client withdrew it first
             st = os.fstat(req)
-            data = b""
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and st.st_size <= SPOOL_MAX:
-                data = os.read(req, SPOOL_MAX + 1)
-        except OSError:
-            return None
+            try:
+                out = os.open(name + ".out", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC,
+                              dir_fd=d)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(name + ".out", dir_fd=d)
+            ost = os.fstat(out)
+            uid = st.st_uid
+            # The owner of a file is who made it only if nobody else could have written it or moved
+            # it here: a request of one link (not linked in from elsewhere) that only its owner may
+            # read or write, and a FIFO of the same owner that only they may open (another user can
+            # move such files of theirs into the spool, but cannot have written the request nor read
+            # the answer)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 0 and not stat.S_IMODE(st.st_mode) & 0o077 and \
+                    0 < st.st_size <= SPOOL_MAX and \
+                    stat.S_ISFIFO(ost.st_mode) and ost.st_uid == uid and not stat.S_IMODE(ost.st_mode) & 0o077 and \
+                    self.open.get(uid, 0) < PER_USER and sum(self.open.values()) < TOTAL:
+                data = os.read(req, st.st_size)
+                if len(data) == st.st_size:
+                    taken = data, uid, out
+                    self.open[uid] = self.open.get(uid, 0) + 1
+        except OSError:  # (the client is gone: nobody reads its FIFO; or it withdrew)
+            pass
         finally:
             os.close(req)
-        try:
-            out = os.open(name + ".out", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=d)
-        except OSError:  # (the client is gone: nobody reads its FIFO)
-            with contextlib.suppress(OSError):
-                os.unlink(name + ".out", dir_fd=d)
-            return None
-        with contextlib.suppress(OSError):
-            os.unlink(name + ".out", dir_fd=d)
-        try:
-            ost = os.fstat(out)
-        except OSError:
-            os.close(out)
-            return None
-        uid = st.st_uid
-        # The owner of a file is who made it only if nobody else could have written it or moved it
-        # here: a request of one link (not linked in from elsewhere) that only its owner may read or
-        # write, and a FIFO of the same owner that only they may open (another user can move such
-        # files of theirs into the spool, but cannot have written the request nor read the answer)
-        if not (data and len(data) == st.st_size and not stat.S_IMODE(st.st_mode) & 0o077 and
-                stat.S_ISFIFO(ost.st_mode) and ost.st_uid == uid and not stat.S_IMODE(ost.st_mode) & 0o077) or \
-                self.open.get(uid, 0) >= PER_USER or sum(self.open.values()) >= TOTAL:
-            os.close(out)  # (an answer of nothing: the client asks by the socket)
-            return None
-        self.open[uid] = self.open.get(uid, 0) + 1
-        return data, uid, out
+            if taken is None and out is not None:
+                os.close(out)  # (an answer of nothing: the client asks by the socket)
+        return taken
 
     async def _spooled(self, name: str, data: bytes, uid: int, out: int) -> None:
         """One spooled request, taken, served as its owner's, its answer written to its FIFO."""
@@ -281,6 +298,7 @@ class Local:
                 return {"type": "http.disconnect"}
 
             self.uids[token] = uid
+            answer.served = True
             try:
                 await self.app(scope, replaying(body, disconnect), answer.send)
             finally:
@@ -386,6 +404,18 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, idle: floa
         dst.close()
 
 
+def _head(status: int, headers: list) -> bytes:
+    """An HTTP/1.1 answer's head; it ends the connection (the FIFO's end is the answer's)."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = ""
+    if not any(bytes(k).lower() == b"connection" for k, _ in headers):
+        headers = [*headers, (b"connection", b"close")]
+    return f"HTTP/1.1 {status} {phrase}\r\n".encode() + b"".join(
+        bytes(k) + b": " + bytes(v) + b"\r\n" for k, v in headers) + b"\r\n"
+
+
 class _Answer:
     """The ASGI `send` of a spooled request: the answer as HTTP/1.1 (ended by the FIFO's end) on `fd`."""
 
@@ -395,17 +425,14 @@ class _Answer:
         self.sink: _Sink | None = None
         self.gone = asyncio.Event()  #: the client stopped reading
         self.head = b""
+        self.served = False  #: the request was handed to the app (an answer of nothing is then a 500)
+        self.sent = False  #: the answer's head was written
 
     async def send(self, msg: dict) -> None:
         if msg["type"] == "http.response.start":
-            status = msg["status"]
-            try:
-                phrase = HTTPStatus(status).phrase
-            except ValueError:
-                phrase = ""
-            self.head = f"HTTP/1.1 {status} {phrase}\r\n".encode() + b"".join(
-                bytes(k) + b": " + bytes(v) + b"\r\n" for k, v in msg.get("headers", ())) + b"connection: close\r\n\r\n"
+            self.head = _head(msg["status"], list(msg.get("headers", ())))
         elif msg["type"] == "http.response.body":
+            self.sent = True
             await self._write(self.head + msg.get("body", b""))
             self.head = b""
 
@@ -439,7 +466,15 @@ class _Answer:
             self.pipe.abort()
 
     async def close(self) -> None:
-        """The answer's end: written whole (within IDLE seconds of the client's last read), then closed."""
+        """The answer's end: written whole (within IDLE seconds of the client's last read), then closed.
+        A request the app took and gave no answer to (it failed after its answer's head, or the
+        controller stops) is answered 500, never with nothing: its client would send it again."""
+        if self.served and not self.sent:
+            self.sent = True
+            body = b'{"detail":{"error":"the controller gave no answer to the request"}}'
+            with contextlib.suppress(OSError, RuntimeError):
+                await self._write(_head(500, [(b"content-type", b"application/json"),
+                                              (b"content-length", str(len(body)).encode())]) + body)
         if self.pipe is None:
             os.close(self.fd)
             return

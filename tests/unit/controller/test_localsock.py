@@ -227,26 +227,47 @@ def test_what_is_not_a_request_of_its_owner_is_refused_and_the_client_asks_by_th
     asyncio.run(main())
 
 
-def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_is_not_used(tmp_path: Path):
+def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_is_not_used(tmp_path: Path,
+                                                                                            monkeypatch):
+    """At start, what changed over STALE seconds ago (st_ctime, which its owner cannot set: an mtime
+    in the future keeps nothing) goes, directories too; what cannot be removed (a directory nested
+    deeper than rmtree goes) is left and the rest still goes."""
     async def main() -> None:
         path = str(tmp_path / "ctl.sock")
         spool = Path(path + ".d")
         spool.mkdir()
-        old = time.time() - 2 * localsock.STALE
         (spool / ("3" * 32 + ".req")).write_bytes(b"left by a client that died")
         (spool / "junk").mkdir()  # (anything a user put there: a directory too)
         (spool / "junk" / "inside").write_bytes(b"")
-        for p in (spool / ("3" * 32 + ".req"), spool / "junk"):
-            os.utime(p, (old, old))
-        (spool / ("4" * 32 + ".req")).write_bytes(b"a request being written as the controller starts")
+        (spool / "future").write_bytes(b"")
+        os.utime(spool / "future", (4102444800, 4102444800))  # (2100)
+        (spool / "aaa_deep").mkdir()  # (rmtree fails on it below, as on a directory nested too deep)
+        rmtree = localsock.shutil.rmtree
+
+        def failing(name, **kw) -> None:  # noqa: ANN001, ANN003
+            if name == "aaa_deep":
+                raise RecursionError("maximum recursion depth exceeded")
+            rmtree(name, **kw)
+        monkeypatch.setattr(localsock.shutil, "rmtree", failing)
+        (spool / "zzz").write_bytes(b"")
+        later = time.time() + 2 * localsock.STALE
+        monkeypatch.setattr(localsock, "_now", lambda: later)
         local = localsock.Local(path, ("127.0.0.1", 1), await _app([]))
         await local.start()
         deadline = time.monotonic() + 30
-        while sorted(os.listdir(spool)) != ["4" * 32 + ".req", "bell"]:
+        while local.sweeping or len(os.listdir(spool)) > 2:
             assert time.monotonic() < deadline, os.listdir(spool)
             await asyncio.sleep(0.01)
-        assert local.bell_fd is not None
+        assert "zzz" not in os.listdir(spool) and "future" not in os.listdir(spool)
+        monkeypatch.setattr(localsock, "_now", time.time)
+        fresh = spool / ("4" * 32 + ".req")
+        fresh.write_bytes(b"a request being written as the controller sweeps")
+        local._sweep(localsock.STALE)
+        while local.sweeping:
+            await asyncio.sleep(0.01)
+        assert fresh.exists() and local.bell_fd is not None
         await local.stop()
+        assert (spool / "aaa_deep").exists()
         if os.geteuid() == 0:  # another user's spool: not used (the socket still serves)
             os.chown(spool, 12345, 12345)
             local = localsock.Local(path, ("127.0.0.1", 1), await _app([]))
@@ -372,6 +393,46 @@ def test_a_user_is_answered_a_few_requests_at_a_time_and_one_who_stops_reading_i
                 break
             got += b
         assert 0 < len(got) < 300_000  # what the FIFO held, then its end
+        os.close(out)
+        await local.stop()
+    asyncio.run(main())
+
+
+def test_a_request_the_app_took_and_did_not_answer_is_a_500_and_what_is_no_request_is_not_read(tmp_path: Path,
+                                                                                               monkeypatch):
+    """The app failed after its answer's head, or sent no body: the client gets a 500, never an
+    answer of nothing (which it would send again by the socket). A request over SPOOL_MAX is not
+    spooled by the client nor read by the controller; a .req that is no regular file is not opened."""
+    from slurmlet.cli import http
+
+    async def main() -> None:
+        async def app(scope, receive, send) -> None:  # noqa: ANN001
+            await receive()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            if scope["path"] == "/fail":
+                raise RuntimeError("after the head")
+        local, spool = _server(tmp_path, app)
+        await local.start()
+        monkeypatch.setenv("SLURMLET_SOCKET", local.path)
+        for path in ("/fail", "/nobody"):
+            got = await asyncio.to_thread(http._spooled, f"GET {path} HTTP/1.1\r\nHost: h:1\r\n\r\n".encode(), 30.0)
+            assert got.startswith(b"HTTP/1.1 500 ") and b"gave no answer" in got, got
+        big = b"POST / HTTP/1.1\r\nHost: h:1\r\nContent-Length: 300000\r\n\r\n" + b"x" * 300_000
+        assert await asyncio.to_thread(http._spooled, big, 30.0) is None and sorted(os.listdir(spool)) == ["bell"]
+        name = "7" * 32  # (written by hand: the client itself does not spool it)
+        (spool / f"{name}.req").write_bytes(big)
+        (spool / f"{name}.req").chmod(0o600)
+        os.mkfifo(spool / f"{name}.out", 0o600)
+        out = os.open(spool / f"{name}.out", os.O_RDONLY | os.O_NONBLOCK)
+        fifo = "8" * 32
+        os.mkfifo(spool / f"{fifo}.req", 0o600)  # (opening it would block a reader; it is not opened)
+        _ring(spool, name, fifo)
+        deadline = time.monotonic() + 30
+        while os.path.lexists(spool / f"{name}.req"):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert os.read(out, 100) == b"" and os.path.lexists(spool / f"{fifo}.req")
         os.close(out)
         await local.stop()
     asyncio.run(main())
