@@ -135,11 +135,11 @@ class Local:
             st = os.fstat(fd)
             if st.st_uid != me:
                 raise OSError(f"{self.spool} belongs to uid {st.st_uid}, not to this controller's")
-            os.fchmod(fd, 0o1733)  # anyone may add a file, nobody list or remove another's
-            try:
+            try:  # (made before others may add files: nobody can put a file of theirs at its name)
                 os.mkfifo(BELL, 0o600, dir_fd=fd)
             except FileExistsError:
                 pass
+            os.fchmod(fd, 0o1733)  # anyone may add a file, nobody list or remove another's
             bell = os.open(BELL, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             bst = os.fstat(bell)
             if not stat.S_ISFIFO(bst.st_mode) or bst.st_uid != me:
