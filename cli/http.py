@@ -143,9 +143,14 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
     status, header, data = _over(s, _head(method, path, host, port, extra, ctype, payload) + payload, host, port)
-    if f"\r\ncontent-type: {MARSHAL}" in header.lower():  # (not asked for: marshal is for this host's controller)
+    if _marshal(header):  # (not asked for: marshal is for this host's controller)
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {MARSHAL} over TCP")
     return status, header, data
+
+
+def _marshal(header: str) -> bool:
+    """Whether an answer's header lines say its body is marshal."""
+    return f"\r\ncontent-type: {MARSHAL}" in header.lower()
 
 
 def _head(method: str, path: str, host: str, port: int, extra: str, ctype: str, payload: bytes) -> bytes:
@@ -277,7 +282,7 @@ def _decoded(status: int, header: str, data: bytes, url: str | None) -> object:
     try:
         if not data:
             doc = None
-        elif f"\r\ncontent-type: {MARSHAL}" in header.lower():  # (only this host's controller sends it)
+        elif _marshal(header):  # (only this host's controller sends it: exchange refuses it over TCP)
             import marshal
             doc = marshal.loads(data)
         else:

@@ -21,6 +21,7 @@ from slurmlet.common import cred, wire
 
 from . import auth, localsock, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
+from .api import deps
 from .api.deps import MARSHAL_WANTED, json_safe, nodes_of
 from .api.runs import MAX_CODE
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
@@ -120,16 +121,17 @@ class _LiteralBodies:
         await self.app(scope, limits.replaying(data, receive), send)
 
 
-MARSHAL = b"application/x-marshal"
+MARSHAL = deps.MARSHAL.encode()
 
 
 class _MarshalAnswers:
     """JSON answers in Python's `marshal` format for a client on this host (its request came through
     the controller's socket or spool: a live token) that lists `application/x-marshal` in its
     Accept: the CLI (cli/http.py), which then loads no JSON decoder (`json` brings `re` and `enum`:
-    milliseconds of every command). Not for others: converting costs the controller time and memory. The same values: the JSON the routes made, read
-    back (JSON's types only, so a client on another Python version reads it too: marshal's format 4,
-    Python 3.4 on). Other answers (streams, pages, an answer too deep for marshal) pass as they are."""
+    milliseconds of every command). Not for others: converting costs the controller time and
+    memory. The same values: the JSON the routes made, read back (JSON's types only, so a client on
+    another Python version reads it too: marshal's format 4, Python 3.4 on). Other answers
+    (streams, pages, an answer too deep for marshal) pass as they are."""
 
     def __init__(self, app) -> None:  # noqa: ANN001
         self.app = app
@@ -270,8 +272,9 @@ def create_app(settings: Settings) -> FastAPI:
         return JSONResponse(status_code=400, content={"detail": InvalidRequest("the JSON body nests too deeply").to_json()})
 
     # middleware, innermost first: Python-literal bodies made JSON (after authentication, which binds
-    # the body as sent), authentication, answers as marshal where asked, then the body limit (an oversized request is refused
-    # with 413 before 401), then the latency timing of metrics.install (outermost: it times everything)
+    # the body as sent), authentication, answers as marshal where asked, then the body limit (an
+    # oversized request is refused with 413 before 401), then the latency timing of metrics.install
+    # (outermost: it times everything)
     app.add_middleware(_LiteralBodies)
     app.add_middleware(_Authenticate)
     app.add_middleware(_MarshalAnswers)  # (outside authentication: its refusals are answers too)

@@ -489,7 +489,6 @@ class _Sink(asyncio.Protocol):
     def __init__(self) -> None:
         self.writable = asyncio.Event()
         self.writable.set()
-        self.lost = False
         self.gone: asyncio.Event | None = None
 
     def pause_writing(self) -> None:
@@ -499,7 +498,6 @@ class _Sink(asyncio.Protocol):
         self.writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
         self.writable.set()
         if self.gone is not None:
             self.gone.set()

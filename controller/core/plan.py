@@ -774,8 +774,8 @@ class _Cycle:
     # ------------------------------------------------------------------ main pass
     def main_pass(self, items: list[_Item]) -> None:
         snap, out = self.snap, self.out
-        reasons, def_mem, now, memo = out.reasons, snap.def_mem_per_cpu, snap.now, self.memo
-        statics = {name: info.statics(def_mem, len(snap.pending)) for name, info in self.info.items()}
+        reasons = out.reasons
+        statics = {name: info.statics(snap.def_mem_per_cpu, len(snap.pending)) for name, info in self.info.items()}
         # once every partition is blocked and nothing suspended waits in the queue, each job left
         # gets its static or limit reason, or Priority (`_waits`)
         lone = not self.stopped
@@ -784,16 +784,7 @@ class _Cycle:
                 self.resume(suspended)
                 continue
             part = self.parts.get(job.partition)
-            known = statics.get(job.partition)
-            got = known.get(id(job)) if known is not None else None
-            if got is not None and got[0] is job:
-                reason = got[1]
-            else:
-                reason = static_reason(job, part, self.nodes, def_mem, now, memo)
-                if known is not None and job.begin_time is None:  # then it does not depend on `now`
-                    known[id(job)] = (job, reason)
-            if reason is None and job.limits:
-                reason = self.over_limit(job)
+            reason = self._reason(job, part, statics)
             if reason is not None:
                 reasons[job.job_id] = reason
                 continue
@@ -816,21 +807,26 @@ class _Cycle:
         """The main pass from `at` on when every partition is blocked and no item is a suspended
         job: the loop of `main_pass`, less what cannot happen then (a job without a static or limit
         reason is in a blocked partition, so it waits with Priority)."""
-        snap = self.snap
-        reasons, def_mem, now, memo, parts = self.out.reasons, snap.def_mem_per_cpu, snap.now, self.memo, self.parts
-        priority = Reason.PRIORITY
+        reasons, parts, priority = self.out.reasons, self.parts, Reason.PRIORITY
         for _, job, _ in islice(items, at, None):
-            known = statics.get(job.partition)
-            got = known.get(id(job)) if known is not None else None
-            if got is not None and got[0] is job:
-                reason = got[1]
-            else:
-                reason = static_reason(job, parts.get(job.partition), self.nodes, def_mem, now, memo)
-                if known is not None and job.begin_time is None:
-                    known[id(job)] = (job, reason)
-            if reason is None and job.limits:
-                reason = self.over_limit(job)
+            reason = self._reason(job, parts.get(job.partition), statics)
             reasons[job.job_id] = priority if reason is None else reason
+
+    def _reason(self, job: PendingJob, part: Partition | None, statics: dict) -> Reason | None:
+        """Why `job` cannot start whatever the nodes do: its static reason (kept per partition in
+        `statics` where it does not depend on the time) or an accounting limit; None: neither."""
+        known = statics.get(job.partition)
+        got = known.get(id(job)) if known is not None else None
+        if got is not None and got[0] is job:
+            reason = got[1]
+        else:
+            snap = self.snap
+            reason = static_reason(job, part, self.nodes, snap.def_mem_per_cpu, snap.now, self.memo)
+            if known is not None and job.begin_time is None:  # then it does not depend on `now`
+                known[id(job)] = (job, reason)
+        if reason is None and job.limits:
+            reason = self.over_limit(job)
+        return reason
 
     def block(self, part: str) -> None:
         """The partition's first job waits: the rest of it waits behind it (`Priority`), and

@@ -304,7 +304,6 @@ def test_files_others_could_have_written_or_read_are_no_request(tmp_path: Path, 
             while os.path.lexists(spool / f"{name}.req"):
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)
             assert os.read(out, 100) == b"" and seen == [], (req_mode, out_mode)
             os.close(out)
         monkeypatch.setenv("SLURMLET_SOCKET", local.path)
@@ -382,7 +381,7 @@ def test_a_user_is_answered_a_few_requests_at_a_time_and_one_who_stops_reading_i
             await asyncio.sleep(0.01)
         while local.open:  # (given up after IDLE)
             assert time.monotonic() < deadline, local.open
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.01)
         got = b""
         while True:
             try:
@@ -431,7 +430,6 @@ def test_a_request_the_app_took_and_did_not_answer_is_a_500_and_what_is_no_reque
         while os.path.lexists(spool / f"{name}.req"):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.05)
         assert os.read(out, 100) == b"" and os.path.lexists(spool / f"{fifo}.req")
         os.close(out)
         await local.stop()
