@@ -275,10 +275,10 @@ def request(method: str, path: str, body: object = None, *, url: str | None = No
     """One JSON request; returns the decoded answer or raises ControllerError / Unreachable
     (see `exchange`)."""
     status, header, data = exchange(method, path, body, url=url, timeout=timeout, headers=headers, signed=signed)
-    return _decoded(status, header, data, url)
+    return decoded(status, header, data, url)
 
 
-def _decoded(status: int, header: str, data: bytes, url: str | None) -> object:
+def decoded(status: int, header: str, data: bytes, url: str | None = None) -> object:
     try:
         if not data:
             doc = None
@@ -342,4 +342,4 @@ def submit_once(path: str, body: object) -> dict:
     job_id = _location_id(status, header)
     if job_id is not None:
         return {"job_id": job_id}
-    return _decoded(status, header, data, None)
+    return decoded(status, header, data, None)

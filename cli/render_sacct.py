@@ -4,7 +4,7 @@ jobs and their steps. Pure: the API's jobs in, lines out."""
 
 from __future__ import annotations
 
-from slurmlet.cli import fmt as F
+from slurmlet.common import fmt as F
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 
-from slurmlet.cli.jobfacts import job_exit, job_id_str, job_mem_total, job_reason, job_tres_str, now_or_clock
+from slurmlet.common.jobfacts import job_exit, job_id_str, job_mem_total, job_reason, job_tres_str, now_or_clock
 
 SACCT_DEFAULT_FIELDS = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 SACCT_LONG_FIELDS = (

@@ -4,7 +4,8 @@ API's records in, the complete text out."""
 
 from __future__ import annotations
 
-from slurmlet.cli import fmt as F
+from slurmlet.cli import hosts
+from slurmlet.common import fmt as F
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 
-from slurmlet.cli.jobfacts import (
+from slurmlet.common.jobfacts import (
     alloc_node,
     free_mem,
     job_end_time,
@@ -47,7 +48,7 @@ def _finish(lines: list[str], one_liner: bool, trailing: bool) -> str:
 
 def _job_detail_lines(job: JobDict) -> list[str]:
     """``-d`` lines of a job with an allocation: ``JOB_GRES=`` and per-node CPU/Mem/GRES."""
-    names = job.get("node_list") or F.expand_hostlist(job.get("nodes") or "")
+    names = job.get("node_list") or hosts.expand_hostlist(job.get("nodes") or "")
     if not names:
         return []
     gpus = job_gpus_total(job)
@@ -75,7 +76,7 @@ def _job_detail_lines(job: JobDict) -> list[str]:
         else:
             groups.append(([name], desc))
     for members, (ids, mem, gres) in groups:
-        lines.append(f"  Nodes={F.compress_hostlist(members)} CPU_IDs={ids} Mem={mem} GRES={gres}")
+        lines.append(f"  Nodes={hosts.compress_hostlist(members)} CPU_IDs={ids} Mem={mem} GRES={gres}")
     return lines
 
 

@@ -4,8 +4,9 @@ API's nodes and partitions in, lines out."""
 
 from __future__ import annotations
 
-from slurmlet.cli import fmt as F
-from slurmlet.cli.fmt import Field, Spec
+from slurmlet.cli import hosts
+from slurmlet.common import fmt as F
+from slurmlet.common.fmt import Field, Spec
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 
-from slurmlet.cli.jobfacts import free_mem, node_code, node_sct, now_or_clock, null_or
+from slurmlet.common.jobfacts import free_mem, node_code, node_sct, now_or_clock, null_or
 
 SINFO_DEFAULT = "%9P %.5a %.10l %.6D %.6t %N"
 SINFO_LONG = "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
@@ -174,7 +175,7 @@ def _s_reason_user(long_: bool) -> Callable[[SRec], str]:
 def _s_hostlist(key: str) -> Callable[[SRec], str]:
     """``%N``/``%n``/``%o``: a compressed host list of one node attribute."""
     def get(r: SRec) -> str:
-        return F.compress_hostlist([n.get(key) or n["name"] for n in r.nodes])
+        return hosts.compress_hostlist([n.get(key) or n["name"] for n in r.nodes])
     return get
 
 
@@ -269,7 +270,7 @@ def _partition_members(parts: list[PartDict], nodes: list[NodeDict]) -> list[lis
     for p in parts:
         names = p.get("node_names")
         if names is None:
-            names = F.expand_hostlist(p.get("nodes") or "") if p.get("nodes") else [
+            names = hosts.expand_hostlist(p.get("nodes") or "") if p.get("nodes") else [
                 n["name"] for n in nodes if p["name"] in (n.get("partitions") or [])]
         members = [by_name[x] for x in names if x in by_name]
         members.sort(key=lambda n: order[n["name"]])

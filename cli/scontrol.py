@@ -199,7 +199,7 @@ def update(args: list[str]) -> int:
             return 1
         body = {"state": kv.get("state", ""), "reason": kv.get("reason")}
         rc = 0
-        from slurmlet.cli.fmt import expand_hostlist
+        from slurmlet.cli.hosts import expand_hostlist
         for name in expand_hostlist(kv["nodename"]):
             try:
                 http.request("POST", f"/api/v1/nodes/{name}/update", body)
@@ -308,7 +308,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
         print(f"invalid entity:{args[0]} for keyword:show ", file=sys.stderr)
         return 1
     if ent in ("hostnames", "hostlist", "hostlistsorted"):
-        from slurmlet.cli.fmt import compress_hostlist, expand_hostlist
+        from slurmlet.cli.hosts import compress_hostlist, expand_hostlist
         expr = target or os.environ.get("SLURM_JOB_NODELIST")
         if not expr:
             print("Usage: scontrol show hostnames <hostlist>", file=sys.stderr)
@@ -351,7 +351,7 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
     if ent in ("node", "nodes"):
         nodes = http.request("GET", "/api/v1/nodes")["nodes"]
         if target:
-            from slurmlet.cli.fmt import expand_hostlist
+            from slurmlet.cli.hosts import expand_hostlist
             want = set(expand_hostlist(target))
             nodes = [n for n in nodes if n["name"] in want]
             if not nodes:

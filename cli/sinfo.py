@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
         want = set(common.split_list(o["partition"]))
         parts = [p for p in parts if p["name"] in want]
     if "nodes" in o:
-        from slurmlet.cli.fmt import expand_hostlist
+        from slurmlet.cli.hosts import expand_hostlist
         want_nodes = set(x for v in o["nodes"] for x in expand_hostlist(v))
         nodes = [n for n in nodes if n["name"] in want_nodes]
     if "states" in o:

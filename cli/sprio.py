@@ -21,7 +21,7 @@ WEIGHTS = "%.15i %9r %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q"
 
 
 def _fields() -> dict:
-    from slurmlet.cli.fmt import Field
+    from slurmlet.common.fmt import Field
     g = lambda k: (lambda r: r.get(k, ""))  # noqa: E731
     return {
         "i": Field("JOBID", g("job_id")), "r": Field("PARTITION", g("partition")), "u": Field("USER", g("user")),
@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     if "partition" in o:
         q.append("partitions=" + ",".join(common.split_list(o["partition"])))
     data = http.request("GET", "/api/v1/priorities" + ("?" + "&".join(q) if q else ""))
-    from slurmlet.cli.fmt import parse_format, render_specs
+    from slurmlet.common.fmt import parse_format, render_specs
     table = _fields()
     tres_w = data["weights"].get("tres") or []
     if "weights" in o:

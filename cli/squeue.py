@@ -25,6 +25,26 @@ USAGE = ("Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobi
          "              [--step step_id] [-t states] [-u user_name] [--usage] [-w nodes] [-ahjlrsv]")
 
 
+#: the columns that print a local time (`-o` letters, `-O` names): rendered here, in this process's
+#: time zone, not by the controller (tests/unit/cli/test_render.py checks these against the renderer)
+LOCAL_TIME_LETTERS = frozenset("eSV")
+LOCAL_TIME_NAMES = frozenset({"endtime", "starttime", "submittime", "eligibletime", "accruetime", "lastschedeval"})
+
+
+def local_times(fmt: str | None, long_fmt: str | None) -> bool:
+    """Whether an `-o` or `-O` format has a column that prints a local time."""
+    if long_fmt is not None:
+        return any(tok.partition(":")[0].lower() in LOCAL_TIME_NAMES for tok in long_fmt.split(","))
+    return fmt is not None and any(part.lstrip(".-0123456789")[:1] in LOCAL_TIME_LETTERS
+                                   for part in fmt.split("%")[1:])
+
+
+def quote(v: str) -> str:
+    """A query value, what a URL may not carry as it is percent-encoded (urllib brings `re`)."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-._~,:") else
+                   "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape")) for ch in v)
+
+
 def main(argv: list[str]) -> int:
     res = common.command_options("squeue", argv, TABLE, USAGE)
     if isinstance(res, int):
@@ -73,9 +93,24 @@ def main(argv: list[str]) -> int:
         q.append("names=" + ",".join(common.split_list(o["name"])))
     if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
         q.append("states=" + ",".join(states))
-    from slurmlet.cli import render_squeue as render
     view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
             "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
+    if not ids and "json" not in o and not view["long"] and not view["start"] and \
+            not local_times(view["fmt"], view["long_fmt"]):
+        # the controller renders the lines (and keeps them: squeue in a loop costs it little); a
+        # controller without GET /api/v1/squeue (404) gets the jobs rendered here
+        extra = [f"{k}={quote(v)}" for k, v in view.items() if isinstance(v, str)]
+        extra += [f"{k}=true" for k in ("noheader", "array") if k in o]
+        status, header, data = http.exchange("GET", "/api/v1/squeue?" + "&".join(q + extra))
+        if status == 200:
+            if clusters and "noheader" not in o:
+                data = f"CLUSTER: {clusters[0]}\n".encode() + data
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            return 0
+        if status != 404:
+            http.decoded(status, header, data)  # (raises the controller's error)
+    from slurmlet.common import render_squeue as render
     keys = None if "json" in o else render.job_keys(**view)
     if keys:  # only what the columns show, and of that what is set: a fifth of each job or less
         q.append("fields=" + ",".join(keys) + "&nulls=false")

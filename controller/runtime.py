@@ -12,6 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from slurmlet.common import render_squeue
+
 from . import auth
 from .config import ClusterConfig
 from .errors import InvalidRequest
@@ -145,6 +147,8 @@ class Controller:
         self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
         #: the Unix socket's listener (Settings.socket), started with the app
         self.local: Local | None = None
+        #: squeue's text as GET /api/v1/squeue rendered it last, per view (the CLI's own renderer)
+        self.squeue_kept = render_squeue.Kept()
         self.db = DbHealth(since=self.clock())
         path = sqlite_path(self.store.engine)
         watch(self.store.engine, lambda why: self.db.failed(self.clock(), why), lambda: self.db.worked(self.clock()),

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from .. import auth
 from ..core.model import PendingJob
@@ -142,6 +142,32 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     if seen is not None:
         out.headers["X-Slurmlet-Look"] = seen
     return out
+
+
+@router.get("/api/v1/squeue")
+async def squeue_text(c: CtlDep, states: str | None = None, users: str | None = None, partitions: str | None = None,
+                      names: str | None = None, accounts: str | None = None, qos: str | None = None,
+                      fmt: str | None = None, long_fmt: str | None = None, sort: str | None = None,
+                      long: bool = False, start: bool = False, noheader: bool = False, array: bool = False):  # noqa: ANN202
+    """squeue's output for these filters (as GET /api/v1/jobs's) and options (`fmt` -o, `long_fmt` -O,
+    `sort` -S, `long` -l, `start` --start, `noheader` -h, `array` -r), as text: what the CLI would
+    render from the jobs (cli/render_squeue.py), rendered here at the controller's clock, its local
+    times in the controller's time zone. The controller keeps what it rendered (render_squeue.Kept):
+    squeue in a loop over a queue that did not change costs it the read of the jobs' ids. A 400 names
+    a column squeue does not know."""
+    from slurmlet.common import render_squeue as render
+    view = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
+    keys = render.job_keys(**view)
+    if keys is None:
+        try:
+            render.squeue_lines([], **view)
+        except ValueError as e:
+            raise InvalidRequest(str(e)) from None
+    jobs = c.store.listed(keys, False, states=split_list(states), users=split_list(users),
+                          partitions=split_list(partitions), names=split_list(names), now=c.clock(),
+                          accounts=split_list(accounts), qos=split_list(qos))
+    text = c.squeue_kept.text(jobs, c.clock(), noheader=noheader, array_collapse=not array, **view)
+    return Response(text, media_type="text/plain; charset=utf-8")
 
 
 @router.get("/api/v1/jobs/{job_id}")

@@ -13,7 +13,7 @@ HEAVY = ("sqlalchemy", "fastapi", "pydantic", "httpx", "starlette", "uvicorn", "
 
 def test_cli_commands_import_nothing_heavy():
     mods = ["slurmlet.cli.main", "slurmlet.cli.sbatch", "slurmlet.cli.squeue", "slurmlet.cli.scancel",
-            "slurmlet.cli.sacct", "slurmlet.cli.sinfo", "slurmlet.cli.scontrol", "slurmlet.cli.render_squeue",
+            "slurmlet.cli.sacct", "slurmlet.cli.sinfo", "slurmlet.cli.scontrol", "slurmlet.common.render_squeue",
             "slurmlet.cli.render_sinfo", "slurmlet.cli.render_sacct", "slurmlet.cli.render_scontrol",
             "slurmlet.cli.opts", "slurmlet.cli.http", "slurmlet.common.cred"]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in mods) +

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from slurmlet.cli import fmt as F
-from slurmlet.cli import render_sacct, render_scontrol, render_sinfo, render_squeue
+from slurmlet.common import fmt as F
+from slurmlet.cli import render_sacct, render_scontrol, render_sinfo
+from slurmlet.common import render_squeue
 
 ANCHOR = "$ANCHOR"
 WD = f"{ANCHOR}/var/formats-run"
@@ -351,6 +352,91 @@ def test_squeue_empty_and_header_only():
 def test_squeue_invalid_long_field():
     with pytest.raises(ValueError):
         render_squeue.squeue_lines([], long_fmt="JobID,Bogus", now=NOW_Q)
+
+
+def _views() -> list[dict]:
+    """squeue views of every kind: each -o letter and -O name alone, sorts by each letter (the clock's
+    too), -h, -r, -l, --start."""
+    views = [{"fmt": "%" + c} for c in render_squeue.SQUEUE_FIELDS]
+    views += [{"long_fmt": n} for n in render_squeue.squeue_long_table()]
+    views += [{"fmt": "%i %M", "sort": s + c} for c in "iMtpPV" for s in ("", "-")]
+    views += [{}, {"long": True}, {"start": True}, {"noheader": True}, {"array_collapse": False},
+              {"fmt": "%.18i %.9P %.8j %R", "sort": "u,-M,V", "noheader": True}]
+    return views
+
+
+def test_kept_squeue_text_is_squeue_lines_as_the_clock_and_the_jobs_change():
+    """The controller's kept rendering (render_squeue.Kept) gives what squeue_lines gives, for every
+    view, over a sequence of lists: the same list again at a later time (running jobs' TIME moves on,
+    a sort by TIME may reorder), some jobs replaced by changed copies, jobs gone, jobs added."""
+    import random
+    rnd = random.Random(7)
+    kept = render_squeue.Kept()
+    for view in _views():
+        jobs = many_kinds()
+        now = NOW_Q
+        for step in range(6):
+            if step in (2, 4):  # changed copies of some jobs (as Queries.listed gives them), one gone, one new
+                jobs = [dict(j, state="RUNNING", start_time=now - rnd.randrange(1, 900), nodes="node9")
+                        if rnd.random() < 0.2 and j["state"] == "PENDING" else j for j in jobs[1:]]
+                jobs.append(job(9100 + step, "new", "PENDING", reason="Priority"))
+            kw = dict(view)
+            collapse = kw.pop("array_collapse", True)
+            want = text(render_squeue.squeue_lines(jobs, now=now, array_collapse=collapse, **kw))
+            assert kept.text(jobs, now, array_collapse=collapse, **kw) == want, (view, step)
+            now += rnd.choice((0.2, 1.0, 61.0, 3601.0))
+
+
+def test_kept_squeue_text_keeps_what_does_not_read_the_clock():
+    """An unchanged list of pending jobs is not rendered again (the same text object), one with a
+    running job is, with its TIME at the new time."""
+    kept = render_squeue.Kept()
+    pending = [j for j in queue_jobs() if j["state"] == "PENDING"]
+    first = kept.text(pending, NOW_Q)
+    assert kept.text(pending, NOW_Q + 100) is first
+    everything = queue_jobs()
+    a = kept.text(everything, NOW_Q)
+    b = kept.text(everything, NOW_Q + 60)
+    assert a != b and b == text(render_squeue.squeue_lines(everything, now=NOW_Q + 60))
+
+
+def test_squeue_renders_local_times_only_where_the_cli_says():
+    """The CLI has the controller render a view unless it prints a local time (the controller's zone
+    may not be the user's): the columns whose text changes with the time zone are exactly those
+    cli/squeue.py names."""
+    from slurmlet.cli import squeue
+    jobs = many_kinds()
+
+    def render(**kw) -> list[str]:
+        return render_squeue.squeue_lines(jobs, now=NOW_Q, noheader=True, **kw)
+    letters, names = set(), set()
+    for zone in ("Asia/Tokyo", "America/Denver"):
+        for c in render_squeue.SQUEUE_FIELDS:
+            utc = render(fmt="%" + c)
+            os.environ["TZ"] = zone
+            time.tzset()
+            try:
+                if render(fmt="%" + c) != utc:
+                    letters.add(c)
+            finally:
+                os.environ["TZ"] = "UTC"
+                time.tzset()
+        for n in render_squeue.squeue_long_table():
+            utc = render(long_fmt=n)
+            os.environ["TZ"] = zone
+            time.tzset()
+            try:
+                if render(long_fmt=n) != utc:
+                    names.add(n)
+            finally:
+                os.environ["TZ"] = "UTC"
+                time.tzset()
+    assert letters == squeue.LOCAL_TIME_LETTERS
+    assert {render_squeue._SQUEUE_LONG_ALIASES.get(n, n) for n in squeue.LOCAL_TIME_NAMES} >= \
+        {render_squeue._SQUEUE_LONG_ALIASES.get(n, n) for n in names} and names <= squeue.LOCAL_TIME_NAMES
+    assert squeue.local_times("%.18i %.20V", None) and squeue.local_times("%i %e", None)
+    assert not squeue.local_times("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None)
+    assert squeue.local_times(None, "JobID:10,SubmitTime:.20") and not squeue.local_times(None, "JobID,State")
 
 
 # --------------------------------------------------------------------------- sinfo

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
-from slurmlet.cli import fmt as F
+from slurmlet.common import fmt as F
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     JobDict = dict[str, Any]
     NodeDict = dict[str, Any]
@@ -39,8 +39,9 @@ def job_is_array(job: JobDict) -> bool:
     return job.get("array_task_id") is not None and job.get("array_job_id") is not None
 
 
-def job_time_used(job: JobDict, now: float) -> int:
-    """``job_time_used``: 0 while pending, now-start while running, end-start once done."""
+def job_time_used(job: JobDict, now: float | Callable[[], float]) -> int:
+    """``job_time_used``: 0 while pending, now-start while running, end-start once done. `now` may be
+    a function giving the time: called only for a job whose time runs on."""
     start = job.get("start_time")
     state = job.get("state")
     if not start or state == "PENDING":
@@ -49,7 +50,7 @@ def job_time_used(job: JobDict, now: float) -> int:
         return int(job["pre_sus_time"])
     end = job.get("end_time")
     if state in ("RUNNING", "SUSPENDED") or not end:
-        end = now
+        end = now() if callable(now) else now
     return max(int(end) - int(start) - int(job.get("suspended_secs") or 0), 0)
 
 

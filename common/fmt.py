@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import time
 
-from ..common.grammar import fmt_ranges as fmt_ranges  # re-exported: the renderers' time and range forms
-from ..common.slurmtime import dhms
-from ..common.slurmtime import fmt_limit_short as fmt_limit_short
-from ..common.slurmtime import fmt_mins_long as fmt_mins_long
-from ..common.slurmtime import fmt_secs_long as fmt_secs_long
-from ..common.slurmtime import fmt_secs_short as fmt_secs_short
+from .grammar import fmt_ranges as fmt_ranges  # re-exported: the renderers' time and range forms
+from .slurmtime import dhms
+from .slurmtime import fmt_limit_short as fmt_limit_short
+from .slurmtime import fmt_mins_long as fmt_mins_long
+from .slurmtime import fmt_secs_long as fmt_secs_long
+from .slurmtime import fmt_secs_short as fmt_secs_short
 
 TYPE_CHECKING = False  # typing costs ~7 ms to import: only for type checkers
 if TYPE_CHECKING:
@@ -263,29 +263,6 @@ def natural_key(name: str) -> tuple:
     if num:
         key.append((1, int(num)))
     return tuple(key)
-
-
-def compress_hostlist(names: Iterable[str]) -> str:
-    """``node1,node2,node3,node7`` -> ``node[1-3,7]`` (python-hostlist, imported lazily)."""
-    names = [n for n in names if n]
-    if not names:
-        return ""
-    if len(names) == 1:
-        return names[0]
-    import hostlist  # ~2 ms, only needed when the API did not give a compressed list
-
-    return hostlist.collect_hostlist(names)
-
-
-def expand_hostlist(expr: str) -> list[str]:
-    """``node[1-3]`` -> ``['node1', 'node2', 'node3']``."""
-    if not expr:
-        return []
-    if "[" not in expr and "," not in expr:
-        return [expr]
-    import hostlist
-
-    return hostlist.expand_hostlist(expr)
 
 
 # ---------------------------------------------------------------------------

@@ -4,8 +4,8 @@ tasks collapsed into one line. Pure: plain dicts in, lines out (see docs/api.md)
 
 from __future__ import annotations
 
-from slurmlet.cli import fmt as F
-from slurmlet.cli.fmt import Field
+from slurmlet.common import fmt as F
+from slurmlet.common.fmt import Field
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 
-from slurmlet.cli.jobfacts import (
+from slurmlet.common.jobfacts import (
     alloc_node,
     job_end_time,
     job_exit,
@@ -39,16 +39,28 @@ SQUEUE_DEFAULT_SORT = "P,t,-p"
 
 
 class QRow:
-    """One squeue line: a job, or pending tasks of one array collapsed into one line."""
+    """One squeue line: a job, or pending tasks of one array collapsed into one line. `timed`: whether
+    anything read `now` of it (its line, or its place in the order, may change with the clock)."""
 
-    __slots__ = ("j", "now", "tasks", "reason")
+    __slots__ = ("j", "_now", "tasks", "reason", "timed")
 
     def __init__(self, job: JobDict, now: float, tasks: str | None = None,
                  reason: str | None = None) -> None:
         self.j = job
-        self.now = now
+        self._now = now
         self.tasks = tasks
         self.reason = reason if reason is not None else job_reason(job)
+        self.timed = False
+
+    @property
+    def now(self) -> float:
+        self.timed = True
+        return self._now
+
+    def clock(self) -> float:
+        """`now`, for what reads it only when it needs it."""
+        self.timed = True
+        return self._now
 
 
 def _qg(key: str, default: Any = "(null)") -> Callable[[QRow], Any]:
@@ -69,7 +81,7 @@ def _q_time_left(r: QRow) -> str:
     limit = r.j.get("time_limit")
     if limit is None:
         return "UNLIMITED"
-    return F.fmt_secs_short(limit * 60 - job_time_used(r.j, r.now))
+    return F.fmt_secs_short(limit * 60 - job_time_used(r.j, r.clock))
 
 
 def _q_end(r: QRow) -> str:
@@ -126,7 +138,7 @@ SQUEUE_FIELDS: dict[str, Field] = {
     "l": Field("TIME_LIMIT", lambda r: F.fmt_limit_short(r.j.get("time_limit"))),
     "L": Field("TIME_LEFT", _q_time_left),
     "m": Field("MIN_MEMORY", lambda r: job_min_memory(r.j)[1]),
-    "M": Field("TIME", lambda r: F.fmt_secs_short(job_time_used(r.j, r.now)), cut=False),
+    "M": Field("TIME", lambda r: F.fmt_secs_short(job_time_used(r.j, r.clock)), cut=False),
     "n": Field("REQ_NODES", lambda r: r.j.get("req_nodes") or ""),
     "N": Field("NODELIST", lambda r: r.j.get("nodes") or "", cut=False, hcut=False),
     "o": Field("COMMAND", _qg("command")),
@@ -241,7 +253,7 @@ def _state_sort_key(letter: str) -> Callable[[QRow], Any]:
         "T": lambda r: r.j.get("state") or "",
         "p": lambda r: r.j.get("priority") or 0,
         "Q": lambda r: r.j.get("priority") or 0,
-        "M": lambda r: job_time_used(r.j, r.now),
+        "M": lambda r: job_time_used(r.j, r.clock),
         "l": lambda r: r.j["time_limit"] if r.j.get("time_limit") is not None else 1 << 62,
         "D": lambda r: r.j.get("num_nodes") or 0,
         "C": lambda r: r.j.get("num_cpus") or 0,
@@ -358,6 +370,31 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     return sorted(want)
 
 
+def _specs(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> tuple[list, dict[str, Field]]:
+    """The columns of a view and the table they come from (ValueError naming an unknown one)."""
+    if long_fmt:
+        table = squeue_long_table()
+        specs = F.parse_long_format(long_fmt)
+    else:
+        table = SQUEUE_FIELDS
+        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
+    for sp in specs:
+        if sp.key is not None and sp.key not in table:
+            raise ValueError(f"Invalid job format specification: {sp.key}")
+    return specs, table
+
+
+def _rows(jobs: Iterable[JobDict], t: float, array_collapse: bool, start: bool, sort: str | None) -> list[QRow]:
+    """squeue's rows in its order."""
+    jobs = [j for j in jobs if not start or j.get("state") == "PENDING"]
+    rows = collapse_arrays(jobs, t) if array_collapse else [QRow(j, t) for j in jobs]
+    # --start lists jobs by expected start (those without an estimate last, by priority)
+    sort_rows(rows, sort or (SQUEUE_DEFAULT_SORT if not start else "-p"))
+    if start and not sort:
+        rows.sort(key=lambda r: (r.j.get("expected_start") is None, r.j.get("expected_start") or 0))
+    return rows
+
+
 def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: str | None = None,
                  noheader: bool = False, long: bool = False, now: float | None = None,
                  array_collapse: bool = True, start: bool = False,
@@ -371,24 +408,8 @@ def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: s
     ``ValueError('Invalid job format specification: NAME')``.
     """
     t = now_or_clock(now)
-    jobs = [j for j in jobs if not start or j.get("state") == "PENDING"]
-    rows = collapse_arrays(jobs, t) if array_collapse else [QRow(j, t) for j in jobs]
-    # --start lists jobs by expected start (those without an estimate last, by priority)
-    sort_rows(rows, sort or (SQUEUE_DEFAULT_SORT if not start else "-p"))
-    if start and not sort:
-        rows.sort(key=lambda r: (r.j.get("expected_start") is None, r.j.get("expected_start") or 0))
-    if long_fmt:
-        table = squeue_long_table()
-        specs = F.parse_long_format(long_fmt)
-        for sp in specs:
-            if sp.key is not None and sp.key not in table:
-                raise ValueError(f"Invalid job format specification: {sp.key}")
-    else:
-        table = SQUEUE_FIELDS
-        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
-        for sp in specs:
-            if sp.key is not None and sp.key not in table:
-                raise ValueError(f"Invalid job format specification: {sp.key}")
+    rows = _rows(jobs, t, array_collapse, start, sort)
+    specs, table = _specs(fmt, long_fmt, long, start)
     out: list[str] = []
     if long and not noheader:
         out.append(F.fmt_date_header(t))
@@ -396,3 +417,59 @@ def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: s
         out.append(F.render_specs(specs, table, None))
     out.extend(F.render_specs(specs, table, r) for r in rows)
     return out
+
+
+class Kept:
+    """squeue's text for a caller that renders the same job lists again and again (the controller,
+    for squeue in a loop: `Queries.listed` gives the same list, and the same dict for a job, while
+    nothing changed). Per view (the options), it keeps the rows in their order for the last list,
+    each row's line while its job's dict is the same, and the whole text; a row whose line or place
+    read the clock (a running job's TIME, a sort by it) is rendered again each time, so the text is
+    the one `squeue_lines` gives at `now`."""
+
+    #: views kept at once (a new one past that begins them anew)
+    VIEWS = 8
+
+    def __init__(self) -> None:
+        self._views: dict[tuple, list] = {}
+
+    def text(self, jobs: list[JobDict], now: float, *, fmt: str | None = None, long_fmt: str | None = None,
+             noheader: bool = False, long: bool = False, array_collapse: bool = True, start: bool = False,
+             sort: str | None = None) -> str:
+        """`squeue_lines(jobs, ...)` at `now`, as one text (a newline after each line)."""
+        view = (fmt, long_fmt, noheader, long, array_collapse, start, sort)
+        kept = self._views.get(view)
+        if kept is None:
+            if len(self._views) >= self.VIEWS:
+                self._views.clear()
+            specs, table = _specs(fmt, long_fmt, long, start)
+            head = "" if noheader else F.render_specs(specs, table, None) + "\n"
+            kept = self._views[view] = [specs, table, head, None, None, False, {}, None]
+        specs, table, head, last, rows, ordered_by_clock, lines, whole = kept
+        if last is jobs and whole is not None:
+            return whole
+        if last is not jobs or ordered_by_clock:
+            rows = _rows(jobs, now, array_collapse, start, sort)
+            ordered_by_clock = any(r.timed for r in rows)
+        else:
+            for r in rows:
+                r._now, r.timed = now, False
+        fresh: dict[int, tuple[JobDict, str]] = {}
+        out = [F.fmt_date_header(now) + "\n" if long and not noheader else "", head]
+        timed = ordered_by_clock or long
+        for r in rows:
+            hit = lines.get(id(r.j)) if r.tasks is None else None
+            if hit is None or hit[0] is not r.j:
+                line = F.render_specs(specs, table, r) + "\n"
+                if r.timed:
+                    timed = True
+                    r.timed = False
+                elif r.tasks is None:
+                    hit = fresh[id(r.j)] = (r.j, line)
+            else:
+                line = hit[1]
+                fresh[id(r.j)] = hit
+            out.append(line)
+        text = "".join(out)
+        kept[3:] = [jobs, rows, ordered_by_clock, fresh, None if timed else text]
+        return text
