@@ -12,7 +12,7 @@ from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import NodeAlloc, Request
 from slurmlet.controller.core.plan import requested_cpus
 from slurmlet.controller.errors import NotFound
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select
 
 from . import steps
 from .base import BY_ID, FINAL_STATES, request_of
@@ -123,15 +123,21 @@ class Queries:
         changed since the last list (each update of a job counts up its `rev`): squeue in a loop over
         1,000 jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts
         are shared with other answers: send them, never change them."""
-        conds = self._filters(**filters)
         with self.engine.connect() as c:
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
-            heads = sorted(map(tuple, c.execute(select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)).all()))
+            heads = sorted(map(tuple, c.execute(*self._heads_query(filters)).all()))
             if len(heads) > self.PUBLIC_KEPT:
+                conds = self._filters(**filters)
                 return self.public_list(sorted(c.execute(select(*LISTED).where(*conds)), key=BY_ID), keys, nulls)
+            kept = getattr(self, "_public_kept", None)
+            if keys is not None and kept is not None and kept[0] is self.config:
+                last = kept[2].get((tuple(keys), nulls), {}).get(None)
+                if last is not None and last[0] == heads:  # nothing changed (squeue in a loop): the same list
+                    return last[1]
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
+            conds = self._filters(**filters) if stale else []
             for i in range(0, len(stale), 500):  # (with the filters again: a job changed since the first read
                 for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]), *conds)):  # may no
                     cache[r.id] = ((r.rev, r.submit_time), self.public(r))  # longer match them)
@@ -148,9 +154,6 @@ class Queries:
         if which not in cuts and len(cuts) >= 8:
             cuts.clear()
         cut = cuts.setdefault(which, {})
-        last = cut.get(None)
-        if last is not None and last[0] == heads and not fresh:
-            return last[1]
         out = []
         for jid, (stamp, view) in shown:
             mine = cut.get(jid)
@@ -159,6 +162,24 @@ class Queries:
             out.append(mine[1])
         cut[None] = (heads, out)
         return out
+
+    def _heads_query(self, filters: dict) -> tuple:
+        """`listed`'s first read, (statement, parameters): the statement is made once per set of
+        filters (building it cost more than running it), MinJobAge's bound as a parameter."""
+        now = filters.get("now")
+        which = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(filters.items()) if k != "now")
+        which += (now is None, self.config.min_job_age)
+        made = self.__dict__.setdefault("_heads_made", {})
+        q = made.get(which)
+        if q is None:
+            if len(made) >= 64:
+                made.clear()
+            conds = self._filters(**{**filters, "now": None})
+            if now is not None and not filters.get("history"):
+                conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= bindparam("shown_after"),
+                                 J.c.active.is_(True)))
+            q = made[which] = select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)
+        return q, {} if now is None else {"shown_after": now - self.config.min_job_age}
 
     def _kept(self, ids: list[int]) -> dict:
         """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new

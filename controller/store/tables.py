@@ -80,6 +80,9 @@ Index("ix_jobs_array", jobs.c.array_job_id)  #: sacct -j / squeue -j name arrays
 #: the jobs on nodes: each scheduling pass, node sync and squeue reads them, and without this index
 #: each read went through the whole history, scripts and environments included
 Index("ix_jobs_active", jobs.c.active)
+#: what a job list reads of each job first (store/queries.py, Queries.listed: id, rev, submit time,
+#: under squeue's filters): from this index alone, not from the rows with their scripts
+Index("ix_jobs_listed", jobs.c.state, jobs.c.end_time, jobs.c.active, jobs.c.rev, jobs.c.submit_time)
 
 nodes = Table(
     "nodes",

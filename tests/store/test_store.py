@@ -261,6 +261,11 @@ def test_a_kept_job_list_follows_every_change_of_its_jobs(store: JobStore):
     store.cancel(ids[2], 13.0)
     assert {j["job_id"]: j["state"] for j in agrees(states=["CANCELLED"])} == {ids[2]: "CANCELLED"}
     assert [j["job_id"] for j in agrees(ids=[ids[1]])] == [ids[1]]
+    # a finished job is listed for MinJobAge after its end (the same statement, another time bound)
+    age = store.config.min_job_age
+    assert ids[0] in [j["job_id"] for j in agrees(now=12.0 + age - 1)]
+    assert ids[0] not in [j["job_id"] for j in agrees(now=12.0 + age + 1)]
+    assert ids[0] in [j["job_id"] for j in agrees(now=12.0 + age + 1, history=True)]
 
 
 def test_a_kept_job_list_works_out_only_what_changed(store: JobStore, monkeypatch: pytest.MonkeyPatch):
