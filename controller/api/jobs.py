@@ -38,14 +38,21 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
     data = body.model_dump()
     as_caller(request, data)
     own_code(c, request, data)
-    key, digest, replay = (None, None, None) if data.get("test_only") else _replayed(c, request, data, 201)
-    if replay is not None:
-        replay.headers["Location"] = f"/api/v1/jobs/{json.loads(replay.body)['job_id']}"
-        return replay
-    data = validate_submit(data, c.config, c.store.capacity_rows())
-    if data.get("test_only"):
-        return JSONResponse(status_code=200, content=_test_only(c, data))
-    job_id = c.store.submit(data, c.clock(), key=key, digest=digest)
+    key, digest = (None, None) if data.get("test_only") else _keyed(request, data)
+    user = data["user"]
+    try:
+        data = validate_submit(data, c.config, c.store.capacity_rows())
+        if data.get("test_only"):
+            return JSONResponse(status_code=200, content=_test_only(c, data))
+        job_id, made = c.store.submit_keyed(data, c.clock(), key, digest)
+    except DomainError:  # a retry whose first attempt made the job (now over a limit it counts in): that job
+        known = None if key is None else c.store.job_for_key(user, key, digest)
+        if known is None:
+            raise
+        job_id, made = known, False
+    if not made:  # the key made a job already (a retry whose first answer was lost): that job again
+        return JSONResponse(status_code=201, content={"job_id": job_id},
+                            headers={"Idempotent-Replayed": "true", "Location": f"/api/v1/jobs/{job_id}"})
     if wakes_scheduler(data):
         c.wake.set()
     # plain JSON: no response-model encoding; the CLI reads the new job's id off Location (no JSON decoder)
@@ -79,14 +86,19 @@ async def submit_batch(c: CtlDep, body: JobBatch, request: Request):  # noqa: AN
     return JSONResponse({"job_ids": ids}, status_code=201)
 
 
+def _keyed(request: Request, data: dict) -> tuple[str | None, str | None]:
+    """A submission's Idempotency-Key and the digest of its job (None, None without a key)."""
+    key = _idempotency_key(request)
+    if key is None:
+        return None, None
+    return key, hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _replayed(c: Controller, request: Request, data: dict, status: int) -> tuple[str | None, str | None, JSONResponse | None]:
     """The request's Idempotency-Key, the digest of its job, and, when the key already made
     that job (a retry whose first answer was lost), the answer to give: the same job again."""
-    key = _idempotency_key(request)
-    if key is None:
-        return None, None, None
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
-    known = c.store.job_for_key(data["user"], key, digest)
+    key, digest = _keyed(request, data)
+    known = None if key is None else c.store.job_for_key(data["user"], key, digest)
     if known is None:
         return key, digest, None
     return key, digest, JSONResponse(status_code=status, content={"job_id": known},

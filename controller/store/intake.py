@@ -39,17 +39,23 @@ class Intake:
             return c.execute(delete(KEYS).where(KEYS.c.created < before)).rowcount
 
     def submit(self, body: dict, now: float, *, key: str | None = None, digest: str | None = None) -> int:
-        """A new job (the first task's id for an array). With an idempotency `key` (per user), the
-        key is stored in the job's own transaction, so a job exists with its key or not at all; if a
-        job already has the key (the caller looks first, `job_for_key`: this is the race of two
-        requests with the same key), that job's id is returned and nothing is added."""
+        """A new job (the first task's id for an array); see submit_keyed."""
+        return self.submit_keyed(body, now, key, digest)[0]
+
+    def submit_keyed(self, body: dict, now: float, key: str | None = None,
+                     digest: str | None = None) -> tuple[int, bool]:
+        """A new job (the first task's id for an array) and True; with an idempotency `key` (per
+        user) that a job has already (a retry, or two requests with one key at once), that job's id
+        and False, nothing added. The key is stored in the job's own transaction, so a job exists
+        with its key or not at all: nothing is looked up before (a retry is rare). A key that came
+        with another request is refused (job_for_key)."""
         try:
-            return self._submit(body, now, key, digest)
-        except IntegrityError:  # the same key at the same moment: the other one made the job
+            return self._submit(body, now, key, digest), True
+        except IntegrityError:  # the key made a job already
             known = None if key is None else self.job_for_key(body["user"], key, digest)
             if known is None:
                 raise
-            return known
+            return known, False
 
     def _submit(self, body: dict, now: float, key: str | None, digest: str | None = None) -> int:
         row, spec, _ = self._prepare(body, now)
