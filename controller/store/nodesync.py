@@ -10,13 +10,22 @@ from typing import Any
 
 from slurmlet.common.scripts import exit_code_env
 from slurmlet.controller.errors import InvalidRequest, NotFound
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from . import scripts, steps
+from .prepared import set_job, set_node
 from .base import KILL_WHY
 from .tables import jobs as J
 from .tables import nodes as N
 from .tables import steps as S
+
+
+#: what each node sync reads (made once: see prepared.py)
+NODE_SEEN = select(N.c.last_seen).where(N.c.name == bindparam("_node_name"))
+ACTIVE_ON = select(J).where(J.c.batch_host == bindparam("_node_name"), J.c.active.is_(True))
+ACTIVE_JOB_ON = select(J).where(J.c.id == bindparam("_job_id"), J.c.batch_host == bindparam("_node_name"),
+                                J.c.active.is_(True))
+NODE_ADDRS = select(N.c.name, N.c.addr).where(N.c.name.in_(bindparam("_names", expanding=True)))
 
 
 @dataclass
@@ -38,8 +47,9 @@ class NodeSync:
     def node_sync(self, name: str, body: dict, now: float) -> list[dict]:
         """One agent round trip: register/heartbeat, apply its reports, return its orders."""
         with self.engine.begin() as c:
-            heard = c.execute(select(N.c.last_seen).where(N.c.name == name)).scalar()  # before this sync
-            self._upsert_node(c, name, body, now)
+            seen = c.execute(NODE_SEEN, {"_node_name": name}).first()
+            heard = None if seen is None else seen.last_seen  # (before this sync)
+            self._upsert_node(c, name, body, now, seen is not None)
             # steps first: a job's end cancels its steps still running, not those that just ended
             steps.record(c, name, body.get("steps_finished") or [], now)
             for fin in body.get("finished") or []:
@@ -52,7 +62,7 @@ class NodeSync:
             done = {f["job_id"] for f in body.get("finished") or []}
             step_orders = steps.orders_for(c, name, set(body.get("steps_running") or []),
                                            {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
-            rows = list(c.execute(select(J).where(J.c.batch_host == name, J.c.active.is_(True))))
+            rows = list(c.execute(ACTIVE_ON, {"_node_name": name}))
             if body.get("resources"):
                 # a (re)starting agent runs nothing we do not hear about: the jobs its predecessor could
                 # have started were lost with it. A job that started after the node was last heard from
@@ -82,7 +92,7 @@ class NodeSync:
                         orders.append({"op": "resume", "job_id": r.id})
                     elif r.pending_signal is not None:
                         orders.append({"op": "signal", "job_id": r.id, "signal": r.pending_signal})
-                        c.execute(update(J).where(J.c.id == r.id).values(pending_signal=None))
+                        set_job(c, r.id, {"pending_signal": None})
                 elif r.pending_action:
                     # its processes are gone (or never started): finish the transition now
                     self._finish(c, name, {"job_id": r.id, "exit_code": 0, "signal": 15}, now)
@@ -93,23 +103,22 @@ class NodeSync:
                         owners = [f"user:{r.user}"] + ([f"account:{r.account}"] if r.account else [])
                         order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs, owners)}
                     alloc_nodes = [a["node"] for a in order["alloc"]]
-                    order["node_addrs"] = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_(alloc_nodes))).all())
+                    order["node_addrs"] = dict(c.execute(NODE_ADDRS, {"_names": alloc_nodes}).all())
                     orders.append(order)
             for jid in sorted(running - active_ids - done):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
             orders += scripts.orders_for(c, name)
         return orders + step_orders
 
-    def _upsert_node(self, c: Any, name: str, body: dict, now: float) -> None:
+    def _upsert_node(self, c: Any, name: str, body: dict, now: float, exists: bool) -> None:
         res = body.get("resources")
-        exists = c.execute(select(N.c.name).where(N.c.name == name)).first() is not None
         if exists and not res:
             vals = {"last_seen": now}
             if body.get("cpu_load") is not None:
                 vals["cpu_load"] = body["cpu_load"]
             if body.get("free_mem") is not None:
                 vals["free_mem"] = body["free_mem"]
-            c.execute(update(N).where(N.c.name == name).values(**vals))
+            set_node(c, name, vals)
             return
         if not res:
             raise NotFound(f"Node {name} is not registered")
@@ -163,8 +172,7 @@ class NodeSync:
 
     def _finish(self, c: Any, node: str, fin: dict, now: float) -> None:
         """The batch script of a job ended on `node` (or its processes are gone)."""
-        r = c.execute(select(J).where(J.c.id == fin["job_id"], J.c.batch_host == node,
-                                      J.c.active.is_(True))).first()
+        r = c.execute(ACTIVE_JOB_ON, {"_job_id": fin["job_id"], "_node_name": node}).first()
         if r is None or (fin.get("restarts") is not None and fin["restarts"] != r.restarts):
             return  # already applied, or about an earlier incarnation: reports are idempotent
         steps.end_job_steps(c, r.id, now)  # the batch script is done: so are its steps
@@ -220,8 +228,8 @@ class NodeSync:
         else:
             vals.update(state="COMPLETED", reason="None", end_time=end, batch_state="COMPLETED",
                         exit_code=0, exit_signal=0)
-        c.execute(update(N).where(N.c.name == node).values(last_busy=now))
-        c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**vals))
+        set_node(c, node, {"last_busy": now})
+        set_job(c, r.id, vals, active=True)
 
     def _start_prologs(self, c: Any, job_id: int, now: float) -> list[str]:
         """A job just started: Prolog rows for each of its nodes, PrologSlurmctld's for the controller.

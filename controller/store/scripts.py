@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, bindparam, delete, insert, select, update
 
 from .tables import jobs as J
 from .tables import node_scripts as S
@@ -31,20 +31,25 @@ def add(c: Any, job_id: int, run: int, nodes: Iterable[str], kind: str, payload:
         c.execute(insert(S), rows)
 
 
+#: (made once: each node sync asks, for each job it may launch, and for the node's orders)
+PROLOGS_PENDING = select(S.c.node).where(S.c.job_id == bindparam("_job_id"), S.c.run == bindparam("_run"),
+                                         S.c.kind.in_(PROLOGS), S.c.state != "OK").limit(1)
+ORDERS_FOR = select(S.c.job_id, S.c.run, S.c.kind, S.c.payload).select_from(
+    S.outerjoin(J, and_(J.c.id == S.c.job_id, J.c.restarts == S.c.run, J.c.active.is_(True),
+                        J.c.state == "RUNNING", J.c.pending_action.is_(None)))
+).where(S.c.node == bindparam("_node"), S.c.state == "PENDING",
+        (S.c.kind == "epilog") | J.c.id.is_not(None)).order_by(S.c.job_id)
+
+
 def prologs_pending(c: Any, job_id: int, run: int) -> bool:
     """Some prolog of this run has not succeeded yet: the batch script must wait."""
-    return c.execute(select(S.c.node).where(S.c.job_id == job_id, S.c.run == run, S.c.kind.in_(PROLOGS),
-                                            S.c.state != "OK").limit(1)).first() is not None
+    return c.execute(PROLOGS_PENDING, {"_job_id": job_id, "_run": run}).first() is not None
 
 
 def orders_for(c: Any, node: str) -> list[dict]:
     """The prolog and epilog orders waiting for `node` (sent until it reports them done). A prolog
     only while its run is the job's current one and the job still runs."""
-    q = select(S.c.job_id, S.c.run, S.c.kind, S.c.payload).select_from(
-        S.outerjoin(J, and_(J.c.id == S.c.job_id, J.c.restarts == S.c.run, J.c.active.is_(True),
-                            J.c.state == "RUNNING", J.c.pending_action.is_(None)))
-    ).where(S.c.node == node, S.c.state == "PENDING", (S.c.kind == "epilog") | J.c.id.is_not(None))
-    return [dict(json.loads(r.payload), op=r.kind, run=r.run) for r in c.execute(q.order_by(S.c.job_id))]
+    return [dict(json.loads(r.payload), op=r.kind, run=r.run) for r in c.execute(ORDERS_FOR, {"_node": node})]
 
 
 def record(c: Any, node: str, reports: list[dict]) -> list[dict]:

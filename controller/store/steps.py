@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import hostlist
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
@@ -108,19 +108,26 @@ def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
     return [x["node"] for x in json.loads(row.layout)]
 
 
+#: (made once: each job's end runs them)
+_JOB_STEPS_RUNNING = (S.c.job_id == bindparam("_job_id")) & (S.c.state == "RUNNING")
+_CANCEL_RUNNING = update(S).where(_JOB_STEPS_RUNNING).values(state="CANCELLED", end_time=bindparam("_now"))
+_END_UNENDED = update(S).where(S.c.job_id == bindparam("_job_id"), S.c.end_time.is_(None)).values(
+    end_time=bindparam("_now"))
+
+
 def end_job_steps(c: Any, job_id: int, now: float) -> None:
     """The job is over: steps still running are cancelled (their tasks are killed)."""
-    forget_environment(c, (S.c.job_id == job_id) & (S.c.state == "RUNNING"))
+    forget_environment(c, _JOB_STEPS_RUNNING, {"_job_id": job_id})
     # ended now, whether or not their nodes report (a dead node never does: no End=Unknown forever)
-    c.execute(update(S).where(S.c.job_id == job_id, S.c.state == "RUNNING").values(state="CANCELLED",
-                                                                                     end_time=now))
-    c.execute(update(S).where(S.c.job_id == job_id, S.c.end_time.is_(None)).values(end_time=now))
+    c.execute(_CANCEL_RUNNING, {"_job_id": job_id, "_now": now})
+    c.execute(_END_UNENDED, {"_job_id": job_id, "_now": now})
 
 
-def forget_environment(c: Any, where: Any) -> None:  # noqa: ANN401
+def forget_environment(c: Any, where: Any, params: dict | None = None) -> None:  # noqa: ANN401
     """Steps that end keep no environment: it held what the job's user keeps from others (their
-    tokens, a run's secrets), and nothing reads it once the tasks have started."""
-    for r in c.execute(select(S.c.job_id, S.c.step_id, S.c.request).where(where)).all():
+    tokens, a run's secrets), and nothing reads it once the tasks have started. (`params`: the
+    values of `where`'s bound parameters.)"""
+    for r in c.execute(select(S.c.job_id, S.c.step_id, S.c.request).where(where), params or {}).all():
         request = _without_environment(r.request)
         if request is not None:
             c.execute(update(S).where(S.c.job_id == r.job_id, S.c.step_id == r.step_id).values(request=request))
@@ -132,10 +139,13 @@ def _without_environment(request: str) -> str | None:
     return json.dumps(dict(req, environment={})) if req.get("environment") else None
 
 
+_STEP = select(S).where(S.c.job_id == bindparam("_job_id"), S.c.step_id == bindparam("_step_id"))
+
+
 def record(c: Any, node: str, reports: list[dict], now: float) -> None:
     """A node's tasks of a step ended: keep their codes; the step ends once every node reported."""
     for rep in reports:
-        row = c.execute(select(S).where(S.c.job_id == rep["job_id"], S.c.step_id == rep["step_id"])).first()
+        row = c.execute(_STEP, {"_job_id": rep["job_id"], "_step_id": rep["step_id"]}).first()
         if row is None:
             continue
         results = json.loads(row.results)
@@ -176,14 +186,17 @@ def _end_srun_allocation(c: Any, job_id: int, state: str, code: int, sig: int, n
     relinquish(c, job_id, "RUNNING", min(255, exit_code), now)
 
 
+#: the running steps with their jobs' facts (made once: each node sync reads them)
+_RUNNING_STEPS = select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
+                        J.c.master_port, J.c.spec.label("job_spec"), J.c.uid, J.c.gid,
+                        J.c.name.label("job_name"), J.c.partition, J.c.account, J.c.qos, J.c.user) \
+    .join(J, J.c.id == S.c.job_id).where(S.c.state == "RUNNING")
+
+
 def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dict]:
     """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
     orders = []
-    rows = c.execute(select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.label("job_nodes"),
-                            J.c.master_port, J.c.spec.label("job_spec"), J.c.uid, J.c.gid,
-                            J.c.name.label("job_name"), J.c.partition, J.c.account, J.c.qos, J.c.user)
-                     .join(J, J.c.id == S.c.job_id)
-                     .where(S.c.state == "RUNNING"))
+    rows = c.execute(_RUNNING_STEPS)
     live = set()
     for r in rows:
         key = f"{r.job_id}.{r.step_id}"
