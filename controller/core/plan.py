@@ -258,6 +258,8 @@ class _Nodes:
             if len(self.parts) > 256:
                 self.parts.clear()
             got = self.parts[p.name] = _Part(p, self.names, self.up)
+        elif got.part is not p:  # an equal partition: later cycles that pass this one find it by identity
+            got.part = p
         return got
 
     def verdicts(self, p: Partition, def_mem: int) -> dict:

@@ -195,3 +195,16 @@ def test_a_typed_gpu_request_only_gets_nodes_with_that_model():
     assert {s.job_id: s.node_names for s in p.starts} == {1: ("node2",), 2: ("node1",)}
     p = plan(snap(ns, [job(1, Request(gpus_per_node=2, gpu_type="V100"))]))
     assert p.starts == [] and p.reasons[1] == Reason.PARTITION_CONFIG
+
+
+def test_an_equal_partition_object_is_remembered_and_a_changed_one_is_not_mistaken_for_it():
+    from slurmlet.controller.core import plan as core
+    ns = nodes(2)
+    jobs = [job(1, Request(nodes_min=2))]
+    first = plan(snap(ns, jobs, [part(ns)]))
+    again = part(ns)  # equal, another object (a new simulator or controller builds its own)
+    assert plan(snap(ns, jobs, [again])) == first
+    assert core._LAST.parts["debug"].part is again  # later cycles find it by identity
+    limited = plan(snap(ns, jobs, [part(ns, max_nodes=1)]))
+    assert not limited.starts and limited.reasons[1] == Reason.PARTITION_NODE_LIMIT
+    assert plan(snap(ns, jobs, [part(ns)])) == first
