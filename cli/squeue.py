@@ -95,12 +95,15 @@ def main(argv: list[str]) -> int:
         q.append("states=" + ",".join(states))
     view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
             "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
-    if not ids and "json" not in o and not view["long"] and not view["start"] and \
-            not local_times(view["fmt"], view["long_fmt"]):
+    if "json" not in o and not view["long"] and not view["start"] and not local_times(view["fmt"], view["long_fmt"]):
         # the controller renders the lines (and keeps them: squeue in a loop costs it little); a
         # controller without GET /api/v1/squeue (404) gets the jobs rendered here
         extra = [f"{k}={quote(v)}" for k, v in view.items() if isinstance(v, str)]
         extra += [f"{k}=true" for k in ("noheader", "array") if k in o]
+        if ids and states is not None:  # (with -j the controller lists the jobs, then keeps these states)
+            extra.append("shown=" + ",".join(states))
+        if task_filter:
+            extra.append("tasks=" + ",".join(sorted(task_filter)))
         status, header, data = http.exchange("GET", "/api/v1/squeue?" + "&".join(q + extra))
         if status == 200:
             if clusters and "noheader" not in o:
@@ -108,6 +111,9 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
             sys.stdout.buffer.write(data)
             return 0
+        if status == 404 and ids and b"Invalid job id specified" in data:
+            print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+            return 1
         if status != 404:
             http.decoded(status, header, data)  # (raises the controller's error)
     from slurmlet.common import render_squeue as render
@@ -122,9 +128,7 @@ def main(argv: list[str]) -> int:
         keep = set(states)
         jobs = [j for j in jobs if j["state"] in keep]
     if task_filter:
-        jobs = [j for j in jobs if j.get("array_task_id") is None or
-                f"{j['array_job_id']}_{j['array_task_id']}" in task_filter or str(j["array_job_id"]) in
-                {t.split("_")[0] for t in task_filter if not t.split("_")[1]}]
+        jobs = render.named_tasks(jobs, task_filter)
     if "json" in o:
         import json
         print(json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},

@@ -370,6 +370,15 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     return sorted(want)
 
 
+def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
+    """squeue -j with array tasks named (`7_3`, or `7_` for all of 7's): the jobs that are no array
+    task, the tasks named, and every task of an array named with `_` alone."""
+    named = set(tasks)
+    whole = {t.split("_")[0] for t in named if not t.split("_")[1]}
+    return [j for j in jobs if j.get("array_task_id") is None or f"{j['array_job_id']}_{j['array_task_id']}" in named
+            or str(j["array_job_id"]) in whole]
+
+
 def _specs(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> tuple[list, dict[str, Field]]:
     """The columns of a view and the table they come from (ValueError naming an unknown one)."""
     if long_fmt:

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from .. import auth
 from ..core.model import PendingJob
 from ..core.plan import plan, priorities
-from ..errors import DomainError, InvalidRequest
+from ..errors import DomainError, InvalidRequest, NotFound
 from ..store.jobs import JobStore, request_of
 from ..store.queries import only_keys
 from ..views import validate_submit
@@ -157,16 +157,18 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
 
 
 @router.get("/api/v1/squeue")
-async def squeue_text(c: CtlDep, states: str | None = None, users: str | None = None, partitions: str | None = None,
-                      names: str | None = None, accounts: str | None = None, qos: str | None = None,
+async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = None, users: str | None = None,
+                      partitions: str | None = None, names: str | None = None, accounts: str | None = None,
+                      qos: str | None = None, shown: str | None = None, tasks: str | None = None,
                       fmt: str | None = None, long_fmt: str | None = None, sort: str | None = None,
                       long: bool = False, start: bool = False, noheader: bool = False, array: bool = False):  # noqa: ANN202
     """squeue's output for these filters (as GET /api/v1/jobs's) and options (`fmt` -o, `long_fmt` -O,
     `sort` -S, `long` -l, `start` --start, `noheader` -h, `array` -r), as text: what the CLI would
-    render from the jobs (cli/render_squeue.py), rendered here at the controller's clock, its local
+    render from the jobs (common/render_squeue.py), rendered here at the controller's clock, its local
     times in the controller's time zone. The controller keeps what it rendered (render_squeue.Kept):
     squeue in a loop over a queue that did not change costs it the read of the jobs' ids. A 400 names
-    a column squeue does not know."""
+    a column squeue does not know. squeue -j: `ids` the jobs (a 404 when none of them is known),
+    `shown` the states of those to print, `tasks` the array tasks named (`7_3`, `7_`)."""
     from slurmlet.common import render_squeue as render
     view = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
     keys = render.job_keys(**view)
@@ -175,9 +177,17 @@ async def squeue_text(c: CtlDep, states: str | None = None, users: str | None = 
             render.squeue_lines([], **view)
         except ValueError as e:
             raise InvalidRequest(str(e)) from None
-    jobs = c.store.listed(keys, False, states=split_list(states), users=split_list(users),
+    wanted = parse_ids(ids)
+    jobs = c.store.listed(keys, False, ids=wanted, states=split_list(states), users=split_list(users),
                           partitions=split_list(partitions), names=split_list(names), now=c.clock(),
                           accounts=split_list(accounts), qos=split_list(qos))
+    if wanted and not jobs:
+        raise NotFound()
+    if shown:
+        keep = set(shown.split(","))
+        jobs = [j for j in jobs if j["state"] in keep]
+    if tasks:
+        jobs = render.named_tasks(jobs, tasks.split(","))
     text = c.squeue_kept.text(jobs, c.clock(), noheader=noheader, array_collapse=not array, **view)
     return Response(text, media_type="text/plain; charset=utf-8")
 

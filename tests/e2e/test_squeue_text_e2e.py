@@ -58,6 +58,32 @@ def test_squeue_prints_what_it_would_render_itself(cluster: Cluster):
         cluster.run([str(BIN / "scancel"), str(running)])
 
 
+def test_squeue_j_prints_what_it_would_render_itself(cluster: Cluster):
+    """squeue -j through the controller too: the jobs named (an array's id names its tasks, `A_T` one
+    task), of squeue's states unless -t says otherwise; none known is Slurm's error."""
+    held = cluster.sbatch("-H", "-o", "/dev/null", "--wrap", "true")
+    array = cluster.sbatch("-H", "--array", "0-3", "-o", "/dev/null", "--wrap", "true")
+    done = cluster.sbatch("-o", "/dev/null", "--wrap", "true")
+    cluster.wait_state(done, "COMPLETED")
+    queued = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"}
+    cases = [([str(held)], f"?ids={held}", queued, None), ([str(array)], f"?ids={array}", queued, None),
+             ([f"{array}_1,{held}"], f"?ids={array},{held}", queued, {f"{array}_1"}),
+             ([f"{array}_"], f"?ids={array}", queued, {f"{array}_"}),
+             ([str(done)], f"?ids={done}", queued, None), ([str(done), "-t", "all"], f"?ids={done}", None, None),
+             ([str(array), "-r", "-h"], f"?ids={array}", queued, None)]
+    for argv, query, states, tasks in cases:
+        t0 = time.time()
+        r = cluster.run([str(BIN / "squeue"), "-j", *argv])
+        assert r.returncode == 0, (argv, r.stderr)
+        jobs = [j for j in cluster.api("GET", "/api/v1/jobs" + query)["jobs"] if states is None or j["state"] in states]
+        if tasks:
+            jobs = render_squeue.named_tasks(jobs, tasks)
+        want = render_squeue.squeue_lines(jobs, now=t0, noheader="-h" in argv, array_collapse="-r" not in argv)
+        assert r.stdout == "".join(x + "\n" for x in want), (argv, r.stdout)
+    r = cluster.run([str(BIN / "squeue"), "-j", "999999"])
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+
+
 def test_squeue_unknown_column_is_slurms_error(cluster: Cluster):
     for argv, column in ((["-o", "%i %Ü"], "Ü"), (["-O", "jobid,bogus"], "bogus")):
         r = cluster.run([str(BIN / "squeue"), *argv])
