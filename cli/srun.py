@@ -354,8 +354,6 @@ def _allocate_and_run(req: dict) -> int:
     run as its step 0, the allocation released with the step's exit code. The tasks stream their
     output and exit codes to this srun over the network: to $SLURMLET_SRUN_ADDR, else to this host's
     name (the nodes must resolve it: a login node's name does)."""
-    import contextlib
-    import socket
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
     from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
@@ -376,6 +374,13 @@ def _allocate_and_run(req: dict) -> int:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
         return e.code or 1
+    # what the step needs (its streams' sockets, threads and JSON headers; the signal handlers) is
+    # loaded now, while the controller places the job and its node starts it, rather than after
+    import json  # noqa: F401
+    import selectors  # noqa: F401
+    import signal  # noqa: F401
+    import socket
+    import threading  # noqa: F401
     given_back = False
     try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
         def say(line: str) -> None:
@@ -405,8 +410,10 @@ def _allocate_and_run(req: dict) -> int:
             return worst or 1
     finally:
         if not given_back:
-            with contextlib.suppress(Exception):
+            try:
                 http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
+            except Exception:  # noqa: BLE001, S110 - the controller's own checks end it
+                pass
     if job.get("state") == "NODE_FAIL":
         down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]
                 if n["name"] in job.get("node_list", []) and n["state"].startswith("DOWN")]
