@@ -59,6 +59,13 @@ def max_backoff(slurmd_timeout: float | None) -> float:
     return min(MAX_BACKOFF, max(slurmd_timeout / 4, 0.1)) if slurmd_timeout else MAX_BACKOFF
 
 
+def _dropped(task: asyncio.Task) -> None:
+    """A long-poll given up for a newer sync: its answer (no orders, or orders the newer one has
+    again) or its failure is not needed."""
+    if not task.cancelled():
+        task.exception()
+
+
 def jittered(backoff: float) -> float:
     """A pause of about `backoff` seconds, spread over [0.5, 1) of it (never longer): the agents of
     a cluster whose controller comes back do not all call it in the same instant."""
@@ -209,10 +216,12 @@ class Agent:
                     exited.cancel()
                     raise
                 if sync not in done:
-                    # a job ended while we waited for orders: report it now, resend the sync
-                    sync.cancel()
-                    with contextlib.suppress(BaseException):
-                        await sync
+                    # a job ended while we waited for orders: report it now in a new sync, which ends
+                    # this one's wait on the controller (it then answers no orders: api/nodes.py). This
+                    # one is left to end so, not cancelled: a request cancelled in flight can keep its
+                    # connection taken in httpx's pool for good (httpcore #1093), and with the pool
+                    # full every sync fails (PoolTimeout) and the node is taken for dead
+                    sync.add_done_callback(_dropped)
                     continue
                 exited.cancel()
                 try:

@@ -185,3 +185,21 @@ def test_srun_outside_an_allocation_reports_a_node_failure(fresh_cluster):
             p.kill()
     assert p.returncode != 0
     assert "srun: error: Node failure on node2" in err.splitlines(), err
+
+
+def test_an_agent_keeps_a_few_connections_however_many_jobs_end_while_it_waits(fresh_cluster):
+    """Each job or step that ends while the agent's sync waits for orders sends a new sync (the
+    controller ends the old one's wait). The old request is left to end, not cancelled: cancelled
+    in flight, it kept its connection taken in httpx's pool, and after about 200 srun allocations the
+    pool was full, every sync failed (PoolTimeout) and the node was taken for dead (NODE_FAIL)."""
+    import psutil
+    c: Cluster = fresh_cluster(nodes=1)
+    c.start()
+    agent = psutil.Process(c.procs["agent-node1"].pid)
+    port = int(c.url.rsplit(":", 1)[1])
+    for _ in range(40):  # an srun's allocation ends while the agent waits: its holder is killed
+        r = c.run([str(BIN / "srun"), "-N1", "true"])
+        assert r.returncode == 0, r.stderr
+    to_controller = [x for x in agent.net_connections(kind="tcp") if x.raddr and x.raddr.port == port]
+    assert len(to_controller) <= 4, to_controller
+    assert "controller unreachable" not in (c.root / "agent-node1.log").read_text()
