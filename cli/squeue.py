@@ -39,6 +39,22 @@ def local_times(fmt: str | None, long_fmt: str | None) -> bool:
                                    for part in fmt.split("%")[1:])
 
 
+def rendered_here(fmt: str | None, long_fmt: str | None, sort: str | None) -> bool:
+    """Whether squeue renders a view itself: one that prints a local time, or one too large for the
+    controller to render (render_squeue.VIEW_CHARS: over 1,024 characters, 64 columns or a width of
+    four digits; a cheap test, which may say so of some that are not)."""
+    text = long_fmt if long_fmt is not None else fmt
+    if text is not None and (len(text) > 1024 or text.count("," if long_fmt is not None else "%") >= 64 or
+                             any(len(run) >= 4 for run in _digit_runs(text))):
+        return True
+    return len(sort or "") > 1024 or local_times(fmt, long_fmt)
+
+
+def _digit_runs(text: str) -> list[str]:
+    """The runs of digits in `text` (a digit other than 0-9 counts as four: the renderer reads it as one)."""
+    return "".join(ch if "0" <= ch <= "9" else "0000" if ch.isdigit() else " " for ch in text).split()
+
+
 def quote(v: str) -> str:
     """A query value, what a URL may not carry as it is percent-encoded (urllib brings `re`)."""
     return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-._~,:") else
@@ -95,7 +111,8 @@ def main(argv: list[str]) -> int:
         q.append("states=" + ",".join(states))
     view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
             "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
-    if "json" not in o and not view["long"] and not view["start"] and not local_times(view["fmt"], view["long_fmt"]):
+    if "json" not in o and not view["long"] and not view["start"] and \
+            not rendered_here(view["fmt"], view["long_fmt"], view["sort"]):
         # the controller renders the lines (and keeps them: squeue in a loop costs it little); a
         # controller without GET /api/v1/squeue (404) gets the jobs rendered here
         extra = [f"{k}={quote(v)}" for k, v in view.items() if isinstance(v, str)]

@@ -370,6 +370,23 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     return sorted(want)
 
 
+#: the largest view the controller renders (GET /api/v1/squeue: a format is anyone's to send, and its
+#: columns and widths multiply its work and its answer by the jobs): at most VIEW_CHARS characters,
+#: VIEW_COLUMNS columns and VIEW_WIDTH columns wide each; squeue renders a larger one itself
+VIEW_CHARS, VIEW_COLUMNS, VIEW_WIDTH = 1024, 64, 999
+
+
+def view_bounded(fmt: str | None, long_fmt: str | None) -> bool:
+    """Whether a view is one the controller renders (see VIEW_CHARS)."""
+    text = long_fmt if long_fmt is not None else fmt
+    if text is None:
+        return True
+    if len(text) > VIEW_CHARS:
+        return False
+    specs = F.parse_long_format(long_fmt) if long_fmt is not None else F.parse_format(text)
+    return sum(sp.key is not None for sp in specs) <= VIEW_COLUMNS and all(sp.width <= VIEW_WIDTH for sp in specs)
+
+
 def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
     """squeue -j with array tasks named (`7_3`, or `7_` for all of 7's): the jobs that are no array
     task, the tasks named, and every task of an array named with `_` alone."""

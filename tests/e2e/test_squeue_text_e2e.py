@@ -89,3 +89,16 @@ def test_squeue_unknown_column_is_slurms_error(cluster: Cluster):
         r = cluster.run([str(BIN / "squeue"), *argv])
         assert (r.returncode, r.stdout) == (1, "") and \
             r.stderr == f"squeue: error: Invalid job format specification: {column}\n", (argv, r.stderr)
+
+
+def test_a_view_too_large_for_the_controller_is_rendered_by_squeue(cluster: Cluster):
+    """A format's columns and widths multiply the controller's work by the jobs: it refuses a large
+    one (anyone may send it), which squeue renders itself, as Slurm prints it."""
+    job = cluster.sbatch("-H", "-o", "/dev/null", "--wrap", "true")
+    r = cluster.run([str(BIN / "squeue"), "-h", "-j", str(job), "-o", "%.2000i|"])
+    assert r.returncode == 0 and r.stdout == str(job).rjust(2000) + "|\n", (r.stderr, len(r.stdout))
+    import httpx
+    got = httpx.get(f"{cluster.url}/api/v1/squeue", params={"fmt": "%.2000i"}, timeout=30)
+    assert got.status_code == 400 and "render it yourself" in got.json()["detail"]["error"], got.text
+    got = httpx.get(f"{cluster.url}/api/v1/squeue", params={"fmt": "%i" * 65}, timeout=30)
+    assert got.status_code == 400, got.text

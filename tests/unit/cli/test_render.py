@@ -1133,3 +1133,24 @@ def test_parse_formats():
     assert F.parse_format("ab%i") == [F.Spec(None, 0, False, "ab"), F.Spec("i", 0, False, "")]
     assert F.parse_long_format("JobID:10,State,Reason:.30x") == [
         F.Spec("jobid", 10, False, ""), F.Spec("state", 20, False, ""), F.Spec("reason", 30, True, "x")]
+
+
+def test_squeue_asks_the_controller_only_for_views_it_renders():
+    """A view squeue sends to the controller is one the controller renders (render_squeue.view_bounded:
+    the controller refuses larger ones, whose work and answer the jobs multiply); a larger one squeue
+    renders itself."""
+    import random
+
+    from slurmlet.cli import squeue
+    rnd = random.Random(3)
+    pieces = ["%i", "%.18i", "%9999i", "%.1000j", "%999P", "%0001t", "%\u0663i", " ", "|", "x" * 50, "%M", ",",
+              "jobid", "name:5000", "state:.999", "reason:.1000", "jobid:\u0663"]
+    for _ in range(3000):
+        text = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 90)))
+        for fmt, long_fmt in ((text, None), (None, text)):
+            if not squeue.rendered_here(fmt, long_fmt, None):
+                assert render_squeue.view_bounded(fmt, long_fmt), (fmt, long_fmt)
+    assert not render_squeue.view_bounded("%.5000i", None) and squeue.rendered_here("%.5000i", None, None)
+    assert not render_squeue.view_bounded("%i" * 65, None) and squeue.rendered_here("%i" * 65, None, None)
+    assert render_squeue.view_bounded("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None)
+    assert not squeue.rendered_here("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None, None)
