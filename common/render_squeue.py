@@ -391,7 +391,7 @@ def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
     """squeue -j with array tasks named (`7_3`, or `7_` for all of 7's): the jobs that are no array
     task, the tasks named, and every task of an array named with `_` alone."""
     named = set(tasks)
-    whole = {t.split("_")[0] for t in named if not t.split("_")[1]}
+    whole = {base for base, sep, rest in (t.partition("_") for t in named) if sep and not rest.split("_")[0]}
     return [j for j in jobs if j.get("array_task_id") is None or f"{j['array_job_id']}_{j['array_task_id']}" in named
             or str(j["array_job_id"]) in whole]
 

@@ -1154,3 +1154,13 @@ def test_squeue_asks_the_controller_only_for_views_it_renders():
     assert not render_squeue.view_bounded("%i" * 65, None) and squeue.rendered_here("%i" * 65, None, None)
     assert render_squeue.view_bounded("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None)
     assert not squeue.rendered_here("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None, None)
+
+
+def test_named_tasks_takes_any_token():
+    """squeue -j's task filter (also the controller's `tasks`, anyone's to send): a token without `_`
+    names no task and fails nothing."""
+    jobs = queue_jobs()
+    assert [j["job_id"] for j in render_squeue.named_tasks(jobs, ["x", "", "_", "7885__"])] == \
+        [j["job_id"] for j in jobs if j["array_task_id"] is None or j["array_job_id"] == 7885]
+    assert {(j["array_job_id"], j["array_task_id"]) for j in render_squeue.named_tasks(jobs, ["7886_3"])
+            if j["array_task_id"] is not None} == {(7886, 3)}
