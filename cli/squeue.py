@@ -33,7 +33,7 @@ LOCAL_TIME_NAMES = frozenset({"endtime", "starttime", "submittime", "eligibletim
 
 def local_times(fmt: str | None, long_fmt: str | None) -> bool:
     """Whether an `-o` or `-O` format has a column that prints a local time."""
-    if long_fmt is not None:
+    if long_fmt:  # (an empty -O is no -O: render_squeue._specs)
         return any(tok.partition(":")[0].lower() in LOCAL_TIME_NAMES for tok in long_fmt.split(","))
     return fmt is not None and any(part.lstrip(".-0123456789")[:1] in LOCAL_TIME_LETTERS
                                    for part in fmt.split("%")[1:])
@@ -41,18 +41,24 @@ def local_times(fmt: str | None, long_fmt: str | None) -> bool:
 
 def rendered_here(fmt: str | None, long_fmt: str | None, sort: str | None) -> bool:
     """Whether squeue renders a view itself: one that prints a local time, or one too large for the
-    controller to render (render_squeue.VIEW_CHARS: over 1,024 characters, 64 columns or a width of
-    four digits; a cheap test, which may say so of some that are not)."""
-    text = long_fmt if long_fmt is not None else fmt
-    if text is not None and (len(text) > 1024 or text.count("," if long_fmt is not None else "%") >= 64 or
-                             any(len(run) >= 4 for run in _digit_runs(text))):
+    controller to render (render_squeue.view_bounded; a cheap test, which may say so of some that
+    are not: it counts every number in the format as a column's width)."""
+    if len(sort or "") > 1024 or (sort or "").count(",") >= 15:
         return True
-    return len(sort or "") > 1024 or local_times(fmt, long_fmt)
+    text = long_fmt or fmt
+    if text:
+        runs = _digit_runs(text)
+        line = sum(int(r) for r in runs if len(r) < 5) + (20 * (text.count(",") + 1) if long_fmt else 0)
+        if len(text) > 1024 or text.count("," if long_fmt else "%") >= 64 or \
+                any(len(r) >= 5 for r in runs) or line > 4096:
+            return True
+    return local_times(fmt, long_fmt)
 
 
 def _digit_runs(text: str) -> list[str]:
-    """The runs of digits in `text` (a digit other than 0-9 counts as four: the renderer reads it as one)."""
-    return "".join(ch if "0" <= ch <= "9" else "0000" if ch.isdigit() else " " for ch in text).split()
+    """The runs of digits in `text` (a digit other than 0-9 counts as 99999: the renderer may read it
+    as one, or fail on it)."""
+    return "".join(ch if "0" <= ch <= "9" else " 99999 " if ch.isdigit() else " " for ch in text).split()
 
 
 def quote(v: str) -> str:
@@ -102,11 +108,11 @@ def main(argv: list[str]) -> int:
     if ids:
         q.append("ids=" + ",".join(map(str, ids)))
     if users:
-        q.append("users=" + ",".join(users))
+        q.append("users=" + quote(",".join(users)))
     if "partition" in o:
-        q.append("partitions=" + ",".join(common.split_list(o["partition"])))
+        q.append("partitions=" + quote(",".join(common.split_list(o["partition"]))))
     if "name" in o:
-        q.append("names=" + ",".join(common.split_list(o["name"])))
+        q.append("names=" + quote(",".join(common.split_list(o["name"]))))
     if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
         q.append("states=" + ",".join(states))
     view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
@@ -118,9 +124,9 @@ def main(argv: list[str]) -> int:
         extra = [f"{k}={quote(v)}" for k, v in view.items() if isinstance(v, str)]
         extra += [f"{k}=true" for k in ("noheader", "array") if k in o]
         if ids and states is not None:  # (with -j the controller lists the jobs, then keeps these states)
-            extra.append("shown=" + ",".join(states))
+            extra.append("shown=" + quote(",".join(states)))
         if task_filter:
-            extra.append("tasks=" + ",".join(sorted(task_filter)))
+            extra.append("tasks=" + quote(",".join(sorted(task_filter))))
         status, header, data = http.exchange("GET", "/api/v1/squeue?" + "&".join(q + extra))
         if status == 200:
             if clusters and "noheader" not in o:

@@ -376,13 +376,13 @@ def _allocate_and_run(req: dict) -> int:
         return e.code or 1
     # what the step needs (its streams' sockets, threads and JSON headers; the signal handlers) is
     # loaded now, while the controller places the job and its node starts it, rather than after
-    import json  # noqa: F401
-    import selectors  # noqa: F401
-    import signal  # noqa: F401
-    import socket
-    import threading  # noqa: F401
     given_back = False
     try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
+        import json  # noqa: F401
+        import selectors  # noqa: F401
+        import signal  # noqa: F401
+        import socket
+        import threading  # noqa: F401
         def say(line: str) -> None:
             if "quiet" not in o:
                 print(f"srun: {line}", file=sys.stderr, flush=True)

@@ -370,21 +370,29 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     return sorted(want)
 
 
-#: the largest view the controller renders (GET /api/v1/squeue: a format is anyone's to send, and its
-#: columns and widths multiply its work and its answer by the jobs): at most VIEW_CHARS characters,
-#: VIEW_COLUMNS columns and VIEW_WIDTH columns wide each; squeue renders a larger one itself
-VIEW_CHARS, VIEW_COLUMNS, VIEW_WIDTH = 1024, 64, 999
+#: the largest view the controller renders (GET /api/v1/squeue: a view is anyone's to send, and its
+#: columns, widths and sort keys multiply its work and its answer by the jobs): at most VIEW_CHARS
+#: characters of format, VIEW_COLUMNS columns, VIEW_LINE characters of columns a line (a column
+#: without a width counts as 20) and VIEW_SORTS sort keys; squeue renders a larger one itself
+VIEW_CHARS, VIEW_COLUMNS, VIEW_LINE, VIEW_SORTS = 1024, 64, 4096, 16
 
 
-def view_bounded(fmt: str | None, long_fmt: str | None) -> bool:
-    """Whether a view is one the controller renders (see VIEW_CHARS)."""
-    text = long_fmt if long_fmt is not None else fmt
-    if text is None:
+def view_bounded(fmt: str | None, long_fmt: str | None, sort: str | None = None) -> bool:
+    """Whether a view is one the controller renders (see VIEW_CHARS). The format is the one `_specs`
+    renders (`long_fmt` when it is not empty); one that does not parse is not."""
+    if len(sort or "") > VIEW_CHARS or len([k for k in (sort or "").split(",") if k.strip()]) > VIEW_SORTS:
+        return False
+    text = long_fmt or fmt
+    if text is None or not text:
         return True
     if len(text) > VIEW_CHARS:
         return False
-    specs = F.parse_long_format(long_fmt) if long_fmt is not None else F.parse_format(text)
-    return sum(sp.key is not None for sp in specs) <= VIEW_COLUMNS and all(sp.width <= VIEW_WIDTH for sp in specs)
+    try:
+        specs = F.parse_long_format(long_fmt) if long_fmt else F.parse_format(text)
+    except ValueError:
+        return False
+    cols = [sp for sp in specs if sp.key is not None]
+    return len(cols) <= VIEW_COLUMNS and sum(sp.width or 20 for sp in cols) <= VIEW_LINE
 
 
 def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:

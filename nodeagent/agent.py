@@ -59,13 +59,6 @@ def max_backoff(slurmd_timeout: float | None) -> float:
     return min(MAX_BACKOFF, max(slurmd_timeout / 4, 0.1)) if slurmd_timeout else MAX_BACKOFF
 
 
-def _dropped(task: asyncio.Task) -> None:
-    """A long-poll given up for a newer sync: its answer (no orders, or orders the newer one has
-    again) or its failure is not needed."""
-    if not task.cancelled():
-        task.exception()
-
-
 def jittered(backoff: float) -> float:
     """A pause of about `backoff` seconds, spread over [0.5, 1) of it (never longer): the agents of
     a cluster whose controller comes back do not all call it in the same instant."""
@@ -102,6 +95,8 @@ class Agent:
         #: jobs and steps whose processes a predecessor of this agent left running, killed by
         #: `recover`; reported to the controller (record name -> report) until it has them
         self.lost: dict[str, dict] = {}
+        #: long-polls given up for a newer sync, left to end on their own (see _serve)
+        self.dropped: set[asyncio.Task] = set()
         self.cluster = cluster
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
@@ -212,8 +207,8 @@ class Agent:
                 try:
                     done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:  # the agent stops: no request left behind to fail unheard
-                    sync.cancel()
-                    exited.cancel()
+                    for t in (sync, exited, *self.dropped):
+                        t.cancel()
                     raise
                 if sync not in done:
                     # a job ended while we waited for orders: report it now in a new sync, which ends
@@ -221,7 +216,8 @@ class Agent:
                     # one is left to end so, not cancelled: a request cancelled in flight can keep its
                     # connection taken in httpx's pool for good (httpcore #1093), and with the pool
                     # full every sync fails (PoolTimeout) and the node is taken for dead
-                    sync.add_done_callback(_dropped)
+                    self.dropped.add(sync)
+                    sync.add_done_callback(self._dropped)
                     continue
                 exited.cancel()
                 try:
@@ -264,6 +260,13 @@ class Agent:
                     # agent runs under this name. Say so, and do not race it for the controller's time.
                     log.error("another agent syncs as node %s: give each agent its own --name", self.name)
                     await asyncio.sleep(jittered(self.max_backoff))
+
+    def _dropped(self, task: asyncio.Task) -> None:
+        """A long-poll given up for a newer sync, ended: its answer (no orders, or orders the newer one
+        has again) or its failure is not needed."""
+        self.dropped.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     async def code_dir(self, order: dict) -> str:
         """An air run's code, unpacked once per run on this node (`CODE_SOURCE_PATH`), as the run's user:

@@ -171,9 +171,10 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
     `shown` the states of those to print, `tasks` the array tasks named (`7_3`, `7_`)."""
     from slurmlet.common import render_squeue as render
     view = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
-    if not render.view_bounded(fmt, long_fmt) or len(sort or "") > render.VIEW_CHARS:
+    if not render.view_bounded(fmt, long_fmt, sort):
         raise InvalidRequest(f"a format of at most {render.VIEW_CHARS} characters, {render.VIEW_COLUMNS} columns "
-                             f"and {render.VIEW_WIDTH} characters a column is rendered here: render it yourself")
+                             f"and {render.VIEW_LINE} characters of columns a line, sorted by at most "
+                             f"{render.VIEW_SORTS} keys, is rendered here: render it yourself")
     keys = render.job_keys(**view)
     if keys is None:
         try:

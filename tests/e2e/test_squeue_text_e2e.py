@@ -95,10 +95,12 @@ def test_a_view_too_large_for_the_controller_is_rendered_by_squeue(cluster: Clus
     """A format's columns and widths multiply the controller's work by the jobs: it refuses a large
     one (anyone may send it), which squeue renders itself, as Slurm prints it."""
     job = cluster.sbatch("-H", "-o", "/dev/null", "--wrap", "true")
-    r = cluster.run([str(BIN / "squeue"), "-h", "-j", str(job), "-o", "%.2000i|"])
-    assert r.returncode == 0 and r.stdout == str(job).rjust(2000) + "|\n", (r.stderr, len(r.stdout))
+    r = cluster.run([str(BIN / "squeue"), "-h", "-j", str(job), "-o", "%.5000i|"])
+    assert r.returncode == 0 and r.stdout == str(job).rjust(5000) + "|\n", (r.stderr, len(r.stdout))
     import httpx
-    got = httpx.get(f"{cluster.url}/api/v1/squeue", params={"fmt": "%.2000i"}, timeout=30)
+    got = httpx.get(f"{cluster.url}/api/v1/squeue", params={"fmt": "%.5000i"}, timeout=30)
     assert got.status_code == 400 and "render it yourself" in got.json()["detail"]["error"], got.text
-    got = httpx.get(f"{cluster.url}/api/v1/squeue", params={"fmt": "%i" * 65}, timeout=30)
-    assert got.status_code == 400, got.text
+    for params in ({"fmt": "%i" * 65}, {"fmt": "%.5000i", "long_fmt": ""}, {"long_fmt": "jobid:\u00b2"},
+                   {"sort": ",".join("M" * 17)}, {"fmt": "%999i" * 5}):
+        got = httpx.get(f"{cluster.url}/api/v1/squeue", params=params, timeout=30)
+        assert got.status_code == 400, (params, got.text)

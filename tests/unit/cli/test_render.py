@@ -1144,14 +1144,20 @@ def test_squeue_asks_the_controller_only_for_views_it_renders():
     from slurmlet.cli import squeue
     rnd = random.Random(3)
     pieces = ["%i", "%.18i", "%9999i", "%.1000j", "%999P", "%0001t", "%\u0663i", " ", "|", "x" * 50, "%M", ",",
-              "jobid", "name:5000", "state:.999", "reason:.1000", "jobid:\u0663"]
+              "jobid", "name:5000", "state:.999", "reason:.1000", "jobid:\u0663", "jobid:\u00b2", "%300i"]
+    sorts = [None, "", "i", "-M,t,p", ",".join("MtpiPV" * 4), ",".join("Mt" * 8), "x" * 1100]
     for _ in range(3000):
         text = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 90)))
-        for fmt, long_fmt in ((text, None), (None, text)):
-            if not squeue.rendered_here(fmt, long_fmt, None):
-                assert render_squeue.view_bounded(fmt, long_fmt), (fmt, long_fmt)
+        sort = rnd.choice(sorts)
+        for fmt, long_fmt in ((text, None), (None, text), (text, ""), ("", text)):
+            if not squeue.rendered_here(fmt, long_fmt, sort):
+                assert render_squeue.view_bounded(fmt, long_fmt, sort), (fmt, long_fmt, sort)
     assert not render_squeue.view_bounded("%.5000i", None) and squeue.rendered_here("%.5000i", None, None)
     assert not render_squeue.view_bounded("%i" * 65, None) and squeue.rendered_here("%i" * 65, None, None)
+    assert not render_squeue.view_bounded("%.5000i", "")  # (an empty -O is no -O: the -o is what renders)
+    assert not render_squeue.view_bounded("%999i" * 5, None) and squeue.rendered_here("%999i" * 5, None, None)
+    assert not render_squeue.view_bounded(None, "jobid:\u00b2")  # (does not parse: not rendered there)
+    assert not render_squeue.view_bounded(None, None, ",".join("M" * 17)) and squeue.rendered_here(None, None, ",".join("M" * 17))
     assert render_squeue.view_bounded("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None)
     assert not squeue.rendered_here("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R", None, None)
 
