@@ -7,6 +7,7 @@ import time
 
 from slurmlet.cli import common, http
 from slurmlet.cli.argv import Opt
+from slurmlet.common.wire import VIEW_CHARS, VIEW_COLUMNS, VIEW_DEFAULT_WIDTH, VIEW_LINE, VIEW_SORTS
 
 TABLE: list[Opt] = [
     ("h", "noheader", 0, "noheader"), ("o", "format", 1, "format"), ("O", "Format", 1, "Format"),
@@ -41,16 +42,17 @@ def local_times(fmt: str | None, long_fmt: str | None) -> bool:
 
 def rendered_here(fmt: str | None, long_fmt: str | None, sort: str | None) -> bool:
     """Whether squeue renders a view itself: one that prints a local time, or one too large for the
-    controller to render (render_squeue.view_bounded; a cheap test, which may say so of some that
+    controller to render (common/wire.py's VIEW_CHARS; a cheap test, which may say so of some that
     are not: it counts every number in the format as a column's width)."""
-    if len(sort or "") > 1024 or (sort or "").count(",") >= 15:
+    if len(sort or "") > VIEW_CHARS or (sort or "").count(",") >= VIEW_SORTS - 1:
         return True
     text = long_fmt or fmt
     if text:
         runs = _digit_runs(text)
-        line = sum(int(r) for r in runs if len(r) < 5) + (20 * (text.count(",") + 1) if long_fmt else 0)
-        if len(text) > 1024 or text.count("," if long_fmt else "%") >= 64 or \
-                any(len(r) >= 5 for r in runs) or line > 4096:
+        line = sum(int(r) for r in runs if len(r) < 5) + \
+            (VIEW_DEFAULT_WIDTH * (text.count(",") + 1) if long_fmt else 0)
+        if len(text) > VIEW_CHARS or text.count("," if long_fmt else "%") >= VIEW_COLUMNS or \
+                any(len(r) >= 5 for r in runs) or line > VIEW_LINE:
             return True
     return local_times(fmt, long_fmt)
 

@@ -374,10 +374,10 @@ def _allocate_and_run(req: dict) -> int:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
         return e.code or 1
-    # what the step needs (its streams' sockets, threads and JSON headers; the signal handlers) is
-    # loaded now, while the controller places the job and its node starts it, rather than after
     given_back = False
     try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
+        # what the step needs (its streams' sockets, threads and JSON headers; the signal handlers) is
+        # loaded now, while the controller places the job and its node starts it, rather than after
         import json  # noqa: F401
         import selectors  # noqa: F401
         import signal  # noqa: F401

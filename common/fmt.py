@@ -365,25 +365,33 @@ def node_state_code(state: str | None, *, cpus_alloc: int = 0, jobs: int = 0) ->
     return code | base
 
 
-def node_state_long(code: int) -> str:
-    """``node_state_string``: ``IDLE``, ``MIXED``, ``DRAINING``, ``DOWN*``, ``COMPLETING``..."""
+#: node_state_string's words (`_LONG`) and node_state_string_compact's (`_COMPACT`), by meaning
+_LONG = dict(maint="MAINTENANCE", reboot="REBOOT_REQUESTED", draining="DRAINING", drained="DRAINED",
+             failing="FAILING", fail="FAIL", alloc="ALLOCATED", comp="COMPLETING", resv="RESERVED",
+             mix="MIXED", future="FUTURE", unknown="UNKNOWN")
+_COMPACT = dict(maint="MAINT", reboot="BOOT", draining="DRNG", drained="DRAIN", failing="FAILG", fail="FAIL",
+                alloc="ALLOC", comp="COMP", resv="RESV", mix="MIX", future="FUTR", unknown="UNK")
+
+
+def _node_state(code: int, word: dict[str, str]) -> str:
+    """A node's state as `node_state_string` (or, with `_COMPACT`, its compact form) words it."""
     base = code & NODE_BASE
     star = "*" if code & FLAG_NO_RESPOND else ""
     busy = base in (NODE_ALLOCATED, NODE_MIXED) or code & FLAG_COMPLETING
     if code & FLAG_MAINT and not (code & FLAG_DRAIN or base in (NODE_ALLOCATED, NODE_DOWN, NODE_MIXED)):
-        return "MAINTENANCE" + star
+        return word["maint"] + star
     if code & FLAG_REBOOT:
-        return "REBOOT_REQUESTED" + star
+        return word["reboot"] + star
     if code & FLAG_DRAIN:
-        return ("DRAINING" if busy else "DRAINED") + star
+        return word["draining" if busy else "drained"] + star
     if code & FLAG_FAIL:
-        return ("FAILING" if (code & FLAG_COMPLETING or base == NODE_ALLOCATED) else "FAIL") + star
+        return word["failing" if (code & FLAG_COMPLETING or base == NODE_ALLOCATED) else "fail"] + star
     if base == NODE_DOWN:
         return "DOWN" + (star or ("~" if code & FLAG_POWERED_DOWN else ""))
     if base == NODE_ALLOCATED:
-        return "ALLOCATED" + (star or ("+" if code & FLAG_COMPLETING else ""))
+        return word["alloc"] + (star or ("+" if code & FLAG_COMPLETING else ""))
     if code & FLAG_COMPLETING:
-        return "COMPLETING" + star
+        return word["comp"] + star
     if base == NODE_IDLE:
         if star:
             return "IDLE*"
@@ -392,53 +400,25 @@ def node_state_long(code: int) -> str:
         if code & FLAG_POWERING_UP:
             return "IDLE#"
         if code & FLAG_RES:
-            return "RESERVED"
+            return word["resv"]
         return "IDLE"
     if base == NODE_MIXED:
-        return "MIXED" + star
+        return word["mix"] + star
     if base == NODE_FUTURE:
-        return "FUTURE" + star
+        return word["future"] + star
     if base == NODE_ERROR:
         return "ERROR" + star
-    return "UNKNOWN" + star
+    return word["unknown"] + star
+
+
+def node_state_long(code: int) -> str:
+    """``node_state_string``: ``IDLE``, ``MIXED``, ``DRAINING``, ``DOWN*``, ``COMPLETING``..."""
+    return _node_state(code, _LONG)
 
 
 def node_state_compact(code: int) -> str:
     """``node_state_string_compact``: ``IDLE``, ``MIX``, ``ALLOC``, ``DRNG``, ``COMP``, ``DOWN*``..."""
-    base = code & NODE_BASE
-    star = "*" if code & FLAG_NO_RESPOND else ""
-    busy = base in (NODE_ALLOCATED, NODE_MIXED) or code & FLAG_COMPLETING
-    if code & FLAG_MAINT and not (code & FLAG_DRAIN or base in (NODE_ALLOCATED, NODE_DOWN, NODE_MIXED)):
-        return "MAINT" + star
-    if code & FLAG_REBOOT:
-        return "BOOT" + star
-    if code & FLAG_DRAIN:
-        return ("DRNG" if busy else "DRAIN") + star
-    if code & FLAG_FAIL:
-        return ("FAILG" if (code & FLAG_COMPLETING or base == NODE_ALLOCATED) else "FAIL") + star
-    if base == NODE_DOWN:
-        return "DOWN" + (star or ("~" if code & FLAG_POWERED_DOWN else ""))
-    if base == NODE_ALLOCATED:
-        return "ALLOC" + (star or ("+" if code & FLAG_COMPLETING else ""))
-    if code & FLAG_COMPLETING:
-        return "COMP" + star
-    if base == NODE_IDLE:
-        if star:
-            return "IDLE*"
-        if code & FLAG_POWERED_DOWN:
-            return "IDLE~"
-        if code & FLAG_POWERING_UP:
-            return "IDLE#"
-        if code & FLAG_RES:
-            return "RESV"
-        return "IDLE"
-    if base == NODE_MIXED:
-        return "MIX" + star
-    if base == NODE_FUTURE:
-        return "FUTR" + star
-    if base == NODE_ERROR:
-        return "ERROR" + star
-    return "UNK" + star
+    return _node_state(code, _COMPACT)
 
 
 def node_state_complete(code: int) -> str:

@@ -7,15 +7,13 @@ from __future__ import annotations
 from slurmlet.common import fmt as F
 from slurmlet.common.fmt import Field
 
+from slurmlet.common.wire import VIEW_CHARS, VIEW_COLUMNS, VIEW_DEFAULT_WIDTH, VIEW_LINE, VIEW_SORTS
+
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
     JobDict = dict[str, Any]
-    NodeDict = dict[str, Any]
-    PartDict = dict[str, Any]
-
-
 
 from slurmlet.common.jobfacts import (
     alloc_node,
@@ -52,15 +50,13 @@ class QRow:
         self.reason = reason if reason is not None else job_reason(job)
         self.timed = False
 
-    @property
-    def now(self) -> float:
+    def clock(self) -> float:
+        """The row's time (marking the row as read at it); a function, for what reads it only when
+        it needs it."""
         self.timed = True
         return self._now
 
-    def clock(self) -> float:
-        """`now`, for what reads it only when it needs it."""
-        self.timed = True
-        return self._now
+    now = property(clock)
 
 
 def _qg(key: str, default: Any = "(null)") -> Callable[[QRow], Any]:
@@ -351,17 +347,11 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     """The job keys squeue_lines reads for these options (the controller sends only those: a fifth
     of a job or less), or None when a column is unknown (squeue_lines then says which)."""
     want = set(ROW_KEYS)
-    if long_fmt:
-        names = [sp.key for sp in F.parse_long_format(long_fmt) if sp.key is not None]
-        table = squeue_long_table()
-        if any(n not in table for n in names):
-            return None
-        cols = [_SQUEUE_LONG_ALIASES.get(n, n) for n in names]
-    else:
-        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
-        cols = [sp.key for sp in specs if sp.key is not None]
-        if any(c not in SQUEUE_FIELDS for c in cols):
-            return None
+    try:
+        specs, _ = _specs(fmt, long_fmt, long, start)
+    except ValueError:
+        return None
+    cols = [_SQUEUE_LONG_ALIASES.get(sp.key, sp.key) for sp in specs if sp.key is not None]
     sorts = [k.strip().lstrip("+-")[:1] for k in (sort or "").split(",") if k.strip().lstrip("+-")]
     for c in cols + sorts:
         want.update(_KEYS.get(c, ()))
@@ -370,29 +360,19 @@ def job_keys(*, fmt: str | None = None, long_fmt: str | None = None, long: bool 
     return sorted(want)
 
 
-#: the largest view the controller renders (GET /api/v1/squeue: a view is anyone's to send, and its
-#: columns, widths and sort keys multiply its work and its answer by the jobs): at most VIEW_CHARS
-#: characters of format, VIEW_COLUMNS columns, VIEW_LINE characters of columns a line (a column
-#: without a width counts as 20) and VIEW_SORTS sort keys; squeue renders a larger one itself
-VIEW_CHARS, VIEW_COLUMNS, VIEW_LINE, VIEW_SORTS = 1024, 64, 4096, 16
-
-
 def view_bounded(fmt: str | None, long_fmt: str | None, sort: str | None = None) -> bool:
-    """Whether a view is one the controller renders (see VIEW_CHARS). The format is the one `_specs`
-    renders (`long_fmt` when it is not empty); one that does not parse is not."""
-    if len(sort or "") > VIEW_CHARS or len([k for k in (sort or "").split(",") if k.strip()]) > VIEW_SORTS:
+    """Whether a view is one the controller renders (common/wire.py: VIEW_CHARS); one whose format
+    does not parse is not."""
+    sort = sort or ""
+    if len(sort) > VIEW_CHARS or len([k for k in sort.split(",") if k.strip()]) > VIEW_SORTS:
         return False
-    text = long_fmt or fmt
-    if text is None or not text:
-        return True
-    if len(text) > VIEW_CHARS:
+    if len(long_fmt or fmt or "") > VIEW_CHARS:
         return False
     try:
-        specs = F.parse_long_format(long_fmt) if long_fmt else F.parse_format(text)
+        cols = [sp for sp in _format(fmt, long_fmt, False, False) if sp.key is not None]
     except ValueError:
         return False
-    cols = [sp for sp in specs if sp.key is not None]
-    return len(cols) <= VIEW_COLUMNS and sum(sp.width or 20 for sp in cols) <= VIEW_LINE
+    return len(cols) <= VIEW_COLUMNS and sum(sp.width or VIEW_DEFAULT_WIDTH for sp in cols) <= VIEW_LINE
 
 
 def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
@@ -404,14 +384,18 @@ def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
             or str(j["array_job_id"]) in whole]
 
 
+def _format(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> list:
+    """The parsed format of a view: -O when it is not empty, else -o, else -l's, --start's or the
+    default one (the one rule every reader of a view follows)."""
+    if long_fmt:
+        return F.parse_long_format(long_fmt)
+    return F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
+
+
 def _specs(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> tuple[list, dict[str, Field]]:
     """The columns of a view and the table they come from (ValueError naming an unknown one)."""
-    if long_fmt:
-        table = squeue_long_table()
-        specs = F.parse_long_format(long_fmt)
-    else:
-        table = SQUEUE_FIELDS
-        specs = F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
+    table = squeue_long_table() if long_fmt else SQUEUE_FIELDS
+    specs = _format(fmt, long_fmt, long, start)
     for sp in specs:
         if sp.key is not None and sp.key not in table:
             raise ValueError(f"Invalid job format specification: {sp.key}")
@@ -453,6 +437,21 @@ def squeue_lines(jobs: Iterable[JobDict], *, fmt: str | None = None, long_fmt: s
     return out
 
 
+class _View:
+    """What Kept keeps of one view: its columns, its header, and for the last list rendered, the rows
+    in their order (whether that order read the clock), each row's line by its job's dict, the text."""
+
+    __slots__ = ("specs", "table", "head", "jobs", "rows", "ordered_by_clock", "lines", "text")
+
+    def __init__(self, specs: list, table: dict[str, Field], head: str) -> None:
+        self.specs, self.table, self.head = specs, table, head
+        self.jobs: list[JobDict] | None = None
+        self.rows: list[QRow] = []
+        self.ordered_by_clock = False
+        self.lines: dict[int, tuple[JobDict, str]] = {}
+        self.text: str | None = None
+
+
 class Kept:
     """squeue's text for a caller that renders the same job lists again and again (the controller,
     for squeue in a loop: `Queries.listed` gives the same list, and the same dict for a job, while
@@ -465,45 +464,43 @@ class Kept:
     VIEWS = 8
 
     def __init__(self) -> None:
-        self._views: dict[tuple, list] = {}
+        self._views: dict[tuple, _View] = {}
 
     def text(self, jobs: list[JobDict], now: float, *, fmt: str | None = None, long_fmt: str | None = None,
              noheader: bool = False, long: bool = False, array_collapse: bool = True, start: bool = False,
              sort: str | None = None) -> str:
         """`squeue_lines(jobs, ...)` at `now`, as one text (a newline after each line)."""
-        view = (fmt, long_fmt, noheader, long, array_collapse, start, sort)
-        kept = self._views.get(view)
-        if kept is None:
+        key = (fmt, long_fmt, noheader, long, array_collapse, start, sort)
+        v = self._views.get(key)
+        if v is None:
             if len(self._views) >= self.VIEWS:
                 self._views.clear()
             specs, table = _specs(fmt, long_fmt, long, start)
-            head = "" if noheader else F.render_specs(specs, table, None) + "\n"
-            kept = self._views[view] = [specs, table, head, None, None, False, {}, None]
-        specs, table, head, last, rows, ordered_by_clock, lines, whole = kept
-        if last is jobs and whole is not None:
-            return whole
-        if last is not jobs or ordered_by_clock:
-            rows = _rows(jobs, now, array_collapse, start, sort)
-            ordered_by_clock = any(r.timed for r in rows)
+            v = self._views[key] = _View(specs, table, "" if noheader else F.render_specs(specs, table, None) + "\n")
+        if v.jobs is jobs and v.text is not None:
+            return v.text
+        if v.jobs is not jobs or v.ordered_by_clock:
+            v.rows = _rows(jobs, now, array_collapse, start, sort)
+            v.ordered_by_clock = any(r.timed for r in v.rows)
         else:
-            for r in rows:
+            for r in v.rows:
                 r._now, r.timed = now, False
         fresh: dict[int, tuple[JobDict, str]] = {}
-        out = [F.fmt_date_header(now) + "\n" if long and not noheader else "", head]
-        timed = ordered_by_clock or long
-        for r in rows:
-            hit = lines.get(id(r.j)) if r.tasks is None else None
+        out = [F.fmt_date_header(now) + "\n" if long and not noheader else "", v.head]
+        timed = v.ordered_by_clock or long
+        for r in v.rows:
+            hit = v.lines.get(id(r.j)) if r.tasks is None else None
             if hit is None or hit[0] is not r.j:
-                line = F.render_specs(specs, table, r) + "\n"
+                line = F.render_specs(v.specs, v.table, r) + "\n"
                 if r.timed:
                     timed = True
                     r.timed = False
                 elif r.tasks is None:
-                    hit = fresh[id(r.j)] = (r.j, line)
+                    fresh[id(r.j)] = (r.j, line)
             else:
                 line = hit[1]
                 fresh[id(r.j)] = hit
             out.append(line)
         text = "".join(out)
-        kept[3:] = [jobs, rows, ordered_by_clock, fresh, None if timed else text]
+        v.jobs, v.lines, v.text = jobs, fresh, None if timed else text
         return text

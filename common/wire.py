@@ -11,3 +11,10 @@ with a float JSON has no literal for (inf, nan: the controller's checks then nam
 
 LITERAL = "application/x-python-literal"
 LITERAL_MAX = 32 << 10
+
+#: the largest squeue view the controller renders (GET /api/v1/squeue: a view is anyone's to send,
+#: and its columns, widths and sort keys multiply its work and its answer by the jobs): at most
+#: VIEW_CHARS characters of format or of sort, VIEW_COLUMNS columns, VIEW_LINE characters of
+#: columns a line (a column without a width counts as VIEW_DEFAULT_WIDTH) and VIEW_SORTS sort keys;
+#: squeue renders a larger one itself (common/render_squeue.view_bounded, cli/squeue.rendered_here)
+VIEW_CHARS, VIEW_COLUMNS, VIEW_LINE, VIEW_SORTS, VIEW_DEFAULT_WIDTH = 1024, 64, 4096, 16, 20

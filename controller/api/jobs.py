@@ -181,9 +181,9 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
             render.squeue_lines([], **view)
         except ValueError as e:
             raise InvalidRequest(str(e)) from None
-    wanted = parse_ids(ids)
+    wanted, now = parse_ids(ids), c.clock()
     jobs = c.store.listed(keys, False, ids=wanted, states=split_list(states), users=split_list(users),
-                          partitions=split_list(partitions), names=split_list(names), now=c.clock(),
+                          partitions=split_list(partitions), names=split_list(names), now=now,
                           accounts=split_list(accounts), qos=split_list(qos))
     if wanted and not jobs:
         raise NotFound()
@@ -192,7 +192,7 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
         jobs = [j for j in jobs if j["state"] in keep]
     if tasks:
         jobs = render.named_tasks(jobs, tasks.split(","))
-    text = c.squeue_kept.text(jobs, c.clock(), noheader=noheader, array_collapse=not array, **view)
+    text = c.squeue_kept.text(jobs, now, noheader=noheader, array_collapse=not array, **view)
     return Response(text, media_type="text/plain; charset=utf-8")
 
 

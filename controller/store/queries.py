@@ -168,7 +168,7 @@ class Queries:
         filters (building it cost more than running it), MinJobAge's bound as a parameter."""
         now = filters.get("now")
         which = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(filters.items()) if k != "now")
-        which += (now is None, self.config.min_job_age)
+        which += (now is None,)
         made = self.__dict__.setdefault("_heads_made", {})
         q = made.get(which)
         if q is None:
@@ -176,8 +176,7 @@ class Queries:
                 made.clear()
             conds = self._filters(**{**filters, "now": None})
             if now is not None and not filters.get("history"):
-                conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= bindparam("shown_after"),
-                                 J.c.active.is_(True)))
+                conds.append(_shown_after(bindparam("shown_after")))
             q = made[which] = select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)
         return q, {} if now is None else {"shown_after": now - self.config.min_job_age}
 
@@ -365,7 +364,7 @@ class Queries:
 
     def _shown(self, now: float):  # noqa: ANN202
         """The jobs squeue shows: like slurmctld, finished jobs are forgotten MinJobAge seconds after they end."""
-        return or_(J.c.end_time.is_(None), J.c.end_time >= now - self.config.min_job_age, J.c.active.is_(True))
+        return _shown_after(now - self.config.min_job_age)
 
     def state_partition_counts(self, now: float) -> dict[tuple[str, str], int]:
         """(state, partition) -> how many jobs `squeue -t all` shows in it (/metrics)."""
@@ -376,6 +375,11 @@ class Queries:
     def max_job_id(self) -> int:
         with self.engine.connect() as c:
             return c.execute(select(func.max(J.c.id))).scalar() or 0
+
+
+def _shown_after(after: Any):  # noqa: ANN202, ANN401 - a time or a bound parameter; a condition
+    """Unfinished jobs, active ones and those that ended at `after` or later."""
+    return or_(J.c.end_time.is_(None), J.c.end_time >= after, J.c.active.is_(True))
 
 
 def _batch_memory(row: Any) -> dict:
