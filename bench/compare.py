@@ -79,6 +79,25 @@ class Cluster:
         asyncio.run(loadgen.submit(self.env["SLURMLET_CONTROLLER"], key, loadgen.job_body(str(self.work)), held,
                                    batch=500))
 
+    def daemons_cpu(self) -> tuple[float, float]:
+        """CPU seconds (user and system) the controller and the agents have used so far."""
+        import json
+
+        import psutil
+        pids = json.loads((Path(self.state) / "pids.json").read_text())
+        cpu = {k: sum(psutil.Process(p).cpu_times()[:2]) for k, p in pids.items()}
+        return cpu["controller"], sum(v for k, v in cpu.items() if k.startswith("agent"))
+
+    def wait_idle(self) -> None:
+        """Until no job is pending or running (those sbatch made have ended), 60 s at most."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = subprocess.run([str(self.bin / "squeue"), "-h", "-t", "PD,R,CG"], capture_output=True, text=True,
+                               env=self.env, cwd=self.work)
+            if not r.stdout.strip():
+                return
+            time.sleep(0.05)
+
     def down(self) -> None:
         subprocess.run([str(self.bin / "slurmlet"), "down", "--state-dir", self.state], capture_output=True)
 
@@ -103,8 +122,13 @@ def main() -> None:
                     row = got[k]
                     row.setdefault("floor", []).append(ms([c.timed("python", "-c", "pass") for _ in range(15)]))
                     if phase == "idle":
+                        cpu = c.daemons_cpu()
                         row.setdefault("sbatch back to back", []).append(
                             ms([c.timed("sbatch", "--wrap", "true") for _ in range(15)]))
+                        c.wait_idle()
+                        # (CPU seconds, not wall: what the machine's other work does not move)
+                        for who, before, after in zip(("controller", "agents"), cpu, c.daemons_cpu()):
+                            row.setdefault(f"{who} CPU per job", []).append((after - before) / 15 * 1000)
                         row.setdefault("submit -> running", []).append(ms(c.submit_to_running(10)))
                         row.setdefault("srun -N1 true", []).append(ms([c.timed("srun", "-N1", "true") for _ in range(10)]))
                     else:

@@ -31,16 +31,35 @@ from .tables import jobs as J
 from .tables import nodes as N
 
 
+# Every pass runs these: made once, with their values bound at each execution (building a statement and
+# its cache key costs more than SQLite takes to run it; see prepared.py)
+_PENDING = select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit, J.c.begin_time, J.c.held,
+                  J.c.reason, J.c.nice, J.c.eligible_time, J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency,
+                  J.c.name, J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks, J.c.account,
+                  J.c.qos).where(J.c.state == "PENDING")
+_ACTIVE = select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time, J.c.time_limit,
+                 J.c.priority, J.c.requeue, J.c.pending_action, J.c.suspended_secs, J.c.user, J.c.account, J.c.qos,
+                 J.c.preempt_time).where(J.c.active.is_(True))
+_NODES = select(N)
+_PORTS = select(J.c.master_port).where(J.c.active.is_(True), J.c.master_port.is_not(None))
+_TO_START = select(J.c.id, J.c.name, J.c.user, J.c.spec, J.c.array_job_id,
+                   J.c.array_task_id).where(J.c.id == bindparam("jid"))
+_START = update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING").values(
+    master_port=bindparam("master_port"), state="RUNNING", reason="None", start_time=bindparam("now"), active=True,
+    batch_host=bindparam("batch_host"), alloc=bindparam("alloc"), nodes=bindparam("nodes"),
+    eligible_time=func.coalesce(J.c.eligible_time, bindparam("now", type_=J.c.eligible_time.type)),
+    stdout=bindparam("stdout"), stderr=bindparam("stderr"), batch_state=None, batch_exit_code=None, batch_exit_signal=None, end_time=None,
+    est_start=None, suspended_secs=0.0, suspend_time=None, preempt_time=None, preempt_grace=None)
+_REASON = update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING").values(reason=bindparam("r"))
+_PRIORITY = update(J).where(J.c.id == bindparam("jid")).values(priority=bindparam("p"))
+_EST_START = update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING").values(est_start=bindparam("t"))
+
+
 class Scheduling:
     # ---------------------------------------------------------------- scheduling
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
-            pend = list(c.execute(select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit,
-                                         J.c.begin_time, J.c.held, J.c.reason, J.c.nice, J.c.eligible_time,
-                                         J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency, J.c.name,
-                                         J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks,
-                                         J.c.account, J.c.qos)
-                                  .where(J.c.state == "PENDING")))
+            pend = list(c.execute(_PENDING))
             # a job's request never changes after submission: parse each spec once
             missing = [r.id for r in pend if r.id not in self._requests]
             for i in range(0, len(missing), 500):
@@ -48,11 +67,8 @@ class Scheduling:
                     self._requests[jid] = request_of(json.loads(spec))
             blocked = self._dependencies(c, [r for r in pend if r.dependency], now)
             blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
-            act = list(c.execute(select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time,
-                                        J.c.time_limit, J.c.priority, J.c.requeue, J.c.pending_action,
-                                        J.c.suspended_secs, J.c.user, J.c.account, J.c.qos, J.c.preempt_time)
-                                  .where(J.c.active.is_(True))))
-            node_rows = list(c.execute(select(N)))
+            act = list(c.execute(_ACTIVE))
+            node_rows = list(c.execute(_NODES))
         live = {r.id for r in pend}
         if len(self._requests) > 2 * len(live) + 1000:
             self._requests = {k: v for k, v in self._requests.items() if k in live}
@@ -382,8 +398,7 @@ class Scheduling:
         woken: set[str] = set()
         last = self._last_reasons
         with self.engine.begin() as c:
-            ports = {p for (p,) in c.execute(select(J.c.master_port).where(
-                J.c.active.is_(True), J.c.master_port.is_not(None)))} if plan.starts else set()
+            ports = {p for (p,) in c.execute(_PORTS)} if plan.starts else set()
             for jid, shown in self._dep_updates.items():
                 vals: dict = {"dependency": shown}
                 if shown is None:  # all satisfied: the job becomes eligible (the age factor starts)
@@ -393,37 +408,30 @@ class Scheduling:
                 c.execute(update(J).where(J.c.id == jid, J.c.state == "PENDING").values(
                     state="CANCELLED", reason="DependencyNeverSatisfied", start_time=now, end_time=now))
             for s in plan.starts:
-                row = c.execute(select(J.c.id, J.c.name, J.c.user, J.c.spec, J.c.array_job_id,
-                                       J.c.array_task_id).where(J.c.id == s.job_id)).first()
+                row = c.execute(_TO_START, {"jid": s.job_id}).first()
                 spec = json.loads(row.spec)
                 host = s.allocs[0].node
                 port = 29500 + s.job_id % 1000  # a port per job: no two running jobs share one
                 while port in ports or not port_free(port):
                     port += 1
                 ports.add(port)
-                res = c.execute(update(J).where(J.c.id == s.job_id, J.c.state == "PENDING").values(
-                    master_port=port, state="RUNNING", reason="None", start_time=now, active=True, batch_host=host,
-                    alloc=json.dumps([asdict(a) for a in s.allocs]), nodes=compress(s.node_names),
-                    eligible_time=func.coalesce(J.c.eligible_time, now),
-                    stdout=self._pattern_path(row, spec, "stdout", host),
-                    stderr=self._pattern_path(row, spec, "stderr", host),
-                    batch_state=None, batch_exit_code=None, batch_exit_signal=None, end_time=None,
-                    est_start=None, suspended_secs=0.0, suspend_time=None, preempt_time=None,
-                    preempt_grace=None))
+                res = c.execute(_START, {
+                    "jid": s.job_id, "master_port": port, "now": now, "batch_host": host,
+                    "alloc": json.dumps([asdict(a) for a in s.allocs]), "nodes": compress(s.node_names),
+                    "stdout": self._pattern_path(row, spec, "stdout", host),
+                    "stderr": self._pattern_path(row, spec, "stderr", host)})
                 if res.rowcount == 1:
                     woken.add(host)
                     woken.update(self._start_prologs(c, s.job_id, now))
             changed = [{"jid": jid, "r": r.value} for jid, r in plan.reasons.items() if last.get(jid) != r.value]
             if changed:
-                c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
-                          .values(reason=bindparam("r")), changed)
+                c.execute(_REASON, changed)
             prio = [{"jid": jid, "p": p} for jid, p in plan.priorities.items() if self._last_priority.get(jid) != p]
             if prio:
-                c.execute(update(J).where(J.c.id == bindparam("jid")).values(priority=bindparam("p")), prio)
+                c.execute(_PRIORITY, prio)
             est = [{"jid": jid, "t": t} for jid, t in plan.start_times.items() if self._last_est.get(jid) != t]
             if est:
-                c.execute(update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING")
-                          .values(est_start=bindparam("t")), est)
+                c.execute(_EST_START, est)
             for p in plan.preemptions:
                 action = {"CANCEL": "preempt", "REQUEUE": "preempt_requeue"}.get(p.mode)
                 if action is None:  # SUSPEND: the agent stops the processes; resources are lent

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from sqlalchemy import and_, bindparam, delete, insert, select, update
+from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 
 from .tables import jobs as J
 from .tables import node_scripts as S
@@ -32,8 +32,11 @@ def add(c: Any, job_id: int, run: int, nodes: Iterable[str], kind: str, payload:
 
 
 #: (made once: each node sync asks, for each job it may launch, and for the node's orders)
+# (the kinds as one OR, not IN: an IN's values are bound anew at each execution)
+_A_PROLOG = or_(*(S.c.kind == k for k in PROLOGS))
 PROLOGS_PENDING = select(S.c.node).where(S.c.job_id == bindparam("_job_id"), S.c.run == bindparam("_run"),
-                                         S.c.kind.in_(PROLOGS), S.c.state != "OK").limit(1)
+                                         _A_PROLOG, S.c.state != "OK").limit(1)
+_FORGET_PROLOGS = delete(S).where(S.c.job_id == bindparam("_job_id"), _A_PROLOG, S.c.state != "FAILED")
 ORDERS_FOR = select(S.c.job_id, S.c.run, S.c.kind, S.c.payload).select_from(
     S.outerjoin(J, and_(J.c.id == S.c.job_id, J.c.restarts == S.c.run, J.c.active.is_(True),
                         J.c.state == "RUNNING", J.c.pending_action.is_(None)))
@@ -70,7 +73,7 @@ def record(c: Any, node: str, reports: list[dict]) -> list[dict]:
 
 def forget_prologs(c: Any, job_id: int) -> None:
     """The job's run is over: its prolog rows have served their purpose."""
-    c.execute(delete(S).where(S.c.job_id == job_id, S.c.kind.in_(PROLOGS), S.c.state != "FAILED"))
+    c.execute(_FORGET_PROLOGS, {"_job_id": job_id})
 
 
 def claim_controller(c: Any) -> list[Any]:

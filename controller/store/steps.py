@@ -104,7 +104,7 @@ def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
     if row.state == "RUNNING":
         c.execute(update(S).where(S.c.job_id == job_id, S.c.step_id == step_id, S.c.state == "RUNNING")
                   .values(state="CANCELLED"))
-        forget_environment(c, (S.c.job_id == job_id) & (S.c.step_id == step_id))
+        forget_environment(c, _STEP_ENV, {"_job_id": job_id, "_step_id": step_id})
     return [x["node"] for x in json.loads(row.layout)]
 
 
@@ -113,24 +113,28 @@ _JOB_STEPS_RUNNING = (S.c.job_id == bindparam("_job_id")) & (S.c.state == "RUNNI
 _CANCEL_RUNNING = update(S).where(_JOB_STEPS_RUNNING).values(state="CANCELLED", end_time=bindparam("_now"))
 _END_UNENDED = update(S).where(S.c.job_id == bindparam("_job_id"), S.c.end_time.is_(None)).values(
     end_time=bindparam("_now"))
+_ONE_STEP = (S.c.job_id == bindparam("_job_id")) & (S.c.step_id == bindparam("_step_id"))
+_JOB_STEPS_RUNNING_ENV = select(S.c.job_id, S.c.step_id, S.c.request).where(_JOB_STEPS_RUNNING)
+_STEP_ENV = select(S.c.job_id, S.c.step_id, S.c.request).where(_ONE_STEP)
+_SET_REQUEST = update(S).where(_ONE_STEP).values(request=bindparam("request"))
 
 
 def end_job_steps(c: Any, job_id: int, now: float) -> None:
     """The job is over: steps still running are cancelled (their tasks are killed)."""
-    forget_environment(c, _JOB_STEPS_RUNNING, {"_job_id": job_id})
+    forget_environment(c, _JOB_STEPS_RUNNING_ENV, {"_job_id": job_id})
     # ended now, whether or not their nodes report (a dead node never does: no End=Unknown forever)
     c.execute(_CANCEL_RUNNING, {"_job_id": job_id, "_now": now})
     c.execute(_END_UNENDED, {"_job_id": job_id, "_now": now})
 
 
-def forget_environment(c: Any, where: Any, params: dict | None = None) -> None:  # noqa: ANN401
+def forget_environment(c: Any, steps: Any, params: dict) -> None:  # noqa: ANN401
     """Steps that end keep no environment: it held what the job's user keeps from others (their
-    tokens, a run's secrets), and nothing reads it once the tasks have started. (`params`: the
-    values of `where`'s bound parameters.)"""
-    for r in c.execute(select(S.c.job_id, S.c.step_id, S.c.request).where(where), params or {}).all():
+    tokens, a run's secrets), and nothing reads it once the tasks have started. (`steps`: a query of
+    the steps' job_id, step_id and request, `params` its bound parameters' values.)"""
+    for r in c.execute(steps, params).all():
         request = _without_environment(r.request)
         if request is not None:
-            c.execute(update(S).where(S.c.job_id == r.job_id, S.c.step_id == r.step_id).values(request=request))
+            c.execute(_SET_REQUEST, {"_job_id": r.job_id, "_step_id": r.step_id, "request": request})
 
 
 def _without_environment(request: str) -> str | None:
