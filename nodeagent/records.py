@@ -53,13 +53,19 @@ class Records:
         return os.path.join(self.dir, f"{name}.json")
 
     def save(self, name: str, data: dict) -> None:
-        """Write (or replace) a record atomically: a crash leaves the old one or the new one."""
+        """Write (or replace) a record: a crash leaves the old one or the new one. The new one is
+        written whole to NAME.json.tmp, the old one removed, then the new one renamed into place; the
+        next agent's `load` takes a whole NAME.json.tmp whose NAME.json is missing. (Not a rename
+        over the old file: ext4 makes such a rename start writing the new file's data to the disk
+        first, about a millisecond each time, and a job's or a step's launch writes two or three.)"""
         path = self._path(name)
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "w") as f:
-                json.dump(data, f)
-            os.replace(tmp, path)
+                f.write(json.dumps(data))
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            os.rename(tmp, path)
         except OSError as e:  # a full disk must not stop the job: it only loses crash safety
             log.warning("cannot write %s: %s", path, e)
 
@@ -68,29 +74,48 @@ class Records:
             os.remove(self._path(name))
 
     def load(self) -> dict[str, dict]:
-        """Every record, by name; unreadable ones (and temporary files of an interrupted write) are
-        dropped with a warning."""
+        """Every record, by name; unreadable ones are dropped with a warning. A temporary file is
+        the record where `save` was stopped between removing the old one and renaming the new one
+        (its record is missing): then it is the record; else it is dropped (an interrupted write, or
+        one whose old record is still there)."""
         out: dict[str, dict] = {}
-        for fn in sorted(os.listdir(self.dir)):
+        names = set(os.listdir(self.dir))
+        for fn in sorted(names):
             path = os.path.join(self.dir, fn)
             if fn.endswith(".tmp"):
+                final = fn[:-len(".tmp")]
+                rec = _read(path) if final.endswith(".json") and final not in names else None
+                if rec is not None:
+                    with contextlib.suppress(OSError):
+                        os.rename(path, os.path.join(self.dir, final))
+                        out[final[:-len(".json")]] = rec
+                        continue
                 with contextlib.suppress(OSError):
                     os.remove(path)
                 continue
             if not fn.endswith(".json"):
                 continue
-            try:
-                with open(path) as f:
-                    rec = json.load(f)
-                if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), int):
-                    raise ValueError("not a job record")
-            except (OSError, ValueError) as e:
-                log.warning("ignoring the unreadable record %s: %s", path, e)
+            rec = _read(path, warn=True)
+            if rec is None:
                 with contextlib.suppress(OSError):
                     os.remove(path)
                 continue
             out[fn[:-len(".json")]] = rec
         return out
+
+
+def _read(path: str, warn: bool = False) -> dict | None:
+    """The record in the file at `path`; None where it cannot be read or is none."""
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+        if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), int):
+            raise ValueError("not a job record")
+    except (OSError, ValueError) as e:
+        if warn:
+            log.warning("ignoring the unreadable record %s: %s", path, e)
+        return None
+    return rec
 
 
 def proc_entry(pid: int) -> dict:

@@ -52,6 +52,23 @@ def test_save_load_remove(tmp_path: Path):
     assert r.load() == {}
 
 
+def test_a_save_stopped_between_its_steps_leaves_the_old_record_or_the_new_one(tmp_path: Path):
+    r = records.Records(str(tmp_path))
+    state = tmp_path / "state"
+    old, new = {"job_id": 6, "procs": []}, {"job_id": 6, "procs": [{"pid": 9}]}
+    r.save("job6", old)
+    (state / "job6.json.tmp").write_text(json.dumps(new))  # written whole, the old one not yet removed
+    assert r.load() == {"job6": old}
+    assert sorted(os.listdir(state)) == ["job6.json"]
+    (state / "job6.json").unlink()
+    (state / "job6.json.tmp").write_text(json.dumps(new))  # the old one removed, the new one not yet renamed
+    assert r.load() == {"job6": new}
+    assert sorted(os.listdir(state)) == ["job6.json"]
+    assert r.load() == {"job6": new}
+    r.save("job6", old)  # over a record: the new one whole, no temporary file left
+    assert r.load() == {"job6": old} and sorted(os.listdir(state)) == ["job6.json"]
+
+
 def test_leftovers_need_the_same_pid_and_creation_time(session):
     p, child = session
     entry = records.proc_entry(p.pid)
