@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+from slurmlet.common import streamhead
+
 
 def main(argv: list[str]) -> int:
     from slurmlet.cli.opts import OptError, parse_srun
@@ -108,9 +110,16 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "pty": req["pty"], "winsize": _winsize(), "cpu_bind": req.get("cpu_bind") or None,
             "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
-            "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname()}
+            "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+            "io_header": streamhead.WORDS}  # (the streams' headers as words: no JSON decoder to load, common/streamhead.py)
     try:
-        step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
+        try:
+            step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
+        except http.ControllerError as e:  # a controller older than io_header: its agents write JSON
+            if e.status != 422 or not e.error.startswith("io_header:"):
+                raise
+            del body["io_header"]
+            step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:
         print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         if own:  # no step 0 to end the allocation: it is given back now
@@ -118,8 +127,6 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             with contextlib.suppress(http.Unreachable, http.ControllerError):
                 http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": 1})
         return 1
-    import json  # noqa: F401 - the streams' headers are JSON: loaded now, while the nodes start the tasks,
-    # not in the first stream's thread (the others would wait for it there)
     io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
     sid = step["step_id"]
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
@@ -260,11 +267,12 @@ class _StepIO:
         self.srv.close()
 
     def _serve(self, conn) -> None:  # noqa: ANN001 - an accepted socket
-        import json
         with conn:
             f = conn.makefile("rb")
-            head = json.loads(f.readline() or b"{}")
+            head = streamhead.read(f.readline(65536))
             rank, stream = head.get("rank", 0), head.get("stream")
+            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty"):
+                return  # (anyone may connect: what is no task's stream is dropped)
             if stream == "pty":
                 self._terminal(conn, f)
                 return
@@ -376,9 +384,8 @@ def _allocate_and_run(req: dict) -> int:
         return e.code or 1
     given_back = False
     try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
-        # what the step needs (its streams' sockets, threads and JSON headers; the signal handlers) is
-        # loaded now, while the controller places the job and its node starts it, rather than after
-        import json  # noqa: F401
+        # what the step needs (its streams' sockets and threads; the signal handlers) is loaded now,
+        # while the controller places the job and its node starts it, rather than after
         import selectors  # noqa: F401
         import signal  # noqa: F401
         import socket

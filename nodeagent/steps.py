@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shlex
@@ -21,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import identity, ptyrelay
+from ..common import streamhead
 from ..common.grammar import compress_counts
 from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
@@ -54,6 +54,7 @@ class StepRun:
     output: dict = field(default_factory=dict)
     ended: set = field(default_factory=set)
     attached: dict = field(default_factory=dict)
+    words: bool = False  #: its srun reads stream headers as words (common/streamhead.py)
 
 
 #: how much of each task stream a step keeps for a later sattach (replayed first, as slurmstepd does)
@@ -158,6 +159,7 @@ class StepRunner:
             return
         run = self.running[key] = StepRun(key)
         req = order["request"]
+        run.words = req.get("io_header") == streamhead.WORDS
         job_cpus = self.cpumap.take(order["job_id"], order.get("job_cpus") or order.get("cpus") or 1) \
             if self.cpumap else None
         step_mb = req.get("mem_per_node") or ((req.get("mem_per_cpu") or 0) * (order.get("cpus") or 1)) or None
@@ -269,7 +271,8 @@ class StepRunner:
     def _task_failed(self, run: StepRun, io: str | None, rank: int, code: int, message: str) -> asyncio.Task:
         """A task that could not start: its exit code, and slurmstepd's error line on its stderr."""
         run.results[rank] = [code, 0]
-        return asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: {message}\n".encode()))
+        return asyncio.create_task(self._send(io, rank, "err", f"slurmstepd-{self.node}: error: {message}\n".encode(),
+                                              words=run.words))
 
     def _files(self, order: dict, rank: int, env: dict[str, str]) -> tuple:
         """srun -o/-e: the task writes to its pattern's file (per task with %t: truncated; shared
@@ -293,7 +296,8 @@ class StepRunner:
         err = out if err_pat == out_pat else identity.open_as(path(err_pat), "wb" if "%t" in err_pat else "ab", order)
         return out, err
 
-    async def _connect(self, io: str | None, header: dict):  # noqa: ANN202 - a StreamWriter or None
+    async def _connect(self, io: str | None, header: dict,  # noqa: ANN202 - a StreamWriter or None
+                       words: bool = False):
         if not io:
             return None
         host, _, port = io.rpartition(":")
@@ -303,12 +307,12 @@ class StepRunner:
             log.warning("step output %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
                         header.get("rank"), io, e)
             return None  # srun is gone: the output is dropped, the task still runs
-        w.write(json.dumps(header).encode() + b"\n")
+        w.write(streamhead.write(header, words))
         return w
 
     async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader,
                     run: StepRun) -> None:
-        w = await self._connect(io, {"rank": rank, "stream": stream})
+        w = await self._connect(io, {"rank": rank, "stream": stream}, run.words)
         kept = run.output[(rank, stream)] = bytearray()
         while True:
             chunk = await reader.read(65536)
@@ -349,8 +353,9 @@ class StepRunner:
         for rank, (code, sig) in list(run.results.items()):  # tasks already over
             await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node)
 
-    async def _send(self, io: str | None, rank: int, stream: str, data: bytes, **extra) -> None:  # noqa: ANN003
-        w = await self._connect(io, {"rank": rank, "stream": stream, **extra})
+    async def _send(self, io: str | None, rank: int, stream: str, data: bytes, *, words: bool = False,
+                    **extra) -> None:  # noqa: ANN003
+        w = await self._connect(io, {"rank": rank, "stream": stream, **extra}, words)
         if w is not None:
             w.write(data)
         await self._close(w)
@@ -411,11 +416,11 @@ class StepRunner:
         self.wake.set()
         io = order["request"].get("io")
         if oom > 0:  # slurmstepd's line on the step's error output; srun says which tasks it killed
-            await self._send(io, order["ranks"][0], "err", oom_line(self.node, run.key, oom).encode())
+            await self._send(io, order["ranks"][0], "err", oom_line(self.node, run.key, oom).encode(), words=run.words)
         for rank in order["ranks"]:
             code, sig = run.results.get(rank, [0, 0])
             extra = {"oom": True} if oom > 0 and sig == signal.SIGKILL else {}
-            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
+            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node, words=run.words, **extra)
             for other in list(run.attached):  # sattach's
                 await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
 

@@ -242,6 +242,8 @@ class StepCreate(Strict):
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"
     io: str | None = None  #: host:port where srun collects the tasks' output and exit codes
+    #: "words": the agents write each stream's header line as words, not JSON (common/streamhead.py)
+    io_header: Literal["json", "words"] = "json"
     label: bool = False
     unbuffered: bool = False
     stdout: str | None = None  #: srun -o pattern: the tasks write there instead of streaming to srun
