@@ -185,6 +185,10 @@ class Controller:
         #: when (time.monotonic) the next event-driven pass may start: see Settings.pass_spacing
         self.next_pass = 0.0
         self.last_pass_end = 0.0  #: (time.monotonic) when the last pass ended
+        #: an srun's or salloc's allocation was asked for since the last pass: the next one is not
+        #: debounced (slurmctld places an allocation in the request that asks for it; sbatch's jobs
+        #: wait for batch_sched_delay)
+        self.place_now = False
         if self.config.home_storage:  # a spec's home_directory_storage: users' homes live there
             import os
             os.makedirs(self.config.home_storage, exist_ok=True)

@@ -54,6 +54,7 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
         return JSONResponse(status_code=201, content={"job_id": job_id},
                             headers={"Idempotent-Replayed": "true", "Location": f"/api/v1/jobs/{job_id}"})
     if wakes_scheduler(data):
+        c.place_now = c.place_now or bool(data.get("interactive"))  # (someone waits at a terminal)
         c.wake.set()
     # plain JSON: no response-model encoding; the CLI reads the new job's id off Location (no JSON decoder)
     return JSONResponse({"job_id": job_id}, status_code=201, headers={"Location": f"/api/v1/jobs/{job_id}"})

@@ -107,11 +107,12 @@ def due(now: float, woken: bool, next_begin: float | None, bf_dirty: bool, next_
 LONE_DELAY = 0.001
 
 
-def pass_delay(now: float, last_end: float, next_pass: float, settings: Settings) -> float:
+def pass_delay(now: float, last_end: float, next_pass: float, settings: Settings, place_now: bool = False) -> float:
     """Seconds a woken loop waits before its pass: `settings.debounce` for more events to join it,
     only LONE_DELAY when no pass ended within `settings.debounce_after` (a lone submission starts
-    almost at once), and at least until `next_pass` (the spacing after a long pass)."""
-    debounce = settings.debounce if now - last_end < settings.debounce_after else LONE_DELAY
+    almost at once) or an allocation is waited for (`place_now`: an srun's or salloc's), and at least
+    until `next_pass` (the spacing after a long pass)."""
+    debounce = settings.debounce if now - last_end < settings.debounce_after and not place_now else LONE_DELAY
     return max(debounce, next_pass - now, 0.0)
 
 
@@ -131,8 +132,10 @@ async def scheduler_loop(ctl: Controller) -> None:
         # debounce: a burst of submissions or exits lands before the pass (Slurm's batch_sched_delay),
         # unless none ran for a while (Settings.debounce_after: a lone submission starts almost at once);
         # right after a long pass, wait in proportion to it (Settings.pass_spacing)
-        await asyncio.sleep(pass_delay(time.monotonic(), ctl.last_pass_end, ctl.next_pass, ctl.settings))
+        await asyncio.sleep(pass_delay(time.monotonic(), ctl.last_pass_end, ctl.next_pass, ctl.settings,
+                                       ctl.place_now))
         ctl.wake.clear()
+        ctl.place_now = False
         t0 = time.monotonic()
         try:
             run_pass(ctl, backfill=bf_due)

@@ -91,3 +91,6 @@ def test_a_lone_wake_up_is_not_debounced_and_a_burst_is(ctl: Controller):
     assert pass_delay(100.0, 99.99, 0.0, s) == s.debounce  # a pass just ran: more may be coming
     assert pass_delay(100.0, 99.99, 100.5, s) == 0.5  # after a long pass, its spacing
     assert pass_delay(100.0, 0.0, 100.5, s) == 0.5
+    # an allocation someone waits for (srun, salloc) is placed at once, a burst or not; spacing stands
+    assert pass_delay(100.0, 99.99, 0.0, s, place_now=True) == LONE_DELAY
+    assert pass_delay(100.0, 99.99, 100.5, s, place_now=True) == 0.5
