@@ -78,3 +78,64 @@ def test_root_jobs_and_a_missing_directory(tmp_path):
     assert bad is not None and bad.errno == errno.ENOENT
     got, bad = identity.open_all_as({"uid": 0, "gid": 0}, [])
     assert got == [] and bad is None
+
+
+def test_a_root_job_with_the_agents_umask_opens_here_as_the_child_would(tmp_path):
+    """Its files opened in the agent (no fork), with what opening them in a child gives: the same
+    files, contents, modes and errors, in order; the working directory's errors too."""
+    umask = identity._agent_umask()
+    assert umask is not None
+    (tmp_path / "old").write_text("previous run\n")
+    (tmp_path / "a_file").write_text("")
+    cases = [
+        ([(os.devnull, "rb"), ("{d}/old", "wab"), ("{d}/new", "ab")], "{d}"),
+        ([("{d}/missing", "rb"), ("{d}/never", "wab")], "{d}"),
+        ([(os.devnull, "rb"), ("{d}/gone/out", "wab")], None),
+        ([("{d}", "wab")], "{d}/gone"),
+        ([("{d}/old", "rb")], "{d}/a_file"),
+        ([("{d}/old", "ab")], "relative"),
+        ([], None),
+    ]
+    for n, (files, workdir) in enumerate(cases):
+        got = {}
+        for way in ("here", "child"):
+            d = tmp_path / f"{way}{n}"
+            shutil.copytree(tmp_path, d, ignore=lambda _dir, names: [x for x in names if x[:4] in ("here", "chil")])
+            fs = [(p.format(d=d), m) for p, m in files]
+            wd = workdir.format(d=d) if workdir else None
+            opened, bad = identity._open_here(fs, wd) if way == "here" else \
+                identity._open_in_child(None, umask, fs, wd, 10.0)
+            seen = []
+            for f in opened:
+                if isinstance(f, OSError):
+                    seen.append(("error", f.errno, os.path.relpath(f.filename, d)))
+                    continue
+                if "w" in f.mode or "a" in f.mode:
+                    f.write(b"x")
+                    f.flush()
+                seen.append(("file", f.mode, os.fstat(f.fileno()).st_mode & 0o777))
+                f.close()
+            seen.append(("workdir", bad and bad.errno))
+            seen.append(sorted((str(p.relative_to(d)), p.read_text()) for p in d.rglob("*") if p.is_file()))
+            got[way] = seen
+        assert got["here"] == got["child"], (files, workdir)
+
+
+def test_a_fifo_nobody_writes_is_given_up_after_its_time(tmp_path):
+    """A root job's input that is a FIFO nobody writes: not opened in the agent (it would wait there
+    for good), but in the child, killed after the timeout."""
+    import threading
+    fifo = tmp_path / "in"
+    os.mkfifo(fifo)
+    out: list = []
+
+    def launch() -> None:
+        try:
+            identity.open_all_as({"uid": 0, "gid": 0, "environment": {}}, [(str(fifo), "rb")], str(tmp_path),
+                                 timeout=0.5)
+        except OSError as e:
+            out.append(e.errno)
+    t = threading.Thread(target=launch, daemon=True)
+    t.start()
+    t.join(60)
+    assert out == [errno.ETIMEDOUT]
