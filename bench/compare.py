@@ -96,7 +96,7 @@ class Cluster:
                                env=self.env, cwd=self.work)
             if not r.stdout.strip():
                 return
-            time.sleep(0.05)
+            time.sleep(0.5)  # (each look costs the controller too: few of them)
 
     def down(self) -> None:
         subprocess.run([str(self.bin / "slurmlet"), "down", "--state-dir", self.state], capture_output=True)
