@@ -20,6 +20,7 @@ Deterministic and independent of the order of the snapshot's tuples.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
 from operator import add, and_, attrgetter, is_, is_not, itemgetter, lt, ne, neg, not_
@@ -965,6 +966,12 @@ class _Cycle:
         """The seconds backfill plans `job` for (None: no limit)."""
         return _seconds(job.time_limit) if job.time_limit is not None else self.seconds(job)
 
+    def _reach(self, now: float, job: PendingJob) -> float:
+        """now + the seconds backfill plans `job` for: `CountMap.earliest` with only_now looks at
+        the slots that begin before it (all of them when it has no limit)."""
+        secs = self.limit(job)
+        return math.inf if secs is None else now + secs
+
     def _holders(self) -> list[tuple[float | None, tuple[NodeAlloc, ...]]]:
         """(when, allocations) of everything that holds resources and will give them back."""
         now = self.snap.now
@@ -1089,6 +1096,11 @@ class _Cycle:
             while last >= 0 and (sizes[last] > cnt[0] or earliest(sizes[last], self.limit(jobs[last]), True) is None):
                 last -= 1
             track = True
+            # the job at `last` can start now on the map as it is (`sure`), over the slots that begin
+            # before `reach` (now + its seconds, the end `earliest` checks up to): a reservation that
+            # begins at or after `reach` leaves those slots as they are, so it still can
+            sure = last >= 0
+            reach = self._reach(now, jobs[last]) if sure else now
         else:
             track = False
         for i, job in enumerate(jobs):
@@ -1130,9 +1142,17 @@ class _Cycle:
             if counts is not None:
                 reserve(t, secs, n)
                 if track:  # `last` may stay above the last job that can start (it is then not cut as short)
-                    while last > i and (sizes[last] > cnt[0] or (
-                            t > now and earliest(sizes[last], self.limit(jobs[last]), True) is None)):
-                        last -= 1
+                    if t == now:  # a start: only the nodes free now are looked at
+                        while last > i and sizes[last] > cnt[0]:
+                            last -= 1
+                        sure = False
+                    elif not sure or t < reach:
+                        while last > i and (sizes[last] > cnt[0] or
+                                            earliest(sizes[last], self.limit(jobs[last]), True) is None):
+                            last -= 1
+                        sure = last > i
+                        if sure:
+                            reach = self._reach(now, jobs[last])
             else:
                 tm.reserve(t, secs, allocs)
 
