@@ -92,6 +92,7 @@ _ELIGIBLE = attrgetter("eligible_time")
 _SITE = attrgetter("site")
 _NICE = attrgetter("nice")
 _JOB_ID = attrgetter("job_id")
+_REQUEST = attrgetter("request")
 _PARTITION = attrgetter("partition")
 _PRIORITY = attrgetter("priority")
 _SUBMIT = attrgetter("submit_time")
@@ -454,7 +455,8 @@ def priorities(snap: Snapshot) -> dict[int, Factors]:
     return out
 
 
-#: per context (see `_base_context`): id(job) -> (job, the job's priority without its age, site and nice)
+#: per context (see `_base_context`): id(job) -> (job, the job's priority without its age, site and nice),
+#: and None -> how many of those jobs have a site factor or a nice value (absent: none)
 _BASES: dict[tuple, dict[int, tuple[PendingJob, float]]] = {}
 #: the last cycle's (weights, partitions, node count, CPU count, its `_BASES` entry)
 _LAST_BASES: tuple | None = None
@@ -507,6 +509,8 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
             g = got[i]
             if g is None or g[0] is not j:
                 got[i] = known[id(j)] = (j, base(j).exact)
+                if j.site or j.nice:  # counted under None: without any, no job has either
+                    known[None] = known.get(None, 0) + 1
     now, max_age, w_age = snap.now, w.max_age, w.age
     if max_age > 0 and w_age:
         eligible = list(map(_ELIGIBLE, pending))
@@ -519,7 +523,7 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
     else:
         ages = [0.0] * len(pending)
     # the same float operations, in the same order, as `int(fixed + age + site - nice)` job by job
-    if any(map(_SITE, pending)) or any(map(_NICE, pending)):
+    if None in known and (any(map(_SITE, pending)) or any(map(_NICE, pending))):
         totals = [int(b + a + s - n) for b, a, s, n in zip(map(_SECOND, got), ages, map(_SITE, pending),
                                                             map(_NICE, pending))]
     else:  # x + 0 - 0 is x
@@ -617,6 +621,9 @@ class _Cycle:
         #: what running jobs hold of each accounting limit, as this cycle starts more
         self.used = {k: c.used for k, c in snap.counters.items()}
         self.only_starts = False  #: see `plan`
+        #: (position, jobs): the jobs from that position of the queue on that wait with Priority
+        #: (set by `_waits`, which gave every job from there its reason)
+        self.waiting: tuple[int, list[PendingJob]] | None = None
         self.stopped = any(map(_SUSPENDED, snap.running))  #: some running job is suspended
 
     # ------------------------------------------------------------------ helpers
@@ -811,9 +818,15 @@ class _Cycle:
         job: the loop of `main_pass`, less what cannot happen then (a job without a static or limit
         reason is in a blocked partition, so it waits with Priority)."""
         reasons, parts, priority = self.out.reasons, self.parts, Reason.PRIORITY
+        waiting = []  #: those that wait with Priority, in queue order: backfill tests them (`_to_test`)
         for _, job, _ in islice(items, at, None):
             reason = self._reason(job, parts.get(job.partition), statics)
-            reasons[job.job_id] = priority if reason is None else reason
+            if reason is None:
+                reasons[job.job_id] = priority
+                waiting.append(job)
+            else:
+                reasons[job.job_id] = reason
+        self.waiting = (at, waiting)
 
     def _reason(self, job: PendingJob, part: Partition | None, statics: dict) -> Reason | None:
         """Why `job` cannot start whatever the nodes do: its static reason (kept per partition in
@@ -994,11 +1007,12 @@ class _Cycle:
             out.append((now if r.preempting or r.job_id in self.going else r.end_time, r.allocs))
         return out
 
-    def _count_mode(self, jobs: list[PendingJob], holders: list) -> dict[int, int] | None:
+    def _count_mode(self, jobs: list[PendingJob], holders: list) -> list[int] | None:
         """Whole-node backfill: when all nodes are alike, each one idle or held whole by one job,
         one node set for every partition, and every job to test takes whole nodes, nodes are
         interchangeable and backfill may plan with node counts (exact, and much cheaper).
-        Returns the node count of each job, or None when the per-node time map is needed."""
+        Returns the node count of each job (in the order of `jobs`), or None when the per-node
+        time map is needed."""
         snap = self.snap
         if len(set(self.members.values())) != 1 or self.stopped:
             return None
@@ -1020,23 +1034,25 @@ class _Cycle:
         if held != self.ctx.busy or any(any(map(ne, map(_CPUS, allocs), repeat(shape[0])))
                                         for _, allocs in self.started):
             return None
-        counts = {}
-        seen: dict[int, int] = {}  #: id(request) -> its node count (the jobs hold their requests)
+        # once per distinct request (queues hold few; the jobs hold theirs, so ids stay theirs)
+        reqs = list(map(_REQUEST, jobs))
+        ids = list(map(id, reqs))
+        seen: dict[int, int] = {}  #: id(request) -> its node count
         def_mem = snap.def_mem_per_cpu
-        for job in jobs:
-            req = job.request
-            k = seen.get(id(req))
-            if k is None:
-                k = seen[id(req)] = _whole_nodes_of(req, shape, def_mem)
-                if not k:
-                    return None
-            counts[job.job_id] = k
-        return counts
+        for rid, req in dict(zip(ids, reqs)).items():
+            k = seen[rid] = _whole_nodes_of(req, shape, def_mem)
+            if not k:
+                return None
+        return list(map(seen.__getitem__, ids))
 
     def _to_test(self, items: list[_Item]) -> list[PendingJob]:
         """The jobs backfill tests: those waiting for resources or behind a higher-priority job, in
         queue order, at most bf_max_job_test of them."""
         reasons, limit = self.out.reasons, self.cfg.bf_max_job_test
+        if self.waiting is not None:  # the items from `at` on are known: only those before it are looked at
+            at, waiting = self.waiting
+            return ([job for _, job, _ in islice(items, at) if job is not None
+                     and reasons.get(job.job_id) in _BF_REASONS] + waiting)[:limit]
         if limit < 0:
             return [job for _, job, _ in items if job is not None and reasons.get(job.job_id) in _BF_REASONS][:limit]
         jobs: list[PendingJob] = []
@@ -1091,7 +1107,7 @@ class _Cycle:
         # as it is (no job starts now unless that says it may: it is `earliest`'s own first step)
         last = len(jobs) - 1
         if self.only_starts and counts is not None:
-            sizes = list(map(counts.__getitem__, map(_JOB_ID, jobs)))
+            sizes = counts
             cnt = cm.cnt  # reserve changes it in place; cnt[0]: the nodes free now, which `earliest` checks first
             while last >= 0 and (sizes[last] > cnt[0] or earliest(sizes[last], self.limit(jobs[last]), True) is None):
                 last -= 1
@@ -1117,7 +1133,7 @@ class _Cycle:
             secs = _seconds(limit) if limit is not None else self.seconds(job)
             only_now = easy and reserved  # EASY: later jobs start now or not at all
             if counts is not None:
-                n = counts[job.job_id]
+                n = counts[i]
                 t = earliest(n, secs, only_now)
                 if t is None:
                     continue

@@ -10,7 +10,8 @@ resources away over `[start, end)`. Times are rounded up to `bf_resolution` past
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import sub
 
 from .alloc import Free, fit
 from .model import NodeAlloc, Request
@@ -69,15 +70,24 @@ class CountMap(_Grid):
         return i
 
     def reserve(self, start: float, seconds: float | None, n: int) -> None:
-        i = self._slot(start)
+        times, cnt = self.times, self.cnt
+        i = bisect_left(times, start)  # self._slot(start), inline
+        if i == len(times) or times[i] != start:
+            times.insert(i, start)
+            cnt.insert(i, cnt[i - 1])
         if seconds is None:
-            j = len(self.times)
+            j = len(times)
         else:
             t, now, res = start + seconds, self.now, self.res
             end = now + res if t <= now else now + -(-(t - now) // res) * res  # self.grid(t), inline
-            j = len(self.times) if end > self.horizon else self._slot(end)
-        cnt = self.cnt
-        cnt[i:j] = [c - n for c in cnt[i:j]]
+            if end > self.horizon:
+                j = len(times)
+            else:  # self._slot(end), inline
+                j = bisect_left(times, end)
+                if j == len(times) or times[j] != end:
+                    times.insert(j, end)
+                    cnt.insert(j, cnt[j - 1])
+        cnt[i:j] = map(sub, cnt[i:j], repeat(n))
 
     def earliest(self, n: int, seconds: float | None, only_now: bool = False) -> float | None:
         """The first slot start from which `n` nodes stay free for `seconds` (None: for ever)."""

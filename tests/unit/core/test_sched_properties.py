@@ -275,3 +275,27 @@ def test_only_starts_on_crowded_whole_node_snapshots():
         cut += short.bf_tested < full.bf_tested
         started_late += bool(full.backfilled) and bool(full.start_times)  # backfill starts and reserves
     assert cut > 100 and started_late > 50
+
+
+@settings(max_examples=300, deadline=None)
+@given(free=st.integers(0, 12), res=st.sampled_from([1, 60]), window=st.sampled_from([0.0, 600.0, 86400.0]),
+       releases=st.lists(st.tuples(st.floats(NOW - 100, NOW + 20000), st.integers(1, 4)), max_size=12),
+       reservations=st.lists(st.tuples(st.one_of(st.integers(0, 9), st.floats(NOW, NOW + 30000)),
+                                       st.one_of(st.none(), st.floats(-100, 9000)), st.integers(1, 5)), max_size=8))
+def test_count_map_reserve_is_slots_and_counts(free, res, window, releases, reservations):
+    """`CountMap.reserve` (its slot lookups inline) leaves the slots and counts that splitting the
+    map with `_slot` and subtracting over [start, grid(start + seconds)) gives."""
+    from slurmlet.controller.core.timemap import CountMap
+    cm = CountMap(NOW, res, window, free, releases)
+    ref = CountMap(NOW, res, window, free, releases)
+    for at, secs, n in reservations:
+        start = cm.times[min(at, len(cm.times) - 1)] if isinstance(at, int) else at
+        cm.reserve(start, secs, n)
+        i = ref._slot(start)
+        if secs is None:
+            j = len(ref.times)
+        else:
+            end = ref.grid(start + secs)
+            j = len(ref.times) if end > ref.horizon else ref._slot(end)
+        ref.cnt[i:j] = [c - n for c in ref.cnt[i:j]]
+        assert (cm.times, cm.cnt) == (ref.times, ref.cnt)
