@@ -216,14 +216,16 @@ class _Nodes:
             self.partial = self.partial_of(last.partial, was, now, full)
             used_room = last.used_room
             at = self.at
-            for i, old, new in zip(changed, olds, news):
+            for i, old, new in zip(changed, olds, news):  # (`_in_use`, inline)
                 r = at[i]
                 if r >= 0:  # available
-                    if keep[r]:
-                        used_room -= _in_use(old)
+                    if keep[r] and (old.cpus_used or old.memory_used or old.exclusive_used
+                                    or (old.gpus and old.gpus_used)):
+                        used_room -= 1
                     keep[r] = has = new.cpus_used < new.cpus and not new.exclusive_used
-                    if has:
-                        used_room += _in_use(new)
+                    if has and (new.cpus_used or new.memory_used or new.exclusive_used
+                                or (new.gpus and new.gpus_used)):
+                        used_room += 1
             self.used_room = used_room
         self.room = list(compress(self.avail, keep))
 
@@ -528,6 +530,8 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
                                                             map(_NICE, pending))]
     else:  # x + 0 - 0 is x
         totals = list(map(int, map(add, map(_SECOND, got), ages)))
+    if totals and min(totals) > 1:  # the floor of 1 changes none
+        return dict(zip(map(_JOB_ID, pending), totals))
     return dict(zip(map(_JOB_ID, pending), [t if t > 1 else 1 for t in totals]))
 
 
@@ -820,7 +824,13 @@ class _Cycle:
         reasons, parts, priority = self.out.reasons, self.parts, Reason.PRIORITY
         waiting = []  #: those that wait with Priority, in queue order: backfill tests them (`_to_test`)
         for _, job, _ in islice(items, at, None):
-            reason = self._reason(job, parts.get(job.partition), statics)
+            # `_reason`, its kept static reason read inline (a job without accounting limits)
+            known = statics.get(job.partition)
+            got = known.get(id(job)) if known is not None else None
+            if got is not None and got[0] is job and not job.limits:
+                reason = got[1]
+            else:
+                reason = self._reason(job, parts.get(job.partition), statics)
             if reason is None:
                 reasons[job.job_id] = priority
                 waiting.append(job)
