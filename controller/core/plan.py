@@ -656,9 +656,11 @@ class _Cycle:
                     and len(set(map(tiers.get, set(map(_PARTITION, pending)), repeat(0)))) <= 1):
                 # one partition tier for every job and nothing suspended to resume: the keys' first
                 # three parts are all the same, so (priority, submit time, job id) sorts alike
-                ids = list(map(_JOB_ID, pending))
-                prios = map(prio.__getitem__, ids) if len(prio) == len(pending) else map(
-                    prio.get, ids, map(_PRIORITY, pending))
+                if len(prio) == len(pending):  # one total per job (ids are unique), in the queue's order
+                    ids, prios = prio.keys(), prio.values()
+                else:
+                    ids = list(map(_JOB_ID, pending))
+                    prios = map(prio.get, ids, map(_PRIORITY, pending))
                 items = list(zip(zip(map(neg, prios), map(_SUBMIT, pending), ids), pending, repeat(None)))
                 items.sort(key=_FIRST)
                 return items
