@@ -505,7 +505,7 @@ def priority_totals(snap: Snapshot, total_cpus: int | None = None) -> dict[int, 
         _LAST_BASES = (w, snap.partitions, len(snap.nodes), total_cpus, known)
     pending = snap.pending
     got = list(map(known.get, map(id, pending)))
-    if None in got or not all(map(is_, map(_FIRST, got), pending)):
+    if not all(got) or not all(map(is_, map(_FIRST, got), pending)):  # (a (job, base) pair is never false)
         base = _fixed_parts(snap, total_cpus)
         for i, j in enumerate(pending):
             g = got[i]
