@@ -625,8 +625,9 @@ class _Cycle:
         #: what running jobs hold of each accounting limit, as this cycle starts more
         self.used = {k: c.used for k, c in snap.counters.items()}
         self.only_starts = False  #: see `plan`
-        #: (position, jobs): the jobs from that position of the queue on that wait with Priority
-        #: (set by `_waits`, which gave every job from there its reason)
+        #: (position, jobs): of the jobs from that position of the queue on, those waiting for
+        #: resources or behind a higher-priority job, in order (set by `_waits`, which gave every
+        #: job from there its reason)
         self.waiting: tuple[int, list[PendingJob]] | None = None
         self.stopped = any(map(_SUSPENDED, snap.running))  #: some running job is suspended
 
@@ -824,7 +825,7 @@ class _Cycle:
         job: the loop of `main_pass`, less what cannot happen then (a job without a static or limit
         reason is in a blocked partition, so it waits with Priority)."""
         reasons, parts, priority = self.out.reasons, self.parts, Reason.PRIORITY
-        waiting = []  #: those that wait with Priority, in queue order: backfill tests them (`_to_test`)
+        waiting = []  #: those whose reason backfill tests them for, in queue order (`_to_test`)
         for _, job, _ in islice(items, at, None):
             # `_reason`, its kept static reason read inline (a job without accounting limits)
             known = statics.get(job.partition)
@@ -838,6 +839,8 @@ class _Cycle:
                 waiting.append(job)
             else:
                 reasons[job.job_id] = reason
+                if reason in _BF_REASONS:  # (a reason the store gave it)
+                    waiting.append(job)
         self.waiting = (at, waiting)
 
     def _reason(self, job: PendingJob, part: Partition | None, statics: dict) -> Reason | None:
@@ -1046,11 +1049,22 @@ class _Cycle:
         if held != self.ctx.busy or any(any(map(ne, map(_CPUS, allocs), repeat(shape[0])))
                                         for _, allocs in self.started):
             return None
-        # once per distinct request (queues hold few; the jobs hold theirs, so ids stay theirs)
+        seen: dict[int, int] = {}  #: id(request) -> its node count (the jobs hold their requests)
+        def_mem = snap.def_mem_per_cpu
+        if len(jobs) <= 16:
+            sizes = []
+            for job in jobs:
+                req = job.request
+                k = seen.get(id(req))
+                if k is None:
+                    k = seen[id(req)] = _whole_nodes_of(req, shape, def_mem)
+                    if not k:
+                        return None
+                sizes.append(k)
+            return sizes
+        # long queues: once per distinct request (they hold few), then C-level maps
         reqs = list(map(_REQUEST, jobs))
         ids = list(map(id, reqs))
-        seen: dict[int, int] = {}  #: id(request) -> its node count
-        def_mem = snap.def_mem_per_cpu
         for rid, req in dict(zip(ids, reqs)).items():
             k = seen[rid] = _whole_nodes_of(req, shape, def_mem)
             if not k:

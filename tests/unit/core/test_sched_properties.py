@@ -299,3 +299,26 @@ def test_count_map_reserve_is_slots_and_counts(free, res, window, releases, rese
             j = len(ref.times) if end > ref.horizon else ref._slot(end)
         ref.cnt[i:j] = [c - n for c in ref.cnt[i:j]]
         assert (cm.times, cm.cnt) == (ref.times, ref.cnt)
+
+
+def test_backfill_tests_the_jobs_a_walk_of_the_queue_finds():
+    """`_to_test` after a main pass that labelled the queue's tail (`_waits`) gives the jobs a
+    walk of the whole queue by reason gives, also with reasons the store set (any of them)."""
+    from slurmlet.controller.core import plan as core
+    from slurmlet.controller.core.model import Reason
+    rnd = random.Random(5)
+    labelled = 0
+    for _ in range(600):
+        snap = crowded_whole_node_snapshot(rnd)
+        jobs = tuple(replace(j, blocked_reason=rnd.choice((None, None, None, Reason.DEPENDENCY, Reason.PRIORITY,
+                                                           Reason.RESOURCES)))
+                     for j in snap.pending)
+        snap = replace(snap, pending=jobs, config=replace(snap.config, bf_max_job_test=rnd.choice((-3, 0, 2, 10, 100))))
+        cyc = core._Cycle(snap)
+        items = cyc.queue()
+        cyc.main_pass(items)
+        got = cyc._to_test(items)
+        labelled += cyc.waiting is not None
+        cyc.waiting = None
+        assert got == cyc._to_test(items)
+    assert labelled > 100
