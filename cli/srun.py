@@ -277,6 +277,8 @@ class _StepIO:
                 self._terminal(conn, f)
                 return
             if stream == "exit":
+                if not all(isinstance(head.get(k, 0), int) for k in ("code", "signal")):
+                    return  # (no agent's: dropped)
                 with self.lock:
                     self.exits[rank] = code = (int(head.get("code") or 0), int(head.get("signal") or 0),
                                                head.get("node", "?"))

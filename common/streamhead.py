@@ -45,7 +45,7 @@ def read(line: bytes) -> dict:
         import json
         try:
             head = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         return head if isinstance(head, dict) else {}
     head: dict = {}

@@ -35,3 +35,7 @@ def test_a_header_reads_back_as_written(header: dict, words: bool):
 @given(st.binary(max_size=200))
 def test_any_line_reads_as_a_dict(line: bytes):  # anyone may connect to srun's port
     assert isinstance(streamhead.read(line), dict)
+
+
+def test_a_deeply_nested_json_line_reads_as_nothing():
+    assert streamhead.read(b'{"a":' + b"[" * 60000) == {}
