@@ -55,62 +55,81 @@ class Records:
     def save(self, name: str, data: dict) -> None:
         """Write (or replace) a record: a crash leaves the old one or the new one. The new one is
         written whole to NAME.json.tmp, the old one removed, then the new one renamed into place; the
-        next agent's `load` takes a whole NAME.json.tmp whose NAME.json is missing. (Not a rename
-        over the old file: ext4 makes such a rename start writing the new file's data to the disk
-        first, about a millisecond each time, and a job's or a step's launch writes two or three.)"""
+        next agent's `load` takes a whole NAME.json.tmp whose NAME.json is missing or unreadable.
+        (Not a rename over the old file: ext4 makes such a rename start writing the new file's data
+        to the disk first, about a millisecond each time, and a job's or a step's launch writes two
+        or three.) A record that carries a finished job's report is on the disk before it takes the
+        place of the old one (fsync): after a power loss the report is sent again, where an empty
+        file would make the job a NODE_FAIL; the others matter only while the node stays up."""
         path = self._path(name)
         tmp = f"{path}.tmp"
         try:
             with open(tmp, "w") as f:
                 f.write(json.dumps(data))
+                if data.get("finished"):
+                    f.flush()
+                    os.fsync(f.fileno())
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             os.rename(tmp, path)
         except OSError as e:  # a full disk must not stop the job: it only loses crash safety
             log.warning("cannot write %s: %s", path, e)
+            if os.path.exists(path):  # the old record stands: no stale copy to outlive it
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def remove(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self._path(name))
+        path = self._path(name)
+        for p in (f"{path}.tmp", path):  # (a copy left by a failed save must not bring it back)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(p)
 
     def load(self) -> dict[str, dict]:
-        """Every record, by name; unreadable ones are dropped with a warning. A temporary file is
-        the record where `save` was stopped between removing the old one and renaming the new one
-        (its record is missing): then it is the record; else it is dropped (an interrupted write, or
-        one whose old record is still there)."""
+        """Every record, by name; unreadable ones are dropped with a warning. NAME.json is the record
+        where it reads whole; else a whole NAME.json.tmp is (`save` was stopped between removing
+        the old one and renaming the new one, or a power loss emptied the old one), renamed into
+        place. A file that is gone by the time it is read (another process's `save` between its
+        two steps) is left to that process."""
         out: dict[str, dict] = {}
         names = set(os.listdir(self.dir))
-        for fn in sorted(names):
-            path = os.path.join(self.dir, fn)
-            if fn.endswith(".tmp"):
-                final = fn[:-len(".tmp")]
-                rec = _read(path) if final.endswith(".json") and final not in names else None
-                if rec is not None:
+        bases = {fn[:-len(".tmp")] if fn.endswith(".tmp") else fn for fn in names}
+        for base in sorted(b for b in bases if b.endswith(".json")):
+            path = os.path.join(self.dir, base)
+            tmp, has_tmp = f"{path}.tmp", f"{base}.tmp" in names
+            rec = _read(path, warn=not has_tmp) if base in names else _GONE
+            if isinstance(rec, dict):
+                if has_tmp:  # an interrupted save: the old record stands
                     with contextlib.suppress(OSError):
-                        os.rename(path, os.path.join(self.dir, final))
-                        out[final[:-len(".json")]] = rec
-                        continue
-                with contextlib.suppress(OSError):
-                    os.remove(path)
+                        os.remove(tmp)
+                out[base[:-len(".json")]] = rec
                 continue
-            if not fn.endswith(".json"):
+            new = _read(tmp) if has_tmp else _GONE
+            if isinstance(new, dict):
+                with contextlib.suppress(OSError):  # (where this fails the copy is kept for later)
+                    os.replace(tmp, path)
+                out[base[:-len(".json")]] = new
                 continue
-            rec = _read(path, warn=True)
-            if rec is None:
-                with contextlib.suppress(OSError):
-                    os.remove(path)
-                continue
-            out[fn[:-len(".json")]] = rec
+            for p, r in ((path, rec), (tmp, new)):
+                if r is None:  # unreadable (not gone meanwhile)
+                    with contextlib.suppress(OSError):
+                        os.remove(p)
         return out
 
 
-def _read(path: str, warn: bool = False) -> dict | None:
-    """The record in the file at `path`; None where it cannot be read or is none."""
+#: what `_read` returns for a file that is not there
+_GONE = object()
+
+
+def _read(path: str, warn: bool = False) -> dict | object | None:
+    """The record in the file at `path`; None where it cannot be read or is none, `_GONE` where
+    there is no such file."""
     try:
         with open(path) as f:
             rec = json.load(f)
         if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), int):
             raise ValueError("not a job record")
+    except FileNotFoundError:
+        return _GONE
     except (OSError, ValueError) as e:
         if warn:
             log.warning("ignoring the unreadable record %s: %s", path, e)

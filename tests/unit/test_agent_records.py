@@ -69,6 +69,60 @@ def test_a_save_stopped_between_its_steps_leaves_the_old_record_or_the_new_one(t
     assert r.load() == {"job6": old} and sorted(os.listdir(state)) == ["job6.json"]
 
 
+def test_a_record_emptied_by_a_power_loss_gives_way_to_its_whole_copy(tmp_path: Path):
+    r = records.Records(str(tmp_path))
+    state = tmp_path / "state"
+    new = {"job_id": 8, "procs": [], "finished": {"job_id": 8, "exit_code": 0}}
+    (state / "job8.json").write_text("")  # written but never on the disk
+    (state / "job8.json.tmp").write_text(json.dumps(new))
+    assert r.load() == {"job8": new}
+    assert sorted(os.listdir(state)) == ["job8.json"] and json.loads((state / "job8.json").read_text()) == new
+
+
+def test_removing_a_record_removes_a_copy_a_failed_save_left(tmp_path: Path):
+    r = records.Records(str(tmp_path))
+    state = tmp_path / "state"
+    rec = {"job_id": 9, "procs": []}
+    r.save("job9", rec)
+    (state / "job9.json.tmp").write_text(json.dumps(rec))
+    r.remove("job9")
+    assert os.listdir(state) == [] and r.load() == {}
+
+
+def test_a_record_saved_while_another_process_loads_is_not_removed(tmp_path: Path, monkeypatch):
+    """The fence may save a record while a new agent loads the spool: a file gone between the
+    listing and its read is left alone, whatever is there by then."""
+    r = records.Records(str(tmp_path))
+    state = tmp_path / "state"
+    r.save("job10", {"job_id": 10, "procs": []})
+    real = records._read
+
+    def read_while_saved(path, warn=False):
+        if path.endswith("job10.json"):
+            os.unlink(path)  # the other process's save, between its two steps
+            out = real(path, warn)
+            (state / "job10.json").write_text(json.dumps({"job_id": 10, "procs": [], "fenced": 1.0}))
+            return out
+        return real(path, warn)
+
+    monkeypatch.setattr(records, "_read", read_while_saved)
+    assert r.load() == {}
+    monkeypatch.undo()
+    assert r.load() == {"job10": {"job_id": 10, "procs": [], "fenced": 1.0}}
+
+
+def test_only_a_finished_report_waits_for_the_disk(tmp_path: Path, monkeypatch):
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(records.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    r = records.Records(str(tmp_path))
+    r.save("job11", {"job_id": 11, "procs": []})
+    assert synced == []
+    r.save("job11", {"job_id": 11, "procs": [], "finished": {"job_id": 11}})
+    assert len(synced) == 1
+    assert r.load() == {"job11": {"job_id": 11, "procs": [], "finished": {"job_id": 11}}}
+
+
 def test_leftovers_need_the_same_pid_and_creation_time(session):
     p, child = session
     entry = records.proc_entry(p.pid)
