@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
             if not quiet:
                 print(f"sattach: Node {node}: no tasks running", file=sys.stderr)
         return 0
-    io = _StepIO(srv, got["num_tasks"], label)
+    io = _StepIO(srv, set(range(got["num_tasks"])), label)
 
     def step_over() -> bool:
         return http.request("GET", f"/api/v1/jobs/{jid}/steps/{sid}")["state"] != "RUNNING"

@@ -127,7 +127,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             with contextlib.suppress(http.Unreachable, http.ControllerError):
                 http.request("POST", f"/api/v1/jobs/{job_id}/complete", {"exit_code": 1})
         return 1
-    io = _StepIO(srv, sum(len(x["ranks"]) for x in step["layout"]), req["label"], req["unbuffered"])
+    io = _StepIO(srv, {r for x in step["layout"] for r in x["ranks"]}, req["label"], req["unbuffered"],
+                 bool(req.get("pty")))
     sid = step["step_id"]
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
@@ -219,10 +220,13 @@ def _signame(sig: int) -> str:
 class _StepIO:
     """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
 
-    def __init__(self, srv, ntasks: int, label: bool, unbuffered: bool = False):  # noqa: ANN001 - a socket
+    def __init__(self, srv, ranks: set[int], label: bool, unbuffered: bool = False,  # noqa: ANN001 - a socket
+                 pty: bool = False):
         import threading
         self.srv = srv
-        self.ntasks = ntasks
+        self.ranks = ranks  #: the step's tasks: an exit is taken once from each, and from no other
+        self.ntasks = len(ranks)
+        self.pty = pty  #: whether a task's terminal may be relayed (its stream reads what is typed)
         self.label = label
         self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
         self.on_bad_exit = None
@@ -274,12 +278,17 @@ class _StepIO:
             if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty"):
                 return  # (anyone may connect: what is no task's stream is dropped)
             if stream == "pty":
-                self._terminal(conn, f)
+                with self.lock:
+                    ours, self.pty = self.pty and rank == 0, False  # (one terminal, --pty's)
+                if ours:
+                    self._terminal(conn, f)
                 return
             if stream == "exit":
                 if not all(isinstance(head.get(k, 0), int) for k in ("code", "signal")):
                     return  # (no agent's: dropped)
                 with self.lock:
+                    if rank not in self.ranks or rank in self.exits:
+                        return  # (no task's, or its second: dropped)
                     self.exits[rank] = code = (int(head.get("code") or 0), int(head.get("signal") or 0),
                                                head.get("node", "?"))
                     if head.get("oom"):

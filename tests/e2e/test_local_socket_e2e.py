@@ -69,6 +69,18 @@ def test_a_user_submits_and_cancels_over_the_socket_as_who_the_kernel_says(local
     assert local.job(mine)["state"] == "CANCELLED"
 
 
+def test_srun_over_the_socket_runs_its_step_without_loading_json(local: Cluster):
+    """The socket's answers are marshal's and the agents write the stream headers as words for an
+    srun that asks so (common/streamhead.py): srun never imports json (milliseconds of its start,
+    on its way to its tasks)."""
+    r = local.run(["srun", "-n2", "-l", "bash", "-c", "echo hi; exit $SLURM_PROCID"],
+                  env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert r.returncode == 1 and sorted(r.stdout.splitlines()) == ["0: hi", "1: hi"]
+    assert "srun: error: node1: task 1: Exited with exit code 1" in r.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert "slurmlet.common.streamhead" in imported and "json" not in imported
+
+
 def test_the_socket_header_over_tcp_names_nobody(local: Cluster):
     body = {"script": "#!/bin/sh\ntrue\n", "hold": True}
     for token in ("0" * 32, "x", ""):
