@@ -111,18 +111,6 @@ def test_a_record_saved_while_another_process_loads_is_not_removed(tmp_path: Pat
     assert r.load() == {"job10": {"job_id": 10, "procs": [], "fenced": 1.0}}
 
 
-def test_only_a_finished_report_waits_for_the_disk(tmp_path: Path, monkeypatch):
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(records.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
-    r = records.Records(str(tmp_path))
-    r.save("job11", {"job_id": 11, "procs": []})
-    assert synced == []
-    r.save("job11", {"job_id": 11, "procs": [], "finished": {"job_id": 11}})
-    assert len(synced) == 1
-    assert r.load() == {"job11": {"job_id": 11, "procs": [], "finished": {"job_id": 11}}}
-
-
 def test_leftovers_need_the_same_pid_and_creation_time(session):
     p, child = session
     entry = records.proc_entry(p.pid)
