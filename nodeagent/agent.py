@@ -200,6 +200,11 @@ class Agent:
                 lost = dict(self.lost)
                 if lost:
                     body["lost"] = list(lost.values())
+                # what is being ended already: its orders again would answer every sync at once (a spin
+                # for the KillWait or GraceTime); sent only when there is some, for older controllers
+                (ending, notified), steps_ending = self.launcher.ending_ids(), self.steps.ending_keys()
+                body.update({k: v for k, v in (("ending", ending), ("notified", notified),
+                                                ("steps_ending", steps_ending)) if v})
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)

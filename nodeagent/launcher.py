@@ -114,6 +114,12 @@ class Launcher:
     def running_ids(self) -> list[int]:
         return sorted(self.jobs)
 
+    def ending_ids(self) -> tuple[list[int], list[int]]:
+        """The running jobs whose kill sequence has begun, and those running out a preemption's
+        GraceTime: the controller repeats no order they have had (see api/nodes.py)."""
+        return (sorted(j for j, job in self.jobs.items() if job.killing),
+                sorted(j for j, job in self.jobs.items() if job.notified and not job.killing))
+
     def unacked(self) -> list[dict]:
         return list(self.finished.values())
 
@@ -373,7 +379,9 @@ class Launcher:
         job = self.jobs.get(jid)
         if job is None or job.killing:
             return
-        if why == "preempt" and grace > 0 and not job.notified:
+        if why == "preempt" and grace > 0:
+            if job.notified:  # (the controller repeats its order: the notice's timer ends the grace)
+                return
             job.notified = True
             job.suspended_at = None
             if job.job_cgroup:

@@ -145,6 +145,10 @@ class StepRunner:
     def running_keys(self) -> list[str]:
         return sorted(self.running)
 
+    def ending_keys(self) -> list[str]:
+        """The running steps whose kill sequence has begun."""
+        return sorted(k for k, run in self.running.items() if run.killing)
+
     def unacked(self) -> list[dict]:
         return list(self.finished.values())
 

@@ -100,7 +100,9 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
             return as_json({"orders": [], "superseded": True})
         if ev.is_set():
             orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
-                                              "steps_running": body.steps_running}, c.clock())
+                                              "steps_running": body.steps_running, "ending": body.ending,
+                                              "notified": body.notified, "steps_ending": body.steps_ending},
+                                       c.clock())
             orders += _held_orders(c, name)
     return as_json({"orders": orders})
 

@@ -268,6 +268,11 @@ class NodeSync(Strict):
     running: list[Id] = Field(default_factory=list)
     suspended: list[Id] = Field(default_factory=list)
     steps_running: list[StepKey] = Field(default_factory=list)  #: "JOB.STEP" with tasks on this node
+    #: of `running`: the jobs whose kill sequence began, those in a preemption's GraceTime, and of
+    #: `steps_running` the steps being killed (their orders are not sent again)
+    ending: list[Id] = Field(default_factory=list)
+    notified: list[Id] = Field(default_factory=list)
+    steps_ending: list[StepKey] = Field(default_factory=list)
     steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     scripts_done: list[ScriptDone] = Field(default_factory=list)

@@ -58,9 +58,11 @@ class NodeSync:
             for lost in body.get("lost") or []:
                 self._lost(c, name, lost, now)
             running = set(body.get("running") or [])
+            ending, notified = set(body.get("ending") or []), set(body.get("notified") or [])
             stopped = set(body.get("suspended") or [])
             done = {f["job_id"] for f in body.get("finished") or []}
             step_orders = steps.orders_for(c, name, set(body.get("steps_running") or []),
+                                           set(body.get("steps_ending") or []),
                                            {f"{f['job_id']}.{f['step_id']}" for f in body.get("steps_finished") or []})
             rows = list(c.execute(ACTIVE_ON, {"_node_name": name}))
             if body.get("resources"):
@@ -85,7 +87,9 @@ class NodeSync:
                         order = {"op": "kill", "job_id": r.id, "why": KILL_WHY.get(r.pending_action, "cancel")}
                         if r.pending_action.startswith("preempt") and r.preempt_grace:
                             order["grace"] = r.preempt_grace
-                        orders.append(order)
+                        # (not again to an agent that is ending it, or running out the grace it gave)
+                        if r.id not in ending and not (order.get("grace") and r.id in notified):
+                            orders.append(order)
                     elif r.state == "SUSPENDED" and r.id not in stopped:
                         orders.append({"op": "suspend", "job_id": r.id})
                     elif r.state == "RUNNING" and r.id in stopped:

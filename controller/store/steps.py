@@ -197,8 +197,9 @@ _RUNNING_STEPS = select(S, J.c.active, J.c.pending_action, J.c.alloc, J.c.nodes.
     .join(J, J.c.id == S.c.job_id).where(S.c.state == "RUNNING")
 
 
-def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dict]:
-    """What a node's agent must do about steps: start its ranks of new steps, kill dead ones."""
+def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set[str]) -> list[dict]:
+    """What a node's agent must do about steps: start its ranks of new steps, kill dead ones (not
+    those it is killing already: `ending`)."""
     orders = []
     rows = c.execute(_RUNNING_STEPS)
     live = set()
@@ -229,7 +230,7 @@ def orders_for(c: Any, node: str, running: set[str], done: set[str]) -> list[dic
                        "job": {"name": r.job_name, "partition": r.partition, "account": r.account or r.user,
                                "qos": r.qos or "normal",
                                "cpus": [a["cpus"] for a in json.loads(r.alloc or "[]")]}})
-    for key in sorted(running - live):
+    for key in sorted(running - live - ending):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})
     return orders

@@ -107,6 +107,25 @@ def test_lost_step_tasks_end_the_job_and_stale_reports_change_nothing(store: Job
     assert store.node_sync("node1", {"running": [jid]}, 5.1) == [{"op": "kill", "job_id": jid, "why": "orphan"}]
 
 
+def test_a_kill_the_agent_is_carrying_out_is_not_ordered_again(store: JobStore):
+    """Orders answer a sync at once: one repeated to an agent already ending the job or step (its
+    KillWait, a preemption's GraceTime) would make the node spin through its syncs meanwhile."""
+    register(store)
+    jid = start(store, 2.0, nodes_min=2, requeue=False)
+    store.node_sync("node1", {"running": [jid]}, 3.0)
+    step = store.create_step(jid, {"argv": ["sleep", "9"], "nodes": 2}, 3.0)
+    key = f"{jid}.{step['step_id']}"
+    store.node_sync("node2", {"steps_running": [key]}, 3.5)
+    store.cancel_step(jid, step["step_id"], 4.0)
+    kill_step = {"op": "kill_step", "job_id": jid, "step_id": step["step_id"]}
+    assert store.node_sync("node2", {"steps_running": [key]}, 4.1) == [kill_step]
+    assert store.node_sync("node2", {"steps_running": [key], "steps_ending": [key]}, 4.2) == []
+    store.cancel(jid, 5.0)
+    kill = [o for o in store.node_sync("node1", {"running": [jid]}, 5.1) if o["op"] == "kill"]
+    assert kill and kill[0]["job_id"] == jid
+    assert [o for o in store.node_sync("node1", {"running": [jid], "ending": [jid]}, 5.2) if o["op"] == "kill"] == []
+
+
 def test_submissions_by_idempotency_key(store: JobStore):
     first = store.submit(body(comment="a"), 1.0, key="k1")
     assert store.job_for_key("alice", "k1") == first and store.job_for_key("bob", "k1") is None
