@@ -55,6 +55,8 @@ class StepRun:
     ended: set = field(default_factory=set)
     attached: dict = field(default_factory=dict)
     words: bool = False  #: its srun reads stream headers as words (common/streamhead.py)
+    pumps: dict = field(default_factory=dict)  #: rank -> the tasks relaying its streams to srun
+    told: set = field(default_factory=set)  #: the ranks whose exit srun has been sent already
 
 
 #: how much of each task stream a step keeps for a later sattach (replayed first, as slurmstepd does)
@@ -266,10 +268,11 @@ class StepRunner:
             run.usage[rank] = self.book.new(order["job_id"], f"{order['step_id']}.{rank}")
             asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
             if terminal:
-                pumps.append(asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0])))
+                run.pumps[rank] = [asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0]))]
             elif not files:
-                pumps.append(asyncio.create_task(self._pump(io, rank, "out", proc.stdout, run)))
-                pumps.append(asyncio.create_task(self._pump(io, rank, "err", proc.stderr, run)))
+                run.pumps[rank] = [asyncio.create_task(self._pump(io, rank, "out", proc.stdout, run)),
+                                   asyncio.create_task(self._pump(io, rank, "err", proc.stderr, run))]
+            pumps += run.pumps.get(rank, [])
         asyncio.create_task(self._watch(order, run, pumps))
 
     def _task_failed(self, run: StepRun, io: str | None, rank: int, code: int, message: str) -> asyncio.Task:
@@ -374,9 +377,7 @@ class StepRunner:
             await w.wait_closed()
 
     async def _watch(self, order: dict, run: StepRun, pumps: list[asyncio.Task]) -> None:
-        for rank, proc in run.procs.items():
-            rc = await proc.wait()
-            run.results[rank] = [rc, 0] if rc >= 0 else [0, -rc]
+        await asyncio.gather(*(self._task_end(order, run, rank, proc) for rank, proc in run.procs.items()))
         run.usage_done.set()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
@@ -422,11 +423,34 @@ class StepRunner:
         if oom > 0:  # slurmstepd's line on the step's error output; srun says which tasks it killed
             await self._send(io, order["ranks"][0], "err", oom_line(self.node, run.key, oom).encode(), words=run.words)
         for rank in order["ranks"]:
-            code, sig = run.results.get(rank, [0, 0])
-            extra = {"oom": True} if oom > 0 and sig == signal.SIGKILL else {}
-            await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node, words=run.words, **extra)
-            for other in list(run.attached):  # sattach's
-                await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
+            if rank not in run.told:
+                await self._tell_exit(io, run, rank, oom > 0)
+
+    async def _task_end(self, order: dict, run: StepRun, rank: int, proc: asyncio.subprocess.Process) -> None:
+        """Wait for a task's end. While the step's other tasks here still run, its exit goes to srun as
+        soon as its output has (as slurmstepd sends each task's exit: srun -K stops the step on it);
+        the last ones go with the step's end (`_watch`)."""
+        rc = await proc.wait()
+        run.results[rank] = [rc, 0] if rc >= 0 else [0, -rc]
+        if not all(r in run.results for r in run.procs):
+            asyncio.create_task(self._early_exit(order, run, rank, rc))
+
+    async def _early_exit(self, order: dict, run: StepRun, rank: int, rc: int) -> None:
+        # (apart from _watch: what the task left behind may hold its output open until the step's end)
+        await asyncio.gather(*run.pumps.get(rank, []), return_exceptions=True)
+        if rank in run.told or all(r in run.results for r in run.procs):
+            return  # (the step's end tells it, after the node's report is on its way)
+        oom = run.cgroup is not None and rc == -signal.SIGKILL and run.cgroup.oom_kills() > 0
+        await self._tell_exit(order["request"].get("io"), run, rank, oom)
+
+    async def _tell_exit(self, io: str | None, run: StepRun, rank: int, oom: bool) -> None:
+        """A task's exit to its srun and to the sattach clients attached."""
+        run.told.add(rank)
+        code, sig = run.results.get(rank, [0, 0])
+        extra = {"oom": True} if oom and sig == signal.SIGKILL else {}
+        await self._send(io, rank, "exit", b"", code=code, signal=sig, node=self.node, words=run.words, **extra)
+        for other in list(run.attached):  # sattach's
+            await self._send(other, rank, "exit", b"", code=code, signal=sig, node=self.node, **extra)
 
     def stat(self, key: str) -> list[dict] | None:
         """sstat: each task here of a running step, sampled now (None: no such step here)."""

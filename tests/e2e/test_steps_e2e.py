@@ -162,6 +162,19 @@ def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
     assert "srun: error: node1: task 0: Exited with exit code 4" in text and text.splitlines()[-1] != "rc=0"
 
 
+def test_kill_on_bad_exit_stops_the_other_tasks_of_the_same_node(cluster: Cluster):
+    """A task's exit reaches srun when it happens, not when the node's last task of the step ends
+    (as slurmstepd sends each one): -K then stops the others, which would run 300 s."""
+    c = cluster
+    script = ("#!/bin/sh\nsrun -K -N1 -n2 bash -c '[ $SLURM_PROCID = 1 ] && exit 4; exec sleep 300'\n"
+              "echo rc=$?\n")
+    jid = c.sbatch("-N1", "-n2", "-o", "kbe1-%j.out", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    text = (c.workdir / f"kbe1-{jid}.out").read_text()
+    assert "srun: error: node1: task 1: Exited with exit code 4" in text, text
+    assert text.splitlines()[-1] != "rc=0"
+
+
 def test_output_patterns_and_nodelist(cluster: Cluster):
     c = cluster
     script = ("#!/bin/sh\nsrun -o 'task-%j.%s-%t-%N.out' bash -c 'echo rank $SLURM_PROCID'\n"
