@@ -117,12 +117,15 @@ def fit(req: Request, free: Iterable[Free], def_mem: int) -> tuple[NodeAlloc, ..
     `-w` nodes are taken first and must all fit; `-x` nodes are never used. `free` may be an
     iterator: without -w or -x, it is read only as far as the fit needs.
     """
-    cands = [f for f in free if f.name not in req.exclude] if req.exclude or req.nodelist else free
-    if req.nodelist:
-        pos = {n: i for i, n in enumerate(req.nodelist)}
-        cands.sort(key=lambda f: (f.name not in pos, pos.get(f.name, 0)))
-        if sum(1 for f in cands if f.name in pos) < len(req.nodelist):
-            return None
+    cands: Iterable[Free] = free
+    if req.exclude or req.nodelist:
+        kept = [f for f in free if f.name not in req.exclude]
+        if req.nodelist:
+            pos = {n: i for i, n in enumerate(req.nodelist)}
+            kept.sort(key=lambda f: (f.name not in pos, pos.get(f.name, 0)))
+            if sum(1 for f in kept if f.name in pos) < len(req.nodelist):
+                return None
+        cands = kept
     nnodes, counts = _task_counts(req)
     if counts is not None:
         out: list[NodeAlloc] = []
@@ -141,7 +144,7 @@ def fit(req: Request, free: Iterable[Free], def_mem: int) -> tuple[NodeAlloc, ..
     return _fit_packed(req, cands, def_mem)
 
 
-def _fit_packed(req: Request, cands: list[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
+def _fit_packed(req: Request, cands: Iterable[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
     """`-n N` without tasks per node: pack tasks onto as few nodes as possible, as Slurm's
     cons_tres does. With `-N M` each node takes what it can while leaving one task for each node
     still to come (`-N2 -n4` on empty 8-CPU nodes: 3,1), and never more than M nodes."""
