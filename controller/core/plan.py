@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any, Callable
 from itertools import compress, count, islice, repeat
 from operator import add, and_, attrgetter, is_, is_not, itemgetter, lt, ne, neg, not_
 
@@ -33,7 +34,7 @@ from .priority import Factors, factors
 from .timemap import CountMap, TimeMap
 
 
-def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node], def_mem: int,
+def static_reason(job: PendingJob, part: Partition | None, nodes: dict[str, Node] | _NodeMap, def_mem: int,
                   now: float, memo: dict | None = None) -> Reason | None:
     """A reason that holds whatever else runs: holds, begin time, partition limits.
 
@@ -166,6 +167,17 @@ class _Nodes:
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
                  "room", "busy", "partial", "used_room", "allocs", "roomd", "keep", "at", "seen")
+    order: tuple[str, ...]
+    rank: dict[str, int]
+    avail: tuple[int, ...]
+    shape: tuple[int, int, int] | None
+    total_cpus: int
+    parts: dict[str, _Part]
+    names: frozenset[str]
+    up: dict[str, bool]
+    allocs: dict[tuple, tuple[Request, dict[str, NodeAlloc]]]
+    at: list[int]
+    seen: dict[tuple[int, int], Node]
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[tuple, ...], same: _Nodes | None = None,
                  changed: list[int] | None = None):
@@ -185,15 +197,15 @@ class _Nodes:
         self.rank = {n: i for i, n in enumerate(self.order)}
         self.avail = tuple(i for i in perm if caps[i][5])  #: positions of available nodes, in order
         self.at = [-1] * len(caps)  #: position -> index in `avail` (-1: not available)
-        self.seen: dict[tuple[int, int], Node] = {}  #: see `same_caps`
+        self.seen = {}  #: see `same_caps`
         for r, i in enumerate(self.avail):
             self.at[i] = r
         self.shape = _uniform(caps)
         self.total_cpus = sum(c[1] for c in caps)
-        self.parts: dict[str, _Part] = {}
+        self.parts = {}
         self.names = frozenset(c[0] for c in caps)
         self.up = {c[0]: c[5] for c in caps}
-        self.allocs: dict[tuple, tuple[Request, dict[str, NodeAlloc]]] = {}  #: see `idle_allocs`
+        self.allocs = {}  #: see `idle_allocs`
         self._use(None, None)
 
     def _use(self, last: _Nodes | None, changed: list[int] | None) -> None:
@@ -292,6 +304,7 @@ class _Nodes:
     def idle_alloc(table: dict[str, NodeAlloc], node: Node, req: Request, nnodes: int, def_mem: int) -> NodeAlloc:
         """`fit`'s allocation on `node`, idle, into `table` (from `idle_allocs`)."""
         _, counts = _task_counts(req)
+        assert counts is not None, "a whole-node request has fixed tasks per node"
         a = _try_node(Free.of(node), req, counts[0], nnodes, def_mem)
         assert a is not None, "a whole-node request fits on an idle node"
         table[node.name] = a
@@ -392,6 +405,7 @@ def _fewest_nodes(req: Request) -> int:
     nnodes, counts = _task_counts(req)
     if counts is not None:
         return nnodes
+    assert req.ntasks is not None  # counts are None only with ntasks and no ntasks_per_node
     return min(req.nodes_min, req.ntasks)
 
 
@@ -602,7 +616,7 @@ class _Cycle:
         #: Their free capacity (`Free`) is built when something reads it, into `free`, which gets
         #: the others too when something asks for them (`fr`)
         self.roomd = ctx.room_by_name()
-        self.open: dict[str, Node | Free] = self.roomd.copy()  # a Node: its Free is not built yet
+        self.open: dict[str, Any] = self.roomd.copy()  # Node or Free  # a Node: its Free is not built yet
         self.free: dict[str, Free] = {}
         self.extra = False  #: `free` holds nodes that were never open
         #: nodes that jobs took whole (no free CPUs left), their Free not built: (allocation, exclusive)
@@ -649,6 +663,9 @@ class _Cycle:
                 -self.prio.get(job.job_id, job.priority), job.submit_time, job.job_id)
 
     def queue(self) -> list[_Item]:
+        items: list[Any]
+        ids: Any
+        prios: Any
         if self.cfg.preempt_qos or self.can_preempt:
             items = [(self.key(j), j, None) for j in self.snap.pending]
         else:  # no job may preempt: `key` without the call
@@ -747,7 +764,7 @@ class _Cycle:
                     self.taken[name] = (a, exclusive)
                     del open_[name]
                     continue
-            f = self.fr(name)
+            f: Any = self.fr(name)  # available: not None
             f.take(a, exclusive)
             if f.cpus <= 0:
                 open_.pop(name, None)  # full: later jobs need not look at it
@@ -800,7 +817,7 @@ class _Cycle:
             if suspended is not None:
                 self.resume(suspended)
                 continue
-            part = self.parts.get(job.partition)
+            part: Any = self.parts.get(job.partition)  # not None when there is no reason
             reason = self._reason(job, part, statics)
             if reason is not None:
                 reasons[job.job_id] = reason
@@ -940,6 +957,7 @@ class _Cycle:
         if going and self._trial_fit(job, part, going) is not None:
             return None  # earlier victims are still on their way out: wait for them
         mem = self.members[part.name]
+        order: Callable[[RunningJob], tuple]
         if self.cfg.preempt_qos:  # lowest priority first; among equals the longest running (as 22.05 picks)
             order = lambda r: (r.priority, r.start_time, r.job_id)  # noqa: E731
         else:
@@ -1119,11 +1137,12 @@ class _Cycle:
                           [(t, len(allocs)) for t, allocs in holders if t is not None])
             earliest, reserve = cm.earliest, cm.reserve
         else:
-            tm = TimeMap(now, cfg.bf_resolution, window, {name: f for name in self.order
-                                                         if (f := self.fr(name)) is not None})
-            for t, allocs in holders:
+            tm = TimeMap(now, cfg.bf_resolution, window, {name: fo for name in self.order
+                                                         if (fo := self.fr(name)) is not None})
+            for t, held in holders:
                 if t is not None:
-                    tm.release(t, allocs)
+                    tm.release(t, held)
+        allocs: Any  # tuple[NodeAlloc, ...]; None (unused) for a reservation on the count map
         reserved = False
         easy = cfg.bf_easy
         # only_starts: stop once no job left to test can start now (see `plan`). The count map's

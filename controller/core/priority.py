@@ -10,6 +10,7 @@ Each factor lies in [0, 1]. Fair-share is Slurm's classic 2^(-usage/shares); usa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -56,8 +57,8 @@ class Factors:
 def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus: int, total_nodes: int,
             total_cpus: int, partition_factor: int, max_partition_factor: int, nice: int = 0,
             usage: float = 0.0, shares: float = 1.0, qos_factor: float = 0.0,
-            fs_factor: float | None = None, job_tres: dict[str, float] | None = None,
-            part_tres: dict[str, float] | None = None) -> Factors:
+            fs_factor: float | None = None, job_tres: Mapping[str, float] | None = None,
+            part_tres: Mapping[str, float] | None = None) -> Factors:
     age = 0.0
     if eligible is not None and w.max_age > 0:
         age = min(max(now - eligible, 0.0) / w.max_age, 1.0)
@@ -78,7 +79,7 @@ def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus:
                    exact=sum(parts) + sum(v for _, v in tres), tres=tres)
 
 
-def tres_parts(w: Weights, job: dict[str, float], partition: dict[str, float]) -> tuple[tuple[str, float], ...]:
+def tres_parts(w: Weights, job: Mapping[str, float], partition: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     """PriorityWeightTRES: each weighted TRES's part of what the job's partition has, times its weight."""
     out = []
     for name, weight in w.tres:
