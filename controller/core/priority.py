@@ -76,7 +76,7 @@ def factors(*, w: Weights, now: float, eligible: float | None, nodes: int, cpus:
     tres = tres_parts(w, job_tres or {}, part_tres or {})
     return Factors(age=round(parts[0]), fairshare=round(parts[1]), jobsize=round(parts[2]),
                    partition=round(parts[3]), qos=round(parts[4]), nice=nice,
-                   exact=sum(parts) + sum(v for _, v in tres), tres=tres)
+                   exact=sum(parts) + sum((v for _, v in tres), 0.0), tres=tres)
 
 
 def tres_parts(w: Weights, job: Mapping[str, float], partition: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
