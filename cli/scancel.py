@@ -48,13 +48,16 @@ def main(argv: list[str]) -> int:
     quiet = "quiet" in o
     ids: list[int] = []
     tasks: list[str] = []
+    steps: list[tuple[int, int]] = []
     for tok in common.split_list(pos):
-        base = tok.split(".")[0]
+        base, dot, step = tok.partition(".")
         head, _, task = base.partition("_")
-        if not head.isdigit() or (task and not task.isdigit() and task != "*"):
+        if not head.isdigit() or (task and not task.isdigit() and task != "*") or (dot and not step.isdigit()):
             print(f"scancel: error: Invalid job id {tok}", file=sys.stderr)
             return 1
-        if task and task != "*":
+        if dot and not task:  # one step: its tasks are killed, the job goes on
+            steps.append((int(head), int(step)))
+        elif task and task != "*":
             tasks.append(f"{int(head)}_{int(task)}")
         else:
             ids.append(int(head))
@@ -70,9 +73,18 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             print(f"scancel: error: Invalid job state specified: {e}", file=sys.stderr)
             return 1
-    if not (ids or tasks or users or names or parts or states or "account" in o or "nodelist" in o):
+    if not (ids or tasks or steps or users or names or parts or states or "account" in o or "nodelist" in o):
         print("scancel: error: No job identification provided", file=sys.stderr)
         return 1
+    rc = 0
+    for jid, sid in steps:  # (slurmctld kills a step's tasks at once: SIGKILL)
+        try:
+            http.request("POST", f"/api/v1/jobs/{jid}/steps/{sid}/cancel", {"scancel": True})
+        except http.ControllerError as e:
+            print(f"scancel: error: Kill job error on job step id {jid}.{sid}: {e.error}", file=sys.stderr)
+            rc = max(rc, _EXIT.get(e.error, 1))
+    if steps and not (ids or tasks or users or names or parts or states or "account" in o or "nodelist" in o):
+        return rc
     sig = None
     if "signal" in o:
         sig = signal_number(o["signal"][-1])
@@ -88,7 +100,6 @@ def main(argv: list[str]) -> int:
         for jid in ids:
             print(f"scancel: Terminating job {jid}", file=sys.stderr)
     res = http.request("POST", "/api/v1/jobs/cancel", body)
-    rc = 0
     for r in res["results"]:
         if r["ok"]:
             if verbose and r["job_id"] not in ids:

@@ -236,6 +236,7 @@ class _StepIO:
         self.oom: set[int] = set()  #: ranks the kernel killed for their cgroup's memory limit
         self.lock = threading.Lock()
         self.cancelled = False
+        self.aborted = False  #: srun said that its step was cancelled (by scancel)
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
         import selectors
@@ -275,8 +276,17 @@ class _StepIO:
             f = conn.makefile("rb")
             head = streamhead.read(f.readline(65536))
             rank, stream = head.get("rank", 0), head.get("stream")
-            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty"):
+            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty", "aborted"):
                 return  # (anyone may connect: what is no task's stream is dropped)
+            if stream == "aborted":  # scancel JOB.STEP (the agents kill its tasks at once)
+                wait = head.get("wait")
+                with self.lock:
+                    if not self.aborted and isinstance(wait, int):
+                        self.aborted = True
+                        sys.stderr.buffer.write(f"srun: Job step aborted: Waiting up to {wait} seconds for job "
+                                                f"step to finish.\n".encode())
+                        sys.stderr.buffer.flush()
+                return
             if stream == "pty":
                 with self.lock:
                     ours, self.pty = self.pty and rank == 0, False  # (one terminal, --pty's)

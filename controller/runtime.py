@@ -167,6 +167,9 @@ class Controller:
         self.stat_wanted: dict[str, set[str]] = {}
         self.stat_got: dict[str, list[dict[str, list]]] = {}
         self.stat_came = asyncio.Event()
+        #: scancel JOB.STEP: the steps whose kill_step orders say to kill at once ("now"), by key, with
+        #: when (kept 10 minutes: an order is repeated until the step's report arrives)
+        self.steps_kill_now: dict[str, float] = {}
         #: sattach: orders for nodes to send a step's output to one more address
         self.attach_wanted: dict[str, list[dict]] = {}
         #: questions for agents, carried by their next sync (the dashboard's output tail and usage
@@ -271,6 +274,13 @@ class Controller:
                 self.asks_wanted[node] = left
             else:
                 self.asks_wanted.pop(node, None)
+
+    def kill_now(self, key: str) -> None:
+        """scancel JOB.STEP: the step's kill orders say to kill its tasks at once (SIGKILL)."""
+        now = self.clock()
+        if len(self.steps_kill_now) >= 1000:
+            self.steps_kill_now = {k: t for k, t in self.steps_kill_now.items() if now - t < 600}
+        self.steps_kill_now[key] = now
 
     def answered(self, answers: list[dict]) -> None:
         """An agent's answers to `ask`s (one nobody waits for any more is dropped)."""

@@ -347,7 +347,7 @@ class Agent:
         elif op == "step":
             await self.steps.start(order)
         elif op == "kill_step":
-            self.steps.kill(f"{order['job_id']}.{order['step_id']}")
+            self.steps.kill(f"{order['job_id']}.{order['step_id']}", bool(order.get("now")))
         elif op == "suspend":
             self.launcher.suspend(order["job_id"])
         elif op == "resume":

@@ -57,6 +57,8 @@ class StepRun:
     words: bool = False  #: its srun reads stream headers as words (common/streamhead.py)
     pumps: dict = field(default_factory=dict)  #: rank -> the tasks relaying its streams to srun
     told: set = field(default_factory=set)  #: the ranks whose exit srun has been sent already
+    io: str | None = None  #: its srun's address for the tasks' streams
+    ranks: list = field(default_factory=list)  #: its tasks here
 
 
 #: how much of each task stream a step keeps for a later sattach (replayed first, as slurmstepd does)
@@ -166,6 +168,7 @@ class StepRunner:
         run = self.running[key] = StepRun(key)
         req = order["request"]
         run.words = req.get("io_header") == streamhead.WORDS
+        run.io, run.ranks = req.get("io"), list(order["ranks"])
         job_cpus = self.cpumap.take(order["job_id"], order.get("job_cpus") or order.get("cpus") or 1) \
             if self.cpumap else None
         step_mb = req.get("mem_per_node") or ((req.get("mem_per_cpu") or 0) * (order.get("cpus") or 1)) or None
@@ -496,15 +499,35 @@ class StepRunner:
         if run.cgroup is not None:
             run.cgroup.signal(sig)
 
+    async def _aborted(self, run: StepRun, line: bytes) -> None:
+        """The lines first (srun has them before the tasks' exits), then SIGKILL."""
+        try:
+            if run.ranks and run.io:
+                await asyncio.wait_for(self._send(run.io, run.ranks[0], "err", line, words=run.words), 5)
+                await asyncio.wait_for(self._send(run.io, run.ranks[0], "aborted", b"", words=run.words,
+                                                  wait=int(self.kill_wait) + 2), 5)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._kill_all(run)
+
     def _kill_all(self, run: StepRun) -> None:
         self._signal(run, signal.SIGKILL)
         if run.cgroup is not None:
             run.cgroup.kill()
 
-    def kill(self, key: str) -> None:
-        """SIGTERM every task of the step here (and whatever is in its cgroup), SIGKILL after KillWait."""
+    def kill(self, key: str, now: bool = False) -> None:
+        """SIGTERM every task of the step here (and whatever is in its cgroup), SIGKILL after KillWait;
+        `now` (scancel JOB.STEP): SIGKILL at once, and slurmstepd's lines to srun: the step's
+        CANCELLED line on its error stream, then that it was aborted (srun says so)."""
         run = self.running.get(key)
-        if run is None or run.killing:
+        if run is None or (run.killing and not now):
+            return
+        if now:
+            from .launcher import slurm_time
+            line = f"slurmstepd-{self.node}: error: *** STEP {key} ON {self.node} CANCELLED AT {slurm_time(time.time())} ***\n"
+            run.killing = True
+            asyncio.create_task(self._aborted(run, line.encode()))
             return
         run.killing = True
         self._signal(run, signal.SIGCONT)

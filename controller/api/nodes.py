@@ -71,7 +71,7 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
         c.stat_came = asyncio.Event()
     if body.answers:
         c.answered(body.answers)
-    orders = c.store.node_sync(name, data, now) + _held_orders(c, name)
+    orders = _now(c, c.store.node_sync(name, data, now)) + _held_orders(c, name)
     c.notify(c.store.take_notify())
     c.run_controller_scripts()
     last = c.last_sync.get(name)
@@ -103,8 +103,17 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
                                               "steps_running": body.steps_running, "ending": body.ending,
                                               "notified": body.notified, "steps_ending": body.steps_ending},
                                        c.clock())
-            orders += _held_orders(c, name)
+            orders = _now(c, orders) + _held_orders(c, name)
     return as_json({"orders": orders})
+
+
+def _now(c, orders: list[dict]) -> list[dict]:  # noqa: ANN001 - the Controller
+    """scancel's steps: their kill orders say to kill at once (Controller.kill_now)."""
+    if c.steps_kill_now:
+        for o in orders:
+            if o["op"] == "kill_step" and f"{o['job_id']}.{o['step_id']}" in c.steps_kill_now:
+                o["now"] = True
+    return orders
 
 
 def _held_orders(c, name: str) -> list[dict]:  # noqa: ANN001 - the Controller

@@ -130,6 +130,12 @@ class JobUpdate(Strict):
     site_factor: int | None = Field(None, ge=-2147483645, le=2147483645)
 
 
+class StepCancel(Strict):
+    #: scancel JOB.STEP's: a step that is not running is an error, and its tasks are killed at once
+    #: (SIGKILL, with slurmstepd's CANCELLED line); srun's own (interrupted, -K): SIGTERM, then KillWait
+    scancel: bool = False
+
+
 class AttachRequest(Strict):
     io: str = Field(max_length=300)  #: host:port where sattach collects the output, as srun's `io`
 

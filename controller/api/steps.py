@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 from .. import auth
 from ..errors import NotFound
 from .deps import CtlDep, JobId, as_json, own_job
-from .schemas import AttachRequest, StatRequest, StepCreate
+from .schemas import AttachRequest, StatRequest, StepCancel, StepCreate
 
 router = APIRouter()
 
@@ -27,9 +27,14 @@ async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Reque
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/cancel")
-async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request):  # noqa: ANN202
+async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,  # noqa: ANN202
+                      body: StepCancel | None = None):
     own_job(c, request, job_id)
-    c.notify(c.store.cancel_step(job_id, step_id, c.clock()))
+    scancel = body is not None and body.scancel
+    nodes = c.store.cancel_step(job_id, step_id, c.clock(), running_only=scancel)
+    if scancel:
+        c.kill_now(f"{job_id}.{step_id}")
+    c.notify(nodes)
     return {"ok": True}
 
 

@@ -77,9 +77,9 @@ class Queries:
         with self.engine.begin() as c:
             return steps.create(c, job_id, req, now)
 
-    def cancel_step(self, job_id: int, step_id: int, now: float) -> list[str]:
+    def cancel_step(self, job_id: int, step_id: int, now: float, running_only: bool = False) -> list[str]:
         with self.engine.begin() as c:
-            return steps.cancel(c, job_id, step_id, now)
+            return steps.cancel(c, job_id, step_id, now, running_only)
 
     def step_rows(self, job_ids: list[int], srun: bool = False) -> dict[int, list[dict]]:
         """sacct's step rows of these jobs, by job (`srun`: with the host and pid of a running step's srun)."""

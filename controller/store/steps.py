@@ -96,10 +96,11 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
             "nodelist": hostlist.collect_hostlist([x["node"] for x in layout])}
 
 
-def cancel(c: Any, job_id: int, step_id: int, now: float) -> list[str]:
-    """srun interrupted: the step's tasks are killed. Returns the nodes to wake."""
+def cancel(c: Any, job_id: int, step_id: int, now: float, running_only: bool = False) -> list[str]:
+    """srun interrupted, or scancel JOB.STEP: the step's tasks are killed. Returns the nodes to wake.
+    `running_only`: a step that is not running is no step (scancel's error, as slurmctld's)."""
     row = c.execute(select(S.c.state, S.c.layout).where(S.c.job_id == job_id, S.c.step_id == step_id)).first()
-    if row is None:
+    if row is None or (running_only and row.state != "RUNNING"):
         raise NotFound("Invalid job id specified")
     if row.state == "RUNNING":
         c.execute(update(S).where(S.c.job_id == job_id, S.c.step_id == step_id, S.c.state == "RUNNING")

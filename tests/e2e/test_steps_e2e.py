@@ -175,6 +175,30 @@ def test_kill_on_bad_exit_stops_the_other_tasks_of_the_same_node(cluster: Cluste
     assert text.splitlines()[-1] != "rc=0"
 
 
+def test_scancel_of_a_step_kills_its_tasks_at_once_and_the_job_goes_on(cluster: Cluster):
+    """As a real 22.05 does: scancel JOB.STEP kills the step's tasks with SIGKILL (no SIGTERM first),
+    slurmstepd's CANCELLED line and srun's 'Job step aborted' come before srun's task errors, and the
+    batch script goes on. A step that does not run (or a job that does not exist) is an error."""
+    c = cluster
+    task = 'trap "echo task $SLURM_PROCID got TERM" TERM; echo task $SLURM_PROCID started; while true; do sleep 0.1; done'
+    script = f"#!/bin/sh\nsrun -N1 -n2 sh -c '{task}'\necho srun rc=$?\necho after\n"
+    jid = c.sbatch("-N1", "-n2", "-o", "stepcancel-%j.out", script=script)
+    out = c.workdir / f"stepcancel-{jid}.out"
+    wait_until(lambda: out.exists() and "task 1 started" in out.read_text(), 60, what="the step's tasks")
+    r = c.run(["scancel", f"{jid}.0"])
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    lines = out.read_text().splitlines()
+    assert "got TERM" not in out.read_text()
+    cancelled = next(i for i, x in enumerate(lines) if x.startswith(f"slurmstepd-node1: error: *** STEP {jid}.0 ON node1 CANCELLED AT "))
+    aborted = next(i for i, x in enumerate(lines) if x.startswith("srun: Job step aborted: Waiting up to "))
+    killed = lines.index("srun: error: node1: task 0: Killed")
+    assert cancelled < aborted < killed and lines[-2:] == ["srun rc=137", "after"], lines
+    for ref in (f"{jid}.0", f"{jid}.7", "999999.0"):
+        r = c.run(["scancel", ref])
+        assert r.returncode == 1 and r.stderr == f"scancel: error: Kill job error on job step id {ref}: Invalid job id specified\n"
+
+
 def test_output_patterns_and_nodelist(cluster: Cluster):
     c = cluster
     script = ("#!/bin/sh\nsrun -o 'task-%j.%s-%t-%N.out' bash -c 'echo rank $SLURM_PROCID'\n"
