@@ -46,17 +46,26 @@ def main(argv: list[str]) -> int:
             return 1
     verbose = "verbose" in o
     quiet = "quiet" in o
+    sig = None
+    if "signal" in o:
+        sig = signal_number(o["signal"][-1])
+        if sig is None:
+            print(f"scancel: error: Invalid job signal: {o['signal'][-1]}", file=sys.stderr)
+            return 1
+        if sig == 9 and not ("batch" in o or "full" in o):
+            sig = None  # SIGKILL is a plain cancel
     ids: list[int] = []
     tasks: list[str] = []
     steps: list[tuple[int, int]] = []
     for tok in common.split_list(pos):
         base, dot, step = tok.partition(".")
         head, _, task = base.partition("_")
-        if not head.isdigit() or (task and not task.isdigit() and task != "*") or (dot and not step.isdigit()):
+        if not head.isdigit() or (task and not task.isdigit() and task != "*") or (dot and not step.isdigit()) \
+                or (dot and task and sig is None):  # (a step of an array task: not yet)
             print(f"scancel: error: Invalid job id {tok}", file=sys.stderr)
             return 1
-        if dot and not task:  # one step: its tasks are killed, the job goes on
-            steps.append((int(head), int(step)))
+        if dot and sig is None:  # one step: its tasks are killed, the job goes on (with a signal: the
+            steps.append((int(head), int(step)))  # job is signalled, as before steps could be cancelled)
         elif task and task != "*":
             tasks.append(f"{int(head)}_{int(task)}")
         else:
@@ -83,16 +92,8 @@ def main(argv: list[str]) -> int:
         except http.ControllerError as e:
             print(f"scancel: error: Kill job error on job step id {jid}.{sid}: {e.error}", file=sys.stderr)
             rc = max(rc, _EXIT.get(e.error, 1))
-    if steps and not (ids or tasks or users or names or parts or states or "account" in o or "nodelist" in o):
+    if steps and not (ids or tasks):  # (filters with steps only name those steps' jobs: no other job)
         return rc
-    sig = None
-    if "signal" in o:
-        sig = signal_number(o["signal"][-1])
-        if sig is None:
-            print(f"scancel: error: Invalid job signal: {o['signal'][-1]}", file=sys.stderr)
-            return 1
-        if sig == 9 and not ("batch" in o or "full" in o):
-            sig = None  # SIGKILL is a plain cancel
     import os
     body = {"ids": ids, "tasks": tasks, "users": users, "names": names, "partitions": parts, "states": states,
             "signal": sig, "uid": os.getuid()}

@@ -101,6 +101,7 @@ class Agent:
         self.bin_dir = os.path.dirname(sys.argv[0]) if os.path.isabs(sys.argv[0]) else os.path.dirname(
             shutil.which("slurmlet") or sys.executable)
         self.registered = False
+        self.says_ending = True  #: sync bodies may carry ending, notified, steps_ending (see _serve)
         #: Prolog/Epilog runs ordered by the controller, by (job, run, kind): when they started, and
         #: the reports of those that ended, until the controller has them
         self.scripts_seen: dict[tuple[int, int, str], float] = {}
@@ -201,10 +202,12 @@ class Agent:
                 if lost:
                     body["lost"] = list(lost.values())
                 # what is being ended already: its orders again would answer every sync at once (a spin
-                # for the KillWait or GraceTime); sent only when there is some, for older controllers
-                (ending, notified), steps_ending = self.launcher.ending_ids(), self.steps.ending_keys()
-                body.update({k: v for k, v in (("ending", ending), ("notified", notified),
-                                                ("steps_ending", steps_ending)) if v})
+                # for the KillWait or GraceTime); sent only when there is some, and not to a controller
+                # older than these fields (it refused them: 422)
+                if self.says_ending:
+                    (ending, notified), steps_ending = self.launcher.ending_ids(), self.steps.ending_keys()
+                    body.update({k: v for k, v in (("ending", ending), ("notified", notified),
+                                                    ("steps_ending", steps_ending)) if v})
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)
@@ -240,6 +243,12 @@ class Agent:
                     if n:
                         log.warning("the controller does not know node %s (a new database?): registering again, "
                                     "forgetting %d ended jobs of the old one", self.name, n)
+                    continue
+                if resp.status_code == 422 and self.says_ending and \
+                        any(k in body for k in ("ending", "notified", "steps_ending")):
+                    log.warning("the controller takes no ending/notified/steps_ending (an older version): "
+                                "syncing without them")
+                    self.says_ending = False
                     continue
                 if resp.status_code >= 400:
                     log.error("sync refused: %s %s", resp.status_code, resp.text[:500])

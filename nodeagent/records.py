@@ -55,7 +55,7 @@ class Records:
     def save(self, name: str, data: dict) -> None:
         """Write (or replace) a record: a crash leaves the old one or the new one. The new one is
         written whole to NAME.json.tmp, the old one removed, then the new one renamed into place; the
-        next agent's `load` takes a whole NAME.json.tmp whose NAME.json is missing or unreadable.
+        next agent's `load` takes a whole NAME.json.tmp over NAME.json.
         (Not a rename over the old file: ext4 makes such a rename start writing the new file's data
         to the disk first, about a millisecond each time, and a job's or a step's launch writes two
         or three.) Nothing waits for the disk (no fsync: 0.5-4 ms a record here, on the way from a
@@ -83,30 +83,26 @@ class Records:
                 os.remove(p)
 
     def load(self) -> dict[str, dict]:
-        """Every record, by name; unreadable ones are dropped with a warning. NAME.json is the record
-        where it reads whole; else a whole NAME.json.tmp is (`save` was stopped between removing
-        the old one and renaming the new one, or a power loss emptied the old one), renamed into
-        place. A file that is gone by the time it is read (another process's `save` between its
-        two steps) is left to that process."""
+        """Every record, by name; unreadable ones are dropped with a warning. A whole NAME.json.tmp is
+        the record, the newer one (`save` was stopped after writing it: before removing the old one,
+        or before renaming it into place), renamed into place; else NAME.json where it reads whole. A
+        file that is gone by the time it is read (another process's `save` between its two steps) is
+        left to that process."""
         out: dict[str, dict] = {}
         names = set(os.listdir(self.dir))
         bases = {fn[:-len(".tmp")] if fn.endswith(".tmp") else fn for fn in names}
         for base in sorted(b for b in bases if b.endswith(".json")):
             path = os.path.join(self.dir, base)
-            tmp, has_tmp = f"{path}.tmp", f"{base}.tmp" in names
-            rec = _read(path, warn=not has_tmp) if base in names else _GONE
-            if isinstance(rec, dict):
-                if has_tmp:  # an interrupted save: the old record stands
-                    with contextlib.suppress(OSError):
-                        os.remove(tmp)
-                out[base[:-len(".json")]] = rec
-                continue
-            new = _read(tmp) if has_tmp else _GONE
+            tmp = f"{path}.tmp"
+            new = _read(tmp) if f"{base}.tmp" in names else _GONE
             if isinstance(new, dict):
                 with contextlib.suppress(OSError):  # (where this fails the copy is kept for later)
                     os.replace(tmp, path)
                 out[base[:-len(".json")]] = new
                 continue
+            rec = _read(path, warn=True) if base in names else _GONE
+            if isinstance(rec, dict):
+                out[base[:-len(".json")]] = rec
             for p, r in ((path, rec), (tmp, new)):
                 if r is None:  # unreadable (not gone meanwhile)
                     with contextlib.suppress(OSError):

@@ -501,11 +501,12 @@ class StepRunner:
 
     async def _aborted(self, run: StepRun, line: bytes) -> None:
         """The lines first (srun has them before the tasks' exits), then SIGKILL."""
-        try:
+        async def both() -> None:
+            await self._send(run.io, run.ranks[0], "err", line, words=run.words)
+            await self._send(run.io, run.ranks[0], "aborted", b"", words=run.words, wait=int(self.kill_wait) + 2)
+        try:  # (at most 2 s: an unreachable srun must not keep the tasks alive)
             if run.ranks and run.io:
-                await asyncio.wait_for(self._send(run.io, run.ranks[0], "err", line, words=run.words), 5)
-                await asyncio.wait_for(self._send(run.io, run.ranks[0], "aborted", b"", words=run.words,
-                                                  wait=int(self.kill_wait) + 2), 5)
+                await asyncio.wait_for(both(), 2)
         except asyncio.TimeoutError:
             pass
         finally:

@@ -109,7 +109,7 @@ class NodeSync:
                     alloc_nodes = [a["node"] for a in order["alloc"]]
                     order["node_addrs"] = dict(c.execute(NODE_ADDRS, {"_names": alloc_nodes}).all())
                     orders.append(order)
-            for jid in sorted(running - active_ids - done):
+            for jid in sorted(running - active_ids - done - ending):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
             orders += scripts.orders_for(c, name)
         return orders + step_orders

@@ -185,6 +185,9 @@ def test_scancel_of_a_step_kills_its_tasks_at_once_and_the_job_goes_on(cluster: 
     jid = c.sbatch("-N1", "-n2", "-o", "stepcancel-%j.out", script=script)
     out = c.workdir / f"stepcancel-{jid}.out"
     wait_until(lambda: out.exists() and "task 1 started" in out.read_text(), 60, what="the step's tasks")
+    # a filter beside a step names no other job (the whole job stays), and a step that does not run is an error
+    r = c.run(["scancel", "--me", f"{jid}.7"])
+    assert r.returncode == 1 and "job step id" in r.stderr and c.job(jid)["state"] == "RUNNING", r.stderr
     r = c.run(["scancel", f"{jid}.0"])
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     c.wait_state(jid, "COMPLETED", timeout=60)

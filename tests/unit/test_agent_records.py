@@ -58,7 +58,7 @@ def test_a_save_stopped_between_its_steps_leaves_the_old_record_or_the_new_one(t
     old, new = {"job_id": 6, "procs": []}, {"job_id": 6, "procs": [{"pid": 9}]}
     r.save("job6", old)
     (state / "job6.json.tmp").write_text(json.dumps(new))  # written whole, the old one not yet removed
-    assert r.load() == {"job6": old}
+    assert r.load() == {"job6": new}  # (the newer one: a finished report must not be lost)
     assert sorted(os.listdir(state)) == ["job6.json"]
     (state / "job6.json").unlink()
     (state / "job6.json.tmp").write_text(json.dumps(new))  # the old one removed, the new one not yet renamed
