@@ -105,6 +105,8 @@ class Agent:
         #: Prolog/Epilog runs ordered by the controller, by (job, run, kind): when they started, and
         #: the reports of those that ended, until the controller has them
         self.scripts_seen: dict[tuple[int, int, str], float] = {}
+        #: those running now (the controller does not order them again meanwhile: see _serve)
+        self.scripts_running: set[tuple[int, int, str]] = set()
         self.scripts_done: dict[tuple[int, int, str], dict] = {}
         self.script_tasks: set[asyncio.Task] = set()
         self.stats: list[dict] = []  #: sstat answers for the next sync
@@ -206,8 +208,10 @@ class Agent:
                 # older than these fields (it refused them: 422)
                 if self.says_ending:
                     (ending, notified), steps_ending = self.launcher.ending_ids(), self.steps.ending_keys()
+                    scripts_running = [f"{j}.{r}.{k}" for j, r, k in sorted(self.scripts_running)]
                     body.update({k: v for k, v in (("ending", ending), ("notified", notified),
-                                                    ("steps_ending", steps_ending)) if v})
+                                                    ("steps_ending", steps_ending),
+                                                    ("scripts_running", scripts_running)) if v})
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)
@@ -245,7 +249,7 @@ class Agent:
                                     "forgetting %d ended jobs of the old one", self.name, n)
                     continue
                 if resp.status_code == 422 and self.says_ending and \
-                        any(k in body for k in ("ending", "notified", "steps_ending")):
+                        any(k in body for k in ("ending", "notified", "steps_ending", "scripts_running")):
                     log.warning("the controller takes no ending/notified/steps_ending (an older version): "
                                 "syncing without them")
                     self.says_ending = False
@@ -345,6 +349,7 @@ class Agent:
             key = (order["job_id"], order["run"], op)
             if key not in self.scripts_seen:  # orders repeat until the report arrives: run each once
                 self.scripts_seen[key] = time.time()
+                self.scripts_running.add(key)
                 if len(self.scripts_seen) > 10000:
                     for k in sorted(self.scripts_seen, key=self.scripts_seen.get)[:5000]:
                         del self.scripts_seen[k]
@@ -445,6 +450,7 @@ class Agent:
             log.warning("job %s: %s failed with exit code %s: %s", jid, op, code, out.strip()[-200:])
         self.scripts_done[(jid, order["run"], op)] = {"job_id": jid, "run": order["run"], "kind": op,
                                                       "exit_code": code}
+        self.scripts_running.discard((jid, order["run"], op))
         self.launcher.exited.set()
 
 

@@ -246,6 +246,13 @@ class Cluster:
         assert r.returncode == 0, r.stderr
         return int(r.stdout.strip().split(";")[0])
 
+    def syncs(self) -> int:
+        """How many syncs the agents have sent so far (the controller's /metrics)."""
+        import httpx
+        text = httpx.get(f"{self.url}/metrics", timeout=30).text
+        return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+                   if line.startswith("slurmlet_http_request_duration_seconds_count") and "/sync" in line)
+
     def config_value(self, key: str) -> str:
         """A key's value in `scontrol show config`."""
         lines = self.run([str(BIN / "scontrol"), "show", "config"]).stdout.splitlines()

@@ -101,7 +101,8 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
         if ev.is_set():
             orders = c.store.node_sync(name, {"running": body.running, "suspended": body.suspended,
                                               "steps_running": body.steps_running, "ending": body.ending,
-                                              "notified": body.notified, "steps_ending": body.steps_ending},
+                                              "notified": body.notified, "steps_ending": body.steps_ending,
+                                              "scripts_running": body.scripts_running},
                                        c.clock())
             orders = _now(c, orders) + _held_orders(c, name)
     return as_json({"orders": orders})

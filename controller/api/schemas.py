@@ -279,6 +279,8 @@ class NodeSync(Strict):
     ending: list[Id] = Field(default_factory=list)
     notified: list[Id] = Field(default_factory=list)
     steps_ending: list[StepKey] = Field(default_factory=list)
+    #: the prologs and epilogs running now, "JOB.RUN.KIND" (their orders are not sent again meanwhile)
+    scripts_running: list[str] = Field(default_factory=list, max_length=10000)
     steps_finished: list[StepFinished] = Field(default_factory=list)
     finished: list[Finished] = Field(default_factory=list)
     scripts_done: list[ScriptDone] = Field(default_factory=list)

@@ -111,7 +111,9 @@ class NodeSync:
                     orders.append(order)
             for jid in sorted(running - active_ids - done - ending):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})
-            orders += scripts.orders_for(c, name)
+            running_scripts = set(body.get("scripts_running") or [])
+            orders += [o for o in scripts.orders_for(c, name)
+                       if f"{o['job_id']}.{o['run']}.{o['op']}" not in running_scripts]
         return orders + step_orders
 
     def _upsert_node(self, c: Any, name: str, body: dict, now: float, exists: bool) -> None:

@@ -51,3 +51,19 @@ def test_a_job_whose_epilog_is_running_is_not_started_again(fresh_cluster, tmp_p
         jid = c.sbatch("-o", "/dev/null", "--wrap", f"srun true; echo ran >> {runs}")
         c.wait_state(jid, "COMPLETED", timeout=60)
     assert runs.read_text() == "ran\n" * 3
+
+
+def test_a_node_waits_for_news_while_its_prolog_and_epilog_run(fresh_cluster, tmp_path):
+    """A prolog's or epilog's order is repeated until its report arrives, and an order answers a
+    sync at once: the agent says which scripts run (scripts_running) and is not ordered them again,
+    or it would spin through their whole run."""
+    slow = tmp_path / "slow.sh"
+    slow.write_text("#!/bin/sh\nsleep 2\n")
+    slow.chmod(0o755)
+    c: Cluster = fresh_cluster(nodes=1, extra_conf=f"Prolog={slow}\nEpilog={slow}\n").start()
+    before = c.syncs()
+    jid = c.sbatch("-o", "/dev/null", "--wrap", "true")
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    wait_until(lambda: c.api("GET", "/api/v1/nodes")["nodes"][0]["state"] == "IDLE", 30, what="the epilog's end")
+    assert c.syncs() - before < 60  # (4 s of scripts: thousands of syncs when the orders were repeated)
+

@@ -7,7 +7,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 
 import pytest
 
@@ -48,13 +47,6 @@ def stopped(pid: int) -> bool:
                 if (Path(base + path) / "cgroup.events").exists():
                     return "frozen 1" in (Path(base + path) / "cgroup.events").read_text().splitlines()
     return proc_state(pid) == "T"
-
-
-def node_syncs(c: Cluster) -> int:
-    """How many syncs the agents sent so far (the controller's /metrics)."""
-    text = httpx.get(f"{c.url}/metrics", timeout=30).text
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
-               if line.startswith("slurmlet_http_request_duration_seconds_count") and "/sync" in line)
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +140,7 @@ def test_cancel_preemption_with_grace_time_warns_first_then_kills(sched_cluster:
     c.wait_state(low, "RUNNING")
     out = c.workdir / f"graced-{low}.out"
     wait_until(lambda: out.exists() and "started" in out.read_text(), what="the job's first line")
-    syncs = node_syncs(c)
+    syncs = c.syncs()
     submitted = time.time()
     hi = c.sbatch("-p", "high", "-n", "2", "-J", "hi3", "--wrap", "true")
     # the notice: SIGTERM at once, the job keeps running through its GraceTime (4 s)
@@ -164,7 +156,7 @@ def test_cancel_preemption_with_grace_time_warns_first_then_kills(sched_cluster:
     at = datetime.strptime(text.split(cancelled, 1)[1][:19], "%Y-%m-%dT%H:%M:%S").timestamp()
     assert at >= int(submitted + 4), (text, submitted)
     # and the node waited for news meanwhile (its order repeated at every sync made it spin)
-    assert node_syncs(c) - syncs < 40
+    assert c.syncs() - syncs < 40
     c.wait_state(hi, "COMPLETED")
     r = c.run(f"sacct -X -n -P -o JobID,State -j {low}")
     assert r.stdout.split() == [f"{low}|PREEMPTED"]
@@ -178,7 +170,7 @@ def test_a_job_that_outlives_its_sigterm_is_killed_after_killwait_without_a_spin
                    script="#!/bin/sh\ntrap 'echo got TERM' TERM\necho started\nwhile true; do sleep 0.1; done\n")
     out = c.workdir / f"stubborn-{jid}.out"
     wait_until(lambda: out.exists() and "started" in out.read_text(), what="the job's first line")
-    syncs = node_syncs(c)
+    syncs = c.syncs()
     assert c.run(f"scancel {jid}").returncode == 0
     c.wait_state(jid, "CANCELLED", timeout=30)
 
@@ -186,7 +178,7 @@ def test_a_job_that_outlives_its_sigterm_is_killed_after_killwait_without_a_spin
         return next(s for s in c.job(jid)["steps"] if s["step"] == "batch")
     wait_until(lambda: batch()["state"] != "RUNNING", 30, what="the batch step's end")
     assert "got TERM" in out.read_text() and batch()["exit_signal"] == 9, (out.read_text(), batch())
-    assert node_syncs(c) - syncs < 40
+    assert c.syncs() - syncs < 40
 
 
 def test_scontrol_suspend_and_resume_as_slurm_does(fresh_cluster, tmp_path):
