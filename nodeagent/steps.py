@@ -436,15 +436,15 @@ class StepRunner:
         rc = await proc.wait()
         run.results[rank] = [rc, 0] if rc >= 0 else [0, -rc]
         if not all(r in run.results for r in run.procs):
-            asyncio.create_task(self._early_exit(order, run, rank, rc))
+            asyncio.create_task(self._early_exit(run, rank, rc))
 
-    async def _early_exit(self, order: dict, run: StepRun, rank: int, rc: int) -> None:
+    async def _early_exit(self, run: StepRun, rank: int, rc: int) -> None:
         # (apart from _watch: what the task left behind may hold its output open until the step's end)
         await asyncio.gather(*run.pumps.get(rank, []), return_exceptions=True)
         if rank in run.told or all(r in run.results for r in run.procs):
             return  # (the step's end tells it, after the node's report is on its way)
         oom = run.cgroup is not None and rc == -signal.SIGKILL and run.cgroup.oom_kills() > 0
-        await self._tell_exit(order["request"].get("io"), run, rank, oom)
+        await self._tell_exit(run.io, run, rank, oom)
 
     async def _tell_exit(self, io: str | None, run: StepRun, rank: int, oom: bool) -> None:
         """A task's exit to its srun and to the sattach clients attached."""
