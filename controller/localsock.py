@@ -66,6 +66,9 @@ class Local:
     def __init__(self, path: str, upstream: tuple[str, int], app=None) -> None:  # noqa: ANN001 - ASGI
         self.path = path
         self.app = app  #: the controller's ASGI app, which spooled requests are handed to (None: no spool)
+        #: app.py's fast path: `await fast(scope, body, send)` serves a spooled request itself (True) or
+        #: leaves it to the app (False)
+        self.fast = None
         self.upstream = ("127.0.0.1" if upstream[0] in ("", "0.0.0.0") else upstream[0], upstream[1])
         self.uids: dict[str, int] = {}
         self.open: dict[int, int] = {}  #: uid -> connections it holds
@@ -300,7 +303,8 @@ class Local:
             self.uids[token] = uid
             answer.served = True
             try:
-                await self.app(scope, replaying(body, disconnect), answer.send)
+                if self.fast is None or not await self.fast(scope, body, answer.send):
+                    await self.app(scope, replaying(body, disconnect), answer.send)
             finally:
                 self.uids.pop(token, None)
         finally:

@@ -142,3 +142,65 @@ def test_marshal_answers_hold_the_values_json_answers_hold(local: Cluster, monke
         status, header, data = http.exchange("GET", path)  # (through the spool, as the CLI asks)
         assert status == j.status_code and "\r\ncontent-type: application/x-marshal\r\n" in header.lower(), path
         assert marshal.loads(data) == j.json(), path
+
+
+
+#: a request as the CLI sends it (a Python-literal body), through the spool or, with "socket", the
+#: Unix socket (the ordinary way: the app behind it): its status and its answer (the job's id off
+#: Location and the answer for a 201, else the error the CLI shows)
+PROBE = """
+import json, sys
+from slurmlet.cli import http
+body, key, how = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+if how == "spool":
+    status, header, data = http.exchange("POST", "/api/v1/jobs", body, headers={"Idempotency-Key": key})
+else:
+    host, port = http._split(http.controller_url())
+    payload, ctype = http._encode(body)
+    extra = f"Accept: {http.MARSHAL}, application/json\\r\\nIdempotency-Key: {key}\\r\\n"
+    request = http._head("POST", "/api/v1/jobs", host, port, extra, ctype, payload) + payload
+    status, header, data = http._over(http._local(30), request, host, port)
+try:
+    print(status, http._location_id(status, header), json.dumps(http.decoded(status, header, data)))
+except http.ControllerError as e:
+    print(status, json.dumps(e.error))
+"""
+
+
+def test_submissions_through_the_spool_are_refused_and_accepted_as_the_ordinary_way(local: Cluster, user):
+    """A submission through the spool (controller/app.py's fast path for POST /api/v1/jobs) is checked
+    and answered as the ordinary way (the app, here behind the Unix socket) checks and answers it:
+    the caller is who the kernel says, a body naming someone else or asking what only an operator may
+    is refused, one that does not validate gets the 422 naming the field, one submission per key."""
+    import json
+    me = {"user": USER, "uid": user.pw_uid, "gid": user.pw_gid, "group": USER, "workdir": "/tmp", "hold": True,
+          "script": "#!/bin/sh\ntrue\n", "stdout": "/dev/null"}
+
+    def probe(body: object, key: str, how: str = "spool") -> tuple[int, str]:
+        r = as_user(local, user, sys.executable, "-c", PROBE, json.dumps(body), key, how)
+        assert r.returncode == 0, r.stderr
+        status, _, rest = r.stdout.strip().partition(" ")
+        return int(status), rest
+
+    status, rest = probe(me, "k1")
+    assert status == 201, rest
+    job_id = int(rest.split()[0])
+    assert rest == f'{job_id} {{"job_id": {job_id}}}'  # the id off Location; the JSON answer's value, as marshal
+    job = local.job(job_id)
+    assert (job["user"], job["uid"], job["state"], job["reason"]) == (USER, user.pw_uid, "PENDING", "JobHeldUser")
+    assert probe(me, "k1") == (201, f'{job_id} {{"job_id": {job_id}}}')  # the same key: the same job
+    assert probe(me, "k1", "socket") == (201, f'{job_id} {{"job_id": {job_id}}}')
+    status, rest = probe(me, "k2", "socket")
+    other = int(rest.split()[0])
+    assert status == 201 and other > job_id and local.job(other)["user"] == USER
+    refused = [({**me, "user": "root", "uid": 0}, 403, "Access/permission denied"),
+               ({**me, "nice": -5}, 400, "Invalid --nice value"),
+               ({**me, "partition": "nope"}, 400, "Invalid partition name specified"),
+               ({**me, "nodes_min": 0}, 422, "nodes_min"), ({**me, "bogus": 1}, 422, "bogus"),
+               ({**me, "key": "k1"}, 422, "key")]
+    for n, (body, code, says) in enumerate(refused):
+        got = probe(body, f"r{n}")
+        assert got[0] == code and says in got[1], (body, got)
+        assert probe(body, f"s{n}", "socket") == got, body
+    mine = [j["job_id"] for j in local.api("GET", "/api/v1/jobs")["jobs"] if j["user"] == USER and j["job_id"] >= job_id]
+    assert mine == [job_id, other]
