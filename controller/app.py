@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import marshal
@@ -230,7 +231,7 @@ def create_app(settings: Settings) -> FastAPI:
         if settings.socket:
             host, _, port = settings.listen.rpartition(":")
             ctl.local = localsock.Local(settings.socket, (host.strip("[]"), int(port)), app)
-            ctl.local.fast = _FastSubmit(app)
+            ctl.local.fast = fast.spooled
             await ctl.local.start()
         try:
             yield
@@ -279,7 +280,9 @@ def create_app(settings: Settings) -> FastAPI:
     for r in (jobs, runs, secrets, steps, nodes, admin, web):
         app.include_router(r.router)
     app.add_middleware(limits.BodyLimit, max_code=MAX_CODE)  # 413 before an oversized body is read
-    metrics.install(app, ctl, nodes_of)  # GET /metrics; its latency middleware is the outermost: it times all
+    metrics.install(app, ctl, nodes_of)  # GET /metrics; its latency middleware times all the others
+    fast = _Fast(app)
+    app.add_middleware(_FastTCP, fast=fast)  # (outermost: it times what it serves itself)
     return app
 
 
@@ -299,45 +302,75 @@ def too_deep() -> JSONResponse:
     return JSONResponse(status_code=400, content={"detail": InvalidRequest("the JSON body nests too deeply").to_json()})
 
 
-class _FastSubmit:
-    """`sbatch` (POST /api/v1/jobs) from this host's CLI, through the spool (localsock.py), served
-    without the middleware and the router: they are about half of a submission's time in the
-    controller, and a submission is what tools run back to back. The same steps as the ordinary way:
-    the caller the kernel names (_Authenticate), the Python-literal body made JSON (_LiteralBodies),
-    the route's own validation (JobSubmit) and function (api/jobs.submit), its errors answered as the
-    app's handlers answer them, the answer in marshal where asked (_MarshalAnswers), the request timed
-    and counted (metrics). Whatever does not take these steps without a refusal (a body that is not
-    a literal or does not validate, a token or Host the ordinary way refuses, an oversized body)
-    goes the ordinary way, which gives its own answer: nothing is done before that is decided."""
+class _Fast:
+    """The requests every job makes, served without the middleware and the router: a submission
+    (POST /api/v1/jobs) and an agent's sync (POST /api/v1/nodes/{name}/sync). FastAPI's middleware,
+    routing and dependencies are about half of what the controller spends on each, and they are what
+    tools run back to back and what every job's start and end costs. The same steps as the ordinary
+    way: the route's own validation (its body model) and function, the caller as _Authenticate finds
+    them (the kernel's uid through the spool, localsock.py; a credential or token over TCP, checked
+    after the body validates, so that a body handed on to the ordinary way still has its credential
+    unused), Python-literal bodies through the spool as _LiteralBodies reads them, errors answered as
+    the app's handlers answer them, marshal where asked (_MarshalAnswers), the request timed and
+    counted (metrics). A request that does not take these steps without a refusal (a body that does
+    not validate, a caller nobody proves, a Host or header the ordinary way refuses, an oversized or
+    chunked body) goes the ordinary way with its body, and gets the ordinary way's answer."""
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict, body: bytes, send) -> bool:  # noqa: ANN001
-        if scope["method"] != "POST" or scope["path"] != "/api/v1/jobs" or scope["query_string"]:
+    @staticmethod
+    def route(method: str, path: str, query: bytes):  # noqa: ANN205 - (template, model, call) or None
+        if method != "POST" or query:
+            return None
+        if path == "/api/v1/jobs":
+            return "/api/v1/jobs", jobs.JobSubmit, jobs.submit
+        head, _, name = path.removesuffix("/sync").rpartition("/")
+        if head == "/api/v1/nodes" and name and path.endswith("/sync"):
+            return "/api/v1/nodes/{name}/sync", nodes.NodeSync, functools.partial(_sync, name=name)
+        return None
+
+    async def spooled(self, scope: dict, body: bytes, send) -> bool:  # noqa: ANN001
+        """A request through the spool (localsock.Local.fast): served (True), or left to the app."""
+        found = self.route(scope["method"], scope["path"], scope["query_string"])
+        if found is None:
             return False
         headers = Headers(scope=scope)
         c = self.app.state.ctl
         size = headers.get("content-length", "")
-        if headers.get("content-type") != wire.LITERAL or not size.isdigit() or int(size) != len(body) or \
-                len(body) > wire.LITERAL_MAX or c.local is None or not c.local.serves(headers.get("host", "")):
+        if not size.isdigit() or int(size) != len(body) or c.local is None or \
+                not c.local.serves(headers.get("host", "")):
             return False
         uid = c.local.uids.get(headers.get(localsock.HEADER, ""))
         if uid is None:
             return False
+        ctype = headers.get("content-type")
         try:
-            value = json.loads(literal_to_json(body))
-            sub = jobs.JobSubmit.model_validate(value)
+            if ctype == wire.LITERAL and len(body) <= wire.LITERAL_MAX:
+                value = json.loads(literal_to_json(body))
+            elif ctype == "application/json" and len(body) <= limits.body_limit("POST", scope["path"], MAX_CODE):
+                value = json.loads(body)
+            else:
+                return False
+            model = found[1].model_validate(value)
         except (InvalidRequest, ValueError, RecursionError):  # (pydantic's ValidationError is a ValueError)
             return False
         who = auth.OPEN if c.settings.key is None else auth.local_caller(uid, c.store.admin_level)
+        await self.serve(scope, found, model, who, send)
+        return True
+
+    async def serve(self, scope: dict, found: tuple, model: object, who: auth.Caller, send) -> None:  # noqa: ANN001
+        """Call the route with the validated body and the caller; send its answer."""
+        template, _, call = found
+        c = self.app.state.ctl
         t0 = time.perf_counter()
         status = 500
-        wanted = MARSHAL_WANTED.set(any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]))
+        scope = {**scope, "app": self.app, "state": {"caller": who}}
+        wanted = MARSHAL_WANTED.set(_local(scope) and any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]))
         try:
-            request = Request({**scope, "app": self.app, "state": {"caller": who}})
+            request = Request(scope)
             try:
-                res = await jobs.submit(c, sub, request)
+                res = await call(c, model, request)
             except DomainError as e:
                 res = domain_error(e)
             except OperationalError as e:
@@ -356,8 +389,50 @@ class _FastSubmit:
             await send({"type": "http.response.body", "body": out})
         finally:
             MARSHAL_WANTED.reset(wanted)
-            self.app.state.latency.observe("POST", "/api/v1/jobs", status, time.perf_counter() - t0)
-        return True
+            self.app.state.latency.observe("POST", template, status, time.perf_counter() - t0)
+
+
+async def _sync(c: Controller, model: object, request: Request, *, name: str):  # noqa: ANN202
+    return await nodes.node_sync(c, name, model, request)
+
+
+class _FastTCP:
+    """_Fast for requests over TCP (the agents' syncs, remote sbatch): the outermost middleware."""
+
+    def __init__(self, app, fast: _Fast) -> None:  # noqa: ANN001
+        self.app = app
+        self.fast = fast
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        found = None if scope["type"] != "http" else self.fast.route(scope["method"], scope["path"],
+                                                                     scope["query_string"])
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        size = headers.get("content-length", "")
+        if headers.get("content-type") != "application/json" or not size.isdigit() or \
+                int(size) > limits.body_limit("POST", scope["path"], MAX_CODE) or localsock.HEADER in headers:
+            await self.app(scope, receive, send)
+            return
+        body, receive = await _read_whole(receive)
+        if body is None:
+            return  # the client went away
+        c = self.fast.app.state.ctl
+        try:
+            model = found[1].model_validate(json.loads(body))
+        except (ValueError, RecursionError):
+            await self.app(scope, receive, send)
+            return
+        binding = ""
+        if c.settings.key is not None and cred.HEADER in headers:
+            target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
+            binding = cred.bind(scope["method"], target, body)
+        who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
+        if who is None:  # (refused the ordinary way: 401)
+            await self.app(scope, receive, send)
+            return
+        await self.fast.serve(scope, found, model, who, send)
 
 
 def _crash_on_failure(task: asyncio.Task) -> None:

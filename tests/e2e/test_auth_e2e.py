@@ -78,6 +78,13 @@ def test_changes_need_a_valid_credential_reads_do_not(sec: Cluster):
     assert submit(c, 0, "root", headers=tampered).status_code == 401
     # agents too must hold the key
     assert call(c, "POST", "/api/v1/nodes/node1/sync", {"running": [], "finished": []}).status_code == 401
+    # a signed sync (and submission) that does not validate: the 422 naming the field; unsigned, the 401
+    for path, bad, field in (("/api/v1/nodes/node1/sync", {"running": "x"}, "running"),
+                             ("/api/v1/nodes/node1/sync", {"bogus": 1}, "bogus"),
+                             ("/api/v1/jobs", {**root, "nodes_min": 0}, "nodes_min")):
+        r = call(c, "POST", path, bad, raw_cred(c, "POST", path, bad, 0, "root"))
+        assert r.status_code == 422 and field in r.text, (path, bad, r.status_code, r.text)
+        assert call(c, "POST", path, bad, {}).status_code == 401
     assert jobs(c) == before  # nothing refused was stored
     assert call(c, "GET", "/api/v1/jobs").status_code == 200 and call(c, "GET", "/api/v1/nodes").status_code == 200
     # the CLI signs with the key it finds (SLURMLET_KEY_FILE); without one, a change is refused
