@@ -15,7 +15,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.datastructures import Headers
 
@@ -26,6 +26,7 @@ from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, w
 from .api import deps
 from .api.deps import MARSHAL_WANTED, json_safe, nodes_of
 from .api.runs import MAX_CODE
+from .api.schemas import MAX_ID
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
 from .loops.reaper import reaper_loop
 from .loops.scheduler import scheduler_loop
@@ -321,13 +322,25 @@ class _Fast:
 
     @staticmethod
     def route(method: str, path: str, query: bytes):  # noqa: ANN205 - (template, model, call) or None
+        """The route a request of these goes to: its path's template (for metrics), its body's model,
+        and a call (controller, body, request); None for any other (a path parameter the route
+        would not take, e.g. a job id beyond MAX_ID, is for the ordinary way to refuse)."""
         if method != "POST" or query:
             return None
         if path == "/api/v1/jobs":
             return "/api/v1/jobs", jobs.JobSubmit, jobs.submit
-        head, _, name = path.removesuffix("/sync").rpartition("/")
-        if head == "/api/v1/nodes" and name and path.endswith("/sync"):
-            return "/api/v1/nodes/{name}/sync", nodes.NodeSync, functools.partial(_sync, name=name)
+        parts = path.split("/")
+        if len(parts) != 6 or parts[:3] != ["", "api", "v1"] or not parts[4]:
+            return None
+        kind, key, leaf = parts[3:]
+        if kind == "nodes" and leaf == "sync":
+            return "/api/v1/nodes/{name}/sync", nodes.NodeSync, functools.partial(_call, nodes.node_sync, key)
+        if kind != "jobs" or not (key.isascii() and key.isdigit() and len(key) <= 12) or int(key) > MAX_ID:
+            return None
+        if leaf == "steps":
+            return "/api/v1/jobs/{job_id}/steps", steps.StepCreate, functools.partial(_call, steps.create_step, int(key))
+        if leaf == "complete":
+            return "/api/v1/jobs/{job_id}/complete", jobs.CompleteRequest, functools.partial(_call, jobs.complete, int(key))
         return None
 
     async def spooled(self, scope: dict, body: bytes, send) -> bool:  # noqa: ANN001
@@ -392,8 +405,11 @@ class _Fast:
             self.app.state.latency.observe("POST", template, status, time.perf_counter() - t0)
 
 
-async def _sync(c: Controller, model: object, request: Request, *, name: str):  # noqa: ANN202
-    return await nodes.node_sync(c, name, model, request)
+async def _call(route, key: object, c: Controller, model: object, request: Request) -> Response:  # noqa: ANN001
+    """A route whose path names a node or a job: route(c, key, body, request), its answer as a Response
+    (a plain value as FastAPI's serialization makes it)."""
+    res = await route(c, key, model, request)
+    return res if isinstance(res, Response) else JSONResponse(jsonable_encoder(res))
 
 
 class _FastTCP:

@@ -139,6 +139,8 @@ def test_users_act_on_their_own_jobs_operators_on_all(sec: Cluster):
                  f"/api/v1/jobs/{root_job}/release"):
         assert call(c, "POST", path, None, alice).status_code == 403
     assert call(c, "PATCH", f"/api/v1/jobs/{root_job}", {"time_limit": 5}, alice).status_code == 403
+    assert call(c, "POST", f"/api/v1/jobs/{root_job}/complete", {"exit_code": 0}, alice).status_code == 403
+    assert call(c, "POST", f"/api/v1/jobs/{2**40}/complete", {"exit_code": 0}, alice).status_code == 422
     assert c.job(root_job)["state"] in ("PENDING", "RUNNING") and c.job(root_job)["held"] is None
     # her own: she may release it, and a hold by a user is a user hold; an administrator's she may not lift
     assert call(c, "POST", f"/api/v1/jobs/{alice_job}/release", None, alice).status_code == 200
