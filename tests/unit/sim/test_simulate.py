@@ -7,6 +7,7 @@ import random
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -298,6 +299,60 @@ def test_slurm_pass_is_redone_whole_when_the_head_is_too_short(monkeypatch):
     res = eng.run()
     assert res.redone > 0 and res.queued > 0
     assert res.start == engine.simulate(t, pol, exact=True).start
+
+
+def _check_heads(monkeypatch, t, pol, **kw) -> tuple[int, int]:
+    """Run `slurm` on `t`, and for every pass handed a head of the queue and not redone, check
+    that the whole queue's plan starts the same jobs on the same nodes. Returns (head passes,
+    redone ones)."""
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", **kw)
+    real_plan = engine.plan
+    started: set[int] = set()
+    last: list = []  # the last pass: (snapshot, plan)
+    heads = [0, 0]
+
+    def check(prev) -> None:
+        snap, p = prev
+        whole = tuple(pj for pj in eng.pending_jobs
+                      if pj.submit_time <= snap.now and pj.job_id not in started)
+        if len(whole) > len(snap.pending):
+            heads[0] += 1
+            full = real_plan(replace(snap, pending=whole), only_starts=True)
+            assert [(s.job_id, s.allocs) for s in full.starts] == [(s.job_id, s.allocs) for s in p.starts]
+
+    def plan(snap, backfill=None, *, only_starts=False):
+        p = real_plan(snap, backfill, only_starts=only_starts)
+        if last:
+            if last[0][0].now == snap.now:  # the last pass, redone with the whole queue
+                heads[1] += 1
+            else:
+                check(last[0])
+                started.update(s.job_id for s in last[0][1].starts)
+        last[:] = [(snap, p)]
+        return p
+
+    monkeypatch.setattr(engine, "plan", plan)
+    res = eng.run()
+    check(last[0])
+    assert res.redone == heads[1]
+    return heads[0], heads[1]
+
+
+@pytest.mark.parametrize("seed,procs", [(3, 32), (7, 64), (11, 128)])
+def test_slurm_heads_not_redone_start_what_the_whole_queue_starts(monkeypatch, seed, procs):
+    """The checks that let a pass keep a head's plan (`Engine.run`) never keep one whose starts
+    differ from the whole queue's (each such pass is compared with the whole queue's plan)."""
+    t = swf.parse(crowded(n=700, procs=procs, seed=seed))
+    heads, redone = _check_heads(monkeypatch, t, engine.policy("slurm", t.jobs))
+    assert heads > 20
+
+
+@needs_traces
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_slurm_heads_on_the_traces(monkeypatch, path):
+    t = swf.load(str(path), 6000 if path.name.startswith("KTH") else 3000)  # KTH's queues are short
+    heads, _ = _check_heads(monkeypatch, t, engine.policy("slurm", t.jobs))
+    assert heads > 0
 
 
 def test_easy_beats_fcfs_on_the_crowded_trace():
