@@ -15,7 +15,7 @@ import time
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.datastructures import Headers
 
@@ -345,6 +345,7 @@ class _Fast:
 
     async def spooled(self, scope: dict, body: bytes, send) -> bool:  # noqa: ANN001
         """A request through the spool (localsock.Local.fast): served (True), or left to the app."""
+        t0 = time.perf_counter()
         found = self.route(scope["method"], scope["path"], scope["query_string"])
         if found is None:
             return False
@@ -369,17 +370,21 @@ class _Fast:
         except (InvalidRequest, ValueError, RecursionError):  # (pydantic's ValidationError is a ValueError)
             return False
         who = auth.OPEN if c.settings.key is None else auth.local_caller(uid, c.store.admin_level)
-        await self.serve(scope, found, model, who, send)
+        await self.serve(scope, found, model, who, send, t0)
         return True
 
-    async def serve(self, scope: dict, found: tuple, model: object, who: auth.Caller, send) -> None:  # noqa: ANN001
-        """Call the route with the validated body and the caller; send its answer."""
+    async def serve(self, scope: dict, found: tuple, model: object, who: auth.Caller, send,  # noqa: ANN001
+                    t0: float) -> None:
+        """Call the route with the validated body and the caller; send its answer (timed from `t0`, the
+        request's arrival). What the app's handlers do not answer is a 500, as Starlette's
+        ServerErrorMiddleware answers it: never no answer (a spooled request answered with nothing
+        is sent again by the socket)."""
         template, _, call = found
         c = self.app.state.ctl
-        t0 = time.perf_counter()
         status = 500
-        scope = {**scope, "app": self.app, "state": {"caller": who}}
+        scope = {**scope, "app": self.app, "state": {**scope.get("state", {}), "caller": who}}
         wanted = MARSHAL_WANTED.set(_local(scope) and any(k == b"accept" and MARSHAL in v for k, v in scope["headers"]))
+        started = False
         try:
             request = Request(scope)
             try:
@@ -393,13 +398,24 @@ class _Fast:
             status = res.status_code
             out, ctype = res.body, None
             if MARSHAL_WANTED.get() and res.media_type == "application/json":
-                out, ctype = marshal.dumps(json.loads(out), 4), MARSHAL
+                try:
+                    out, ctype = marshal.dumps(json.loads(out), 4), MARSHAL
+                except (ValueError, RecursionError):  # (as _MarshalAnswers: the JSON answer then)
+                    pass
             heads = [(k, v) for k, v in res.raw_headers if k != b"content-length" and (ctype is None or k != b"content-type")]
             heads.append((b"content-length", str(len(out)).encode()))
             if ctype is not None:
                 heads.append((b"content-type", ctype))
+            started = True
             await send({"type": "http.response.start", "status": status, "headers": heads})
             await send({"type": "http.response.body", "body": out})
+        except Exception:  # noqa: BLE001 - answered, logged; the controller goes on
+            status = 500
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            if not started:
+                err = PlainTextResponse("Internal Server Error", status_code=500)
+                await send({"type": "http.response.start", "status": 500, "headers": err.raw_headers})
+                await send({"type": "http.response.body", "body": err.body})
         finally:
             MARSHAL_WANTED.reset(wanted)
             self.app.state.latency.observe("POST", template, status, time.perf_counter() - t0)
@@ -420,6 +436,7 @@ class _FastTCP:
         self.fast = fast
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        t0 = time.perf_counter()
         found = None if scope["type"] != "http" else self.fast.route(scope["method"], scope["path"],
                                                                      scope["query_string"])
         if found is None:
@@ -435,20 +452,26 @@ class _FastTCP:
         if body is None:
             return  # the client went away
         c = self.fast.app.state.ctl
+        binding = ""
+        if c.settings.key is not None and cred.HEADER in headers:
+            target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
+            binding = cred.bind(scope["method"], target, body)
+        # the caller proved before the body is parsed (nobody makes the controller parse for nothing),
+        # the credential spent after it validates (one handed on must still be unused)
+        now = c.clock()
+        who = auth.authenticate(c.settings.key, headers, now, c.store.admin_level, binding)
+        if who is None:  # (refused the ordinary way: 401)
+            await self.app(scope, receive, send)
+            return
         try:
             model = found[1].model_validate(json.loads(body))
         except (ValueError, RecursionError):
             await self.app(scope, receive, send)
             return
-        binding = ""
-        if c.settings.key is not None and cred.HEADER in headers:
-            target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
-            binding = cred.bind(scope["method"], target, body)
-        who = auth.authenticate(c.settings.key, headers, c.clock(), c.store.admin_level, binding, c.nonces)
-        if who is None:  # (refused the ordinary way: 401)
+        if not auth.spend(c.settings.key, headers, now, binding, c.nonces):  # used before: the 401
             await self.app(scope, receive, send)
             return
-        await self.fast.serve(scope, found, model, who, send)
+        await self.fast.serve(scope, found, model, who, send, t0)
 
 
 def _crash_on_failure(task: asyncio.Task) -> None:

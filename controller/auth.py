@@ -154,6 +154,16 @@ def authenticate(key: bytes | None, headers, now: float, level_of, binding: str 
     return None
 
 
+def spend(key: bytes | None, headers, now: float, binding: str, nonces: Nonces) -> bool:  # noqa: ANN001
+    """Record the credential of a request `authenticate` (called without `nonces`) found good as used:
+    False when it was used before. A request without one (no key, a token) has nothing to spend."""
+    c = headers.get(cred.HEADER) if key is not None else None
+    if not c:
+        return True
+    got = cred.verify(key, c, binding, now)
+    return got is not None and nonces.first_use(got[2], now, got[3])
+
+
 def local_caller(uid: int, level_of) -> Caller:  # noqa: ANN001
     """The caller the kernel names on the controller's Unix socket (localsock.py): that uid, under
     its name on this host (its number when it has none, as `id -un` fails then)."""
