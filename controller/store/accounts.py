@@ -94,6 +94,7 @@ class AccountStore:
     def tree(self) -> Tree:
         t = self._tree
         if t is None:
+            version = self.version
             with self.engine.connect() as c:
                 assocs = [Assoc(r.id, r.account, r.user, r.partition, r.shares, r.priority,
                                 [q for q in r.qos.split(",") if q] if r.qos is not None else None,
@@ -105,7 +106,8 @@ class AccountStore:
                 t = Tree(clusters=[r.name for r in c.execute(select(CL.c.name).order_by(CL.c.name))],
                          accounts={r.name: r for r in c.execute(select(A))},
                          users={r.name: r for r in c.execute(select(U))}, assocs=assocs, qos=qos)
-            self._tree = t
+            if self.version == version:  # (not when a write came meanwhile: this read may predate it)
+                self._tree = t
         return t
 
     # ---------------------------------------------------------------- admission

@@ -316,3 +316,29 @@ def test_preempt_qos_requeues_the_lower_qos(tmp_path):
     # the longest-running of the equal low jobs goes, as a real 22.05 chose
     assert [(x.victim, x.preemptor, x.mode) for x in p.preemptions] == [(lows[0], high, "REQUEUE")]
     assert normal not in [x.victim for x in p.preemptions]
+
+
+def test_a_tree_read_while_a_write_lands_is_not_kept(store: JobStore, monkeypatch):
+    """The controller's loops and requests read the association tree while sacctmgr writes it (and the
+    in-process tests write it from their own thread): a tree read from before a write that lands
+    during the read is used once, not kept, so the next read sees the write."""
+    a = store.accounts
+    a.tree()
+    a.add("account", ["ml"], {}, 1.0)  # (the kept tree is dropped)
+    connect = a.engine.connect
+
+    class Racing:  # the read's connection: when the read is done, the write lands before it is kept
+        def __init__(self) -> None:
+            self.c = connect()
+
+        def __enter__(self):  # noqa: ANN204
+            return self.c.__enter__()
+
+        def __exit__(self, *exc) -> None:
+            self.c.__exit__(*exc)
+            monkeypatch.setattr(a.engine, "connect", connect)
+            a.add("user", ["alice"], {"account": "ml"}, 1.0)
+
+    monkeypatch.setattr(a.engine, "connect", Racing)
+    assert "alice" not in a.tree().users  # read before the write
+    assert "alice" in a.tree().users
