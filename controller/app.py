@@ -55,10 +55,7 @@ class _Authenticate:
             body, receive = await _read_whole(receive)
             if body is None:
                 return  # the client went away
-            target = scope.get("raw_path") or scope["path"].encode()
-            if scope.get("query_string"):
-                target += b"?" + scope["query_string"]
-            binding = cred.bind(scope["method"], target.decode("utf-8", "surrogateescape"), body)
+            binding = _binding(scope, body)
         local = headers.get(localsock.HEADER)
         if local is not None:
             uid = c.local.take(local) if c.local is not None else None
@@ -160,16 +157,7 @@ class _MarshalAnswers:
             parts.append(msg.get("body", b""))
             if msg.get("more_body"):
                 return
-            body, ctype = b"".join(parts), None
-            try:
-                body, ctype = marshal.dumps(json.loads(body), 4), MARSHAL
-            except (ValueError, RecursionError):
-                pass
-            headers = [(k, v) for k, v in start["headers"] if k != b"content-length" and
-                       (ctype is None or k != b"content-type")]
-            headers.append((b"content-length", str(len(body)).encode()))
-            if ctype is not None:
-                headers.append((b"content-type", ctype))
+            headers, body = _as_marshal(start["headers"], b"".join(parts))
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": body})
 
@@ -177,6 +165,29 @@ class _MarshalAnswers:
             await self.app(scope, receive, convert)
         finally:
             MARSHAL_WANTED.reset(wanted)
+
+
+def _as_marshal(headers: list, body: bytes) -> tuple[list, bytes]:
+    """A JSON answer's header lines and body in marshal (the same values); as they were, with its
+    length, when it cannot be (too deep for marshal)."""
+    ctype = None
+    try:
+        body, ctype = marshal.dumps(json.loads(body), 4), MARSHAL
+    except (ValueError, RecursionError):
+        pass
+    headers = [(k, v) for k, v in headers if k != b"content-length" and (ctype is None or k != b"content-type")]
+    headers.append((b"content-length", str(len(body)).encode()))
+    if ctype is not None:
+        headers.append((b"content-type", ctype))
+    return headers, body
+
+
+def _binding(scope: dict, body: bytes) -> str:
+    """What a request's credential is bound to (cred.bind): its method, target and body."""
+    target = scope.get("raw_path") or scope["path"].encode()
+    if scope.get("query_string"):
+        target += b"?" + scope["query_string"]
+    return cred.bind(scope["method"], target.decode("utf-8", "surrogateescape"), body)
 
 
 def _local(scope) -> bool:  # noqa: ANN001
@@ -304,16 +315,16 @@ def too_deep() -> JSONResponse:
 
 
 class _Fast:
-    """The requests every job makes, served without the middleware and the router: a submission
-    (POST /api/v1/jobs) and an agent's sync (POST /api/v1/nodes/{name}/sync). FastAPI's middleware,
+    """The requests every job makes, served without the middleware and the router (`route`: a
+    submission, an agent's sync, srun's step, an allocation's release). FastAPI's middleware,
     routing and dependencies are about half of what the controller spends on each, and they are what
     tools run back to back and what every job's start and end costs. The same steps as the ordinary
     way: the route's own validation (its body model) and function, the caller as _Authenticate finds
-    them (the kernel's uid through the spool, localsock.py; a credential or token over TCP, checked
-    after the body validates, so that a body handed on to the ordinary way still has its credential
-    unused), Python-literal bodies through the spool as _LiteralBodies reads them, errors answered as
-    the app's handlers answer them, marshal where asked (_MarshalAnswers), the request timed and
-    counted (metrics). A request that does not take these steps without a refusal (a body that does
+    them (the kernel's uid through the spool, localsock.py; a credential or token over TCP, proved
+    before the body is parsed and spent after it validates, so that a body handed on to the ordinary
+    way still has its credential unused), Python-literal bodies through the spool as _LiteralBodies
+    reads them, errors answered as the app's handlers answer them, marshal where asked
+    (_MarshalAnswers), the request timed and counted (metrics). A request that does not take these steps without a refusal (a body that does
     not validate, a caller nobody proves, a Host or header the ordinary way refuses, an oversized or
     chunked body) goes the ordinary way with its body, and gets the ordinary way's answer."""
 
@@ -396,16 +407,9 @@ class _Fast:
             except RecursionError:
                 res = too_deep()
             status = res.status_code
-            out, ctype = res.body, None
+            heads, out = res.raw_headers, res.body
             if MARSHAL_WANTED.get() and res.media_type == "application/json":
-                try:
-                    out, ctype = marshal.dumps(json.loads(out), 4), MARSHAL
-                except (ValueError, RecursionError):  # (as _MarshalAnswers: the JSON answer then)
-                    pass
-            heads = [(k, v) for k, v in res.raw_headers if k != b"content-length" and (ctype is None or k != b"content-type")]
-            heads.append((b"content-length", str(len(out)).encode()))
-            if ctype is not None:
-                heads.append((b"content-type", ctype))
+                heads, out = _as_marshal(heads, out)
             started = True
             await send({"type": "http.response.start", "status": status, "headers": heads})
             await send({"type": "http.response.body", "body": out})
@@ -454,8 +458,7 @@ class _FastTCP:
         c = self.fast.app.state.ctl
         binding = ""
         if c.settings.key is not None and cred.HEADER in headers:
-            target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
-            binding = cred.bind(scope["method"], target, body)
+            binding = _binding(scope, body)
         # the caller proved before the body is parsed (nobody makes the controller parse for nothing),
         # the credential spent after it validates (one handed on must still be unused)
         now = c.clock()
