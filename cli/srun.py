@@ -86,7 +86,7 @@ def _winsize() -> tuple[int, int]:
 
 
 def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = None,
-          addr: str | None = None, own: bool = False) -> int:
+          addr: str | None = None, own: bool = False, intr: "_Interrupt | None" = None) -> int:
     """A step of the current (or --jobid, or `job_id`'s) allocation: the controller lays its tasks
     out over the job's nodes, their agents start them and stream their output here (to `addr`'s
     host, by default this node's); srun exits with the highest task exit code. `own`: the allocation
@@ -112,6 +112,9 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
             "io_header": streamhead.WORDS}  # (the streams' headers as words: no JSON decoder to load, common/streamhead.py)
+    # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
+    # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
+    intr = intr or _Interrupt()
     try:
         try:
             step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
@@ -121,7 +124,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             del body["io_header"]
             step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:
-        print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
+        if not intr.got:  # (interrupted: the allocation was cancelled under it)
+            print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         if own:  # no step 0 to end the allocation: it is given back now
             import contextlib
             with contextlib.suppress(http.Unreachable, http.ControllerError):
@@ -133,11 +137,11 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
-    if own:  # (its terminal gone, an srun with an allocation of its own gives it up too)
-        _on_interrupt(io, lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}),
-                      hangup=True)
-    else:
-        _on_interrupt(io, lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+    intr.io = io
+    if not own:
+        intr.arm(lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+    if intr.got:
+        io.cancelled = True
 
     def step_over() -> bool:
         return http.request("GET", f"/api/v1/jobs/{job_id}/steps/{sid}")["state"] != "RUNNING"
@@ -159,22 +163,41 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     return _report(io)
 
 
-def _on_interrupt(io: "_StepIO", cancel, hangup: bool = False) -> None:  # noqa: ANN001 - asks the controller
-    """Ctrl-C or SIGTERM (and SIGHUP with `hangup`): say so, as srun does, and `cancel()` (the step,
-    or the job srun made)."""
-    import signal
+class _Interrupt:
+    """Ctrl-C or SIGTERM (and SIGHUP with `hangup`, the terminal gone): say so, as srun does, and cancel
+    the step, or the allocation srun made (`arm`'s callable; a signal that came before it is acted on
+    when it is armed). srun then waits for its tasks' ends as usual."""
 
-    def interrupted(signum, frame) -> None:  # noqa: ANN001
-        print("srun: forcing job termination", file=sys.stderr)
+    def __init__(self, hangup: bool = False) -> None:
+        import signal
+        self.got = False  #: a signal came
+        self.cancel = None
+        self.done = False  #: cancel() was called
+        self.io: "_StepIO | None" = None
+        for s in (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hangup else ())):
+            signal.signal(s, self._signalled)
+
+    def arm(self, cancel) -> None:  # noqa: ANN001 - asks the controller
+        self.cancel = cancel
+        if self.got:
+            self._fire()
+
+    def _signalled(self, signum, frame) -> None:  # noqa: ANN001
+        os.write(2, b"srun: forcing job termination\n")  # (not print: this thread may be inside one)
+        self.got = True
+        if self.io is not None:
+            self.io.cancelled = True
+        self.done = False  # (each signal asks again, as before: the first answer may have been lost)
+        self._fire()
+
+    def _fire(self) -> None:
+        if self.cancel is None or self.done:
+            return
+        self.done = True
         try:
-            cancel()
+            self.cancel()
         except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
             pass
-        io.cancelled = True
-    signal.signal(signal.SIGINT, interrupted)
-    signal.signal(signal.SIGTERM, interrupted)
-    if hangup:
-        signal.signal(signal.SIGHUP, interrupted)
 
 
 def _report(io: "_StepIO") -> int:
@@ -403,12 +426,15 @@ def _allocate_and_run(req: dict) -> int:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
         return e.code or 1
+    # from here on, Ctrl-C, SIGTERM and SIGHUP (its terminal gone) give the allocation back whenever they
+    # come, also while its step is being made (while it waits, Allocation.wait_granted's handlers answer)
+    intr = _Interrupt(hangup=True)
+    intr.arm(lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
     given_back = False
-    try:  # whatever ends this srun (an error, a signal before the step's own handlers) gives the allocation back
+    try:  # whatever else ends this srun (an error) gives the allocation back
         # what the step needs (its streams' sockets and threads; the signal handlers) is loaded now,
         # while the controller places the job and its node starts it, rather than after
         import selectors  # noqa: F401
-        import signal  # noqa: F401
         import socket
         import threading  # noqa: F401
         def say(line: str) -> None:
@@ -421,7 +447,7 @@ def _allocate_and_run(req: dict) -> int:
         if req["pty"]:
             _pty_setup()
         host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
-        worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True)
+        worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True, intr=intr)
         given_back = True
         # the nodes' reports of step 0's end end the allocation too (controller/store/steps.py): one
         # long-poll for that; one still running after it (a report lost with its node) is given back

@@ -152,6 +152,42 @@ def test_srun_outside_an_allocation_that_is_hung_up_or_killed_gives_its_allocati
     assert job["state"] == end, job["state"]
 
 
+def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_exists(cluster: Cluster):
+    """SIGTERM to an srun whose step the controller has not answered yet (the controller stopped, so
+    the request waits) is not lost: once the step exists srun cancels it and exits, and no task runs
+    on without an srun. The allocation goes on."""
+    import signal
+    import subprocess
+
+    import psutil
+    c = cluster
+    jid = c.sbatch("-N1", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", 60)
+    ctl = c.procs["controller"]
+    os.kill(ctl.pid, signal.SIGSTOP)
+    try:
+        p = subprocess.Popen([str(BIN / "srun"), f"--jobid={jid}", "-N1", "sleep", "300"], env=c.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=c.workdir)
+        try:  # its request sent (srun connects to ask for the step only): then the signal
+            wait_until(lambda: any(x.raddr and x.raddr[1] == c.port and x.status == psutil.CONN_ESTABLISHED
+                                   for x in psutil.Process(p.pid).net_connections("tcp")), 60,
+                       what="srun asking for its step")
+            p.send_signal(signal.SIGTERM)
+        finally:
+            os.kill(ctl.pid, signal.SIGCONT)
+        assert p.wait(60) != 0
+    finally:
+        os.kill(ctl.pid, signal.SIGCONT)
+        if p.poll() is None:
+            p.kill()
+    _, err = p.communicate()
+    assert "srun: forcing job termination" in err, err
+    step = c.api("GET", f"/api/v1/jobs/{jid}/steps/0?wait=60")
+    assert step["state"] == "CANCELLED", step
+    assert c.job(jid)["state"] == "RUNNING"
+    c.run(f"scancel {jid}")
+
+
 def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
     c = cluster
     script = ("#!/bin/sh\nsrun -K -N2 -n2 bash -c '[ $SLURM_PROCID = 0 ] && exit 4; exec sleep 300'\n"
