@@ -28,6 +28,7 @@ from .fence import fence_after
 from . import records as records_mod
 from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
+from .syncclient import SyncClient, SyncError
 
 log = logging.getLogger("slurmlet.agent")
 LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do
@@ -178,9 +179,8 @@ class Agent:
                         ", ".join(sorted(stale)), killed)
 
     async def _serve(self) -> None:
-        timeout = httpx.Timeout(LONG_POLL + 30.0, connect=5.0)
-        async with httpx.AsyncClient(base_url=self.controller, timeout=timeout,
-                                     event_hooks={"request": [_sign]}) as client:
+        client = SyncClient(self.controller, connect=5.0, timeout=LONG_POLL + 30.0, sign=_sign_headers)
+        try:
             backoff = 0.1
             while True:
                 self.launcher.exited.clear()
@@ -212,7 +212,7 @@ class Agent:
                     body.update({k: v for k, v in (("ending", ending), ("notified", notified),
                                                     ("steps_ending", steps_ending),
                                                     ("scripts_running", scripts_running)) if v})
-                sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", json=body))
+                sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)
                 exited = asyncio.create_task(self.launcher.exited.wait() if body["wait"] else asyncio.sleep(LONG_POLL + 60))
@@ -225,16 +225,15 @@ class Agent:
                 if sync not in done:
                     # a job ended while we waited for orders: report it now in a new sync, which ends
                     # this one's wait on the controller (it then answers no orders: api/nodes.py). This
-                    # one is left to end so, not cancelled: a request cancelled in flight can keep its
-                    # connection taken in httpx's pool for good (httpcore #1093), and with the pool
-                    # full every sync fails (PoolTimeout) and the node is taken for dead
+                    # one is left to end so, not cancelled (its connection would be lost with it), and
+                    # the new one takes another connection
                     self.dropped.add(sync)
                     sync.add_done_callback(self._dropped)
                     continue
                 exited.cancel()
                 try:
                     resp = sync.result()
-                except httpx.HTTPError as e:
+                except SyncError as e:
                     pause = jittered(backoff)
                     log.warning("controller unreachable (%s: %s); retrying in %.1fs", e.__class__.__name__,
                                 str(e)[:120] or "-", pause)
@@ -278,6 +277,8 @@ class Agent:
                     # agent runs under this name. Say so, and do not race it for the controller's time.
                     log.error("another agent syncs as node %s: give each agent its own --name", self.name)
                     await asyncio.sleep(jittered(self.max_backoff))
+        finally:
+            await client.aclose()
 
     def _dropped(self, task: asyncio.Task) -> None:
         """A long-poll given up for a newer sync, ended: its answer (no orders, or orders the newer one
@@ -509,6 +510,13 @@ def read_tail(order: dict) -> dict:
     return {"offset": start, "size": max(st.st_size, start + len(data)), "data": base64.b64encode(data).decode()}
 
 
+def _sign_headers(method: str, target: str, body: bytes) -> dict[str, str]:
+    """_sign's credential for the sync client (nodeagent/syncclient.py)."""
+    if KEY is None:
+        return {}
+    return {cred.HEADER: cred.sign(KEY, 0, "root", cred.bind(method, target, body))}
+
+
 async def _sign(request: httpx.Request) -> None:
     """Agents speak for the node as root, with the cluster key (munge's role), one credential per
     request (bound to its method, target and body)."""
@@ -564,6 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     controller = args.controller if "://" in args.controller else f"http://{args.controller}"
+    try:
+        SyncClient(controller, connect=0, timeout=0)
+    except ValueError as e:
+        ap.error(f"--controller: {e}")
     spool = args.spool or f"/tmp/slurmlet-agent-{args.name}"
     try:
         spool_lock = records_mod.lock_spool(spool)

@@ -1,0 +1,139 @@
+"""The agent's client for its syncs with the controller: HTTP/1.1 over kept-alive connections, with h11
+for the protocol and asyncio streams for the I/O.
+
+A node syncs several times for every job it runs (the job's start, its end, the next long-poll), and
+the sync is most of what an agent does then: httpx's client stack was about a third of an agent's CPU
+time during back-to-back jobs. This is the part of it the sync loop uses: a POST of a JSON body, signed
+by the caller's `sign`, on a connection of a small pool. A request that is left to end (the sync loop
+gives up a long-poll for a newer sync but does not cancel it) keeps its connection until its answer
+comes; one that is cancelled closes its connection, which is never used again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import h11
+
+
+class SyncError(Exception):
+    """No answer: the connection could not be made or was lost, it timed out, or the answer was not HTTP."""
+
+
+class _Stale(Exception):
+    """A kept-alive connection the controller had closed before it read the request: safe to send again."""
+
+
+class Reply:
+    """An answer: its status and body."""
+
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code = status_code
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> object:
+        return json.loads(self.content)
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def usable(self) -> bool:
+        """Whether an idle connection may carry another request (the controller has not closed it)."""
+        return not self.reader.at_eof() and not self.writer.is_closing()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class SyncClient:
+    """POSTs of JSON bodies to `base_url` (http://HOST:PORT); `sign(method, target, body)` gives the
+    headers that prove who asks. `connect` and `timeout` are seconds: to connect, and for the whole
+    answer once the request is sent."""
+
+    def __init__(self, base_url: str, *, connect: float, timeout: float,
+                 sign: Callable[[str, str, bytes], dict[str, str]] | None = None):
+        url = urlsplit(base_url)
+        try:
+            port = url.port or 80
+        except ValueError:  # (not a number, or out of range)
+            port = None
+        if url.scheme != "http" or not url.hostname or port is None:
+            raise ValueError(f"not an http://HOST[:PORT] address: {base_url!r}")
+        self.host, self.port = url.hostname, port
+        self.netloc = url.netloc
+        self.connect, self.timeout = connect, timeout
+        self.sign = sign
+        self._idle: list[_Conn] = []
+
+    async def post(self, target: str, body: object) -> Reply:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        headers = [("Host", self.netloc), ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        if self.sign is not None:
+            headers += self.sign("POST", target, data).items()
+        request = h11.Request(method="POST", target=target, headers=headers)
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.usable():
+                conn.close()
+                continue
+            try:
+                return await self._exchange(conn, request, data, reused=True)
+            except _Stale:
+                continue
+        try:
+            async with asyncio.timeout(self.connect):
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+        except (OSError, TimeoutError) as e:
+            raise SyncError(f"cannot connect to {self.netloc}: {e or e.__class__.__name__}") from None
+        return await self._exchange(_Conn(reader, writer), request, data, reused=False)
+
+    async def _exchange(self, conn: _Conn, request: h11.Request, data: bytes, reused: bool) -> Reply:
+        h = conn.h11
+        got = False  # any byte of the answer
+        status, chunks = 0, []
+        try:
+            conn.writer.write(h.send(request) + h.send(h11.Data(data=data)) + h.send(h11.EndOfMessage()))
+            async with asyncio.timeout(self.timeout):
+                await conn.writer.drain()
+                while True:
+                    event = h.next_event()
+                    if event is h11.NEED_DATA:
+                        raw = await conn.reader.read(65536)
+                        got = got or bool(raw)
+                        h.receive_data(raw)  # (b"": the controller closed the connection)
+                    elif isinstance(event, h11.Response):
+                        status = event.status_code
+                    elif isinstance(event, h11.Data):
+                        chunks.append(event.data)
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif isinstance(event, h11.ConnectionClosed):
+                        raise h11.RemoteProtocolError("connection closed before an answer")
+        except (OSError, TimeoutError, h11.ProtocolError) as e:
+            conn.close()
+            if reused and not got and not isinstance(e, TimeoutError):
+                raise _Stale from None
+            raise SyncError(f"{e.__class__.__name__}: {e}" if str(e) else e.__class__.__name__) from None
+        except BaseException:  # cancelled: what the connection holds is unknown
+            conn.close()
+            raise
+        if h.our_state is h11.DONE and h.their_state is h11.DONE:
+            h.start_next_cycle()
+            self._idle.append(conn)
+        else:
+            conn.close()
+        return Reply(status, b"".join(chunks))
+
+    async def aclose(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
