@@ -137,13 +137,7 @@ class Allocation:
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             start, announced = time.monotonic(), False
-            while True:
-                if stop:
-                    self._cancel()
-                    self.say(f"Job allocation {self.job_id} has been revoked.")
-                    if self.prog == "salloc":
-                        print("salloc: Job aborted due to signal", file=sys.stderr)
-                    return None
+            while not stop:
                 # the controller answers once the job leaves PENDING, or after half a second
                 job = http.request("GET", f"/api/v1/jobs/{self.job_id}?wait=0.5&until=start", timeout=60)
                 if job["state"] not in ("PENDING", "CONFIGURING"):
@@ -155,6 +149,12 @@ class Allocation:
                         self.say(f"Pending job allocation {self.job_id}")
                     self.say(f"job {self.job_id} queued and waiting for resources")
                     announced = True
+            if stop:  # (also one that came during the last poll, which found the job started)
+                self._cancel()
+                self.say(f"Job allocation {self.job_id} has been revoked.")
+                if self.prog == "salloc":
+                    print("salloc: Job aborted due to signal", file=sys.stderr)
+                return None
         finally:
             for s, h in old.items():
                 signal.signal(s, h)

@@ -124,7 +124,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             del body["io_header"]
             step = http.request("POST", f"/api/v1/jobs/{job_id}/steps", body)
     except http.ControllerError as e:
-        if not intr.got:  # (interrupted: the allocation was cancelled under it)
+        if not (own and intr.got):  # (interrupted: its allocation was cancelled under it)
             print(f"srun: error: Unable to create step for job {job_id}: {e.error}", file=sys.stderr)
         if own:  # no step 0 to end the allocation: it is given back now
             import contextlib
@@ -183,6 +183,8 @@ class _Interrupt:
             self._fire()
 
     def _signalled(self, signum, frame) -> None:  # noqa: ANN001
+        if self.got and self.cancel is None:  # a second one while the step is still being asked for: srun
+            raise KeyboardInterrupt  # gives up at once (its step, if the controller makes it, is not cancelled)
         os.write(2, b"srun: forcing job termination\n")  # (not print: this thread may be inside one)
         self.got = True
         if self.io is not None:
@@ -201,9 +203,10 @@ class _Interrupt:
 
 
 def _report(io: "_StepIO") -> int:
-    """Say which tasks failed, as srun does; the highest exit code (128 + signal for a signal)."""
+    """Say which tasks failed, as srun does; the highest exit code (128 + signal for a signal), and
+    at least 1 when srun cancelled its step and not every task's end came (none may have started)."""
     _pty_restore()  # (--pty: lines for a terminal that is no longer raw)
-    worst = 0
+    worst = 1 if io.cancelled and len(io.exits) < io.ntasks else 0
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
         if rank in io.oom:  # (22.05's srun then exits 1)

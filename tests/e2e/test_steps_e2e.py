@@ -164,6 +164,7 @@ def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_ex
     jid = c.sbatch("-N1", "--wrap", "sleep 300")
     c.wait_state(jid, "RUNNING", 60)
     ctl = c.procs["controller"]
+    p = None
     os.kill(ctl.pid, signal.SIGSTOP)
     try:
         p = subprocess.Popen([str(BIN / "srun"), f"--jobid={jid}", "-N1", "sleep", "300"], env=c.env,
@@ -178,7 +179,7 @@ def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_ex
         assert p.wait(60) != 0
     finally:
         os.kill(ctl.pid, signal.SIGCONT)
-        if p.poll() is None:
+        if p is not None and p.poll() is None:
             p.kill()
     _, err = p.communicate()
     assert "srun: forcing job termination" in err, err
