@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+from urllib.parse import quote
 
 import httpx
 import psutil
@@ -212,7 +213,7 @@ class Agent:
                     body.update({k: v for k, v in (("ending", ending), ("notified", notified),
                                                     ("steps_ending", steps_ending),
                                                     ("scripts_running", scripts_running)) if v})
-                sync = asyncio.create_task(client.post(f"/api/v1/nodes/{self.name}/sync", body))
+                sync = asyncio.create_task(client.post(f"/api/v1/nodes/{quote(self.name, safe='')}/sync", body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)
                 exited = asyncio.create_task(self.launcher.exited.wait() if body["wait"] else asyncio.sleep(LONG_POLL + 60))
@@ -259,6 +260,14 @@ class Agent:
                     await asyncio.sleep(jittered(backoff))
                     backoff = min(backoff * 2, self.max_backoff)
                     continue
+                try:
+                    doc = resp.json()
+                    orders = list(doc["orders"])
+                except (ValueError, KeyError, TypeError):  # (not the controller's answer: a proxy's page?)
+                    log.error("sync answered %s with no orders: %s", resp.status_code, resp.text[:500])
+                    await asyncio.sleep(jittered(backoff))
+                    backoff = min(backoff * 2, self.max_backoff)
+                    continue
                 backoff = 0.1
                 self.registered = True
                 self.launcher.ack([f["job_id"] for f in finished])
@@ -269,8 +278,7 @@ class Agent:
                 for key in scripts_done:
                     self.scripts_done.pop(key, None)
                 self.delivered(answers)
-                doc = resp.json()
-                for order in doc["orders"]:
+                for order in orders:
                     await self.apply(order)
                 if doc.get("superseded"):
                     # our poll was ended by another sync for this node that we did not send: a second

@@ -77,25 +77,30 @@ class SyncClient:
 
     async def post(self, target: str, body: object) -> Reply:
         data = json.dumps(body, separators=(",", ":")).encode()
-        headers = [("Host", self.netloc), ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
-        if self.sign is not None:
-            headers += self.sign("POST", target, data).items()
-        request = h11.Request(method="POST", target=target, headers=headers)
         while self._idle:
             conn = self._idle.pop()
             if not conn.usable():
                 conn.close()
                 continue
             try:
-                return await self._exchange(conn, request, data, reused=True)
-            except _Stale:
+                return await self._exchange(conn, self._request(target, data), data, reused=True)
+            except _Stale:  # (sent again with a credential of its own: the controller spends each once)
                 continue
         try:
             async with asyncio.timeout(self.connect):
                 reader, writer = await asyncio.open_connection(self.host, self.port)
-        except (OSError, TimeoutError) as e:
+        except (OSError, TimeoutError, ValueError) as e:  # (ValueError: a host name IDNA refuses)
             raise SyncError(f"cannot connect to {self.netloc}: {e or e.__class__.__name__}") from None
-        return await self._exchange(_Conn(reader, writer), request, data, reused=False)
+        return await self._exchange(_Conn(reader, writer), self._request(target, data), data, reused=False)
+
+    def _request(self, target: str, data: bytes) -> h11.Request:
+        headers = [("Host", self.netloc), ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        if self.sign is not None:
+            headers += self.sign("POST", target, data).items()
+        try:
+            return h11.Request(method="POST", target=target, headers=headers)
+        except (h11.ProtocolError, ValueError) as e:  # (a target that is no request's: not ASCII, a space)
+            raise SyncError(f"cannot send POST {target!r}: {e}") from None
 
     async def _exchange(self, conn: _Conn, request: h11.Request, data: bytes, reused: bool) -> Reply:
         h = conn.h11
@@ -127,8 +132,8 @@ class SyncClient:
         except BaseException:  # cancelled: what the connection holds is unknown
             conn.close()
             raise
-        if h.our_state is h11.DONE and h.their_state is h11.DONE:
-            h.start_next_cycle()
+        if h.our_state is h11.DONE and h.their_state is h11.DONE and not h.trailing_data[0]:
+            h.start_next_cycle()  # (bytes after the answer would be taken for the next one's: not kept)
             self._idle.append(conn)
         else:
             conn.close()

@@ -26,6 +26,7 @@ class Server:
         self.holds: dict[str, asyncio.Event] = {}
         self.idle: set[asyncio.StreamWriter] = set()
         self.raw: bytes | None = None  # answer this instead of HTTP, then close
+        self.extra = b""  # sent once after the next answer (no request asked for it)
 
     async def start(self) -> str:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
@@ -66,7 +67,8 @@ class Server:
                 out = json.dumps({"got": doc, "target": target, "connection": number}).encode()
                 writer.write(conn.send(h11.Response(status_code=200, headers=[("Content-Length", str(len(out))),
                                                                             ("Content-Type", "application/json")]))
-                             + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()))
+                             + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()) + self.extra)
+                self.extra = b""
                 await writer.drain()
                 conn.start_next_cycle()
         except (ConnectionError, h11.ProtocolError):
@@ -197,3 +199,25 @@ def test_each_request_carries_the_credential_its_signer_makes_for_its_own_body()
 def test_only_plain_http_addresses_are_taken(url: str):
     with pytest.raises(ValueError):
         SyncClient(url, connect=5, timeout=30)
+
+
+def test_bytes_after_an_answer_are_not_taken_for_the_next_answer():
+    async def go() -> None:
+        async with serving() as (s, c):
+            s.extra = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            assert (await c.post("/x", {"i": 1})).json()["connection"] == 1
+            second = await c.post("/x", {"i": 2})
+            assert (second.status_code, second.json()["connection"]) == (200, 2)
+    run(go())
+
+
+def test_a_target_or_a_host_that_cannot_be_sent_is_a_sync_error():
+    async def go() -> None:
+        async with serving() as (s, c):
+            for target in ("/api/v1/nodes/a b/sync", "/api/v1/nodes/n\u00e9/sync"):
+                with pytest.raises(SyncError):
+                    await c.post(target, {})
+            assert (await c.post("/x", {"i": 1})).status_code == 200 and len(s.requests) == 1
+        with pytest.raises(SyncError):
+            await SyncClient("http://a..b:6817", connect=5, timeout=30).post("/x", {})
+    run(go())
