@@ -422,6 +422,10 @@ def _allocate_and_run(req: dict) -> int:
     body["srun_step"] = True  # and its step 0's end is the job's (controller/store/steps.py)
     body["requeue"] = False  # Slurm never requeues an srun's job (its srun would wait on)
     body["stdout"] = body["stderr"] = "/dev/null"
+    # from its submission on, Ctrl-C, SIGTERM and SIGHUP (its terminal gone) give the allocation back
+    # whenever they come: one during the submission once it is made, one while its step is being made
+    # once the step exists (while it waits, Allocation.wait_granted's handlers answer)
+    intr = _Interrupt(hangup=True)
     try:
         job_id = http.submit_once("/api/v1/jobs", body)["job_id"]
     except http.ControllerError as e:
@@ -429,9 +433,6 @@ def _allocate_and_run(req: dict) -> int:
             print(f"srun: error: {line}", file=sys.stderr)
         print(f"srun: error: Unable to allocate resources: {e.error}", file=sys.stderr)
         return e.code or 1
-    # from here on, Ctrl-C, SIGTERM and SIGHUP (its terminal gone) give the allocation back whenever they
-    # come, also while its step is being made (while it waits, Allocation.wait_granted's handlers answer)
-    intr = _Interrupt(hangup=True)
     intr.arm(lambda: http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()}))
     given_back = False
     try:  # whatever else ends this srun (an error) gives the allocation back

@@ -152,27 +152,23 @@ def test_srun_outside_an_allocation_that_is_hung_up_or_killed_gives_its_allocati
     assert job["state"] == end, job["state"]
 
 
-def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_exists(cluster: Cluster):
-    """SIGTERM to an srun whose step the controller has not answered yet (the controller stopped, so
-    the request waits) is not lost: once the step exists srun cancels it and exits, and no task runs
-    on without an srun. The allocation goes on."""
+def _srun_signalled_while_the_controller_waits(c: Cluster, argv: list[str], what: str) -> str:
+    """srun `argv` started while the controller is stopped, SIGTERMed once its first request is sent
+    (it waits in the kernel's backlog), the controller then let go on: srun's stderr, once it exited
+    with a failure (within 60 s)."""
     import signal
     import subprocess
 
     import psutil
-    c = cluster
-    jid = c.sbatch("-N1", "--wrap", "sleep 300")
-    c.wait_state(jid, "RUNNING", 60)
     ctl = c.procs["controller"]
     p = None
     os.kill(ctl.pid, signal.SIGSTOP)
     try:
-        p = subprocess.Popen([str(BIN / "srun"), f"--jobid={jid}", "-N1", "sleep", "300"], env=c.env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=c.workdir)
-        try:  # its request sent (srun connects to ask for the step only): then the signal
+        p = subprocess.Popen([str(BIN / "srun"), *argv], env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=c.workdir)
+        try:
             wait_until(lambda: any(x.raddr and x.raddr[1] == c.port and x.status == psutil.CONN_ESTABLISHED
-                                   for x in psutil.Process(p.pid).net_connections("tcp")), 60,
-                       what="srun asking for its step")
+                                   for x in psutil.Process(p.pid).net_connections("tcp")), 60, what=what)
             p.send_signal(signal.SIGTERM)
         finally:
             os.kill(ctl.pid, signal.SIGCONT)
@@ -181,12 +177,39 @@ def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_ex
         os.kill(ctl.pid, signal.SIGCONT)
         if p is not None and p.poll() is None:
             p.kill()
-    _, err = p.communicate()
+    return p.communicate()[1]
+
+
+def test_srun_signalled_while_its_step_is_being_made_cancels_the_step_once_it_exists(cluster: Cluster):
+    """SIGTERM to an srun whose step the controller has not answered yet (the controller stopped, so
+    the request waits) is not lost: once the step exists srun cancels it and exits, and no task runs
+    on without an srun. The allocation goes on."""
+    c = cluster
+    jid = c.sbatch("-N1", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", 60)
+    # (inside an allocation srun's first request asks for the step)
+    err = _srun_signalled_while_the_controller_waits(c, [f"--jobid={jid}", "-N1", "sleep", "300"],
+                                                     "srun asking for its step")
     assert "srun: forcing job termination" in err, err
     step = c.api("GET", f"/api/v1/jobs/{jid}/steps/0?wait=60")
     assert step["state"] == "CANCELLED", step
     assert c.job(jid)["state"] == "RUNNING"
     c.run(f"scancel {jid}")
+
+
+def test_srun_signalled_while_its_allocation_is_being_submitted_gives_it_back(cluster: Cluster):
+    """SIGTERM to an srun outside an allocation whose submission the controller has not answered yet
+    (the controller stopped): once the job exists srun cancels it, and no allocation is left holding a
+    node for an srun that is gone."""
+    c = cluster
+    every = "/api/v1/jobs?states=PENDING,RUNNING,COMPLETING,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL"
+    before = {j["job_id"] for j in c.api("GET", every)["jobs"]}
+    # (outside an allocation srun's first request is its submission)
+    err = _srun_signalled_while_the_controller_waits(c, ["-N1", "sleep", "300"], "srun submitting its allocation")
+    assert "srun: forcing job termination" in err, err
+    mine = [j for j in c.api("GET", every)["jobs"] if j["job_id"] not in before]
+    assert len(mine) == 1, mine
+    assert c.wait_state(mine[0]["job_id"], ("CANCELLED", "COMPLETED", "FAILED"), 60)["state"] == "CANCELLED"
 
 
 def test_kill_on_bad_exit_stops_the_other_tasks(cluster: Cluster):
