@@ -29,6 +29,7 @@ from .fence import fence_after
 from . import records as records_mod
 from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
+from . import syncclient
 from .syncclient import SyncClient, SyncError
 
 log = logging.getLogger("slurmlet.agent")
@@ -519,18 +520,16 @@ def read_tail(order: dict) -> dict:
 
 
 def _sign_headers(method: str, target: str, body: bytes) -> dict[str, str]:
-    """_sign's credential for the sync client (nodeagent/syncclient.py)."""
+    """Agents speak for the node as root, with the cluster key (munge's role), one credential per
+    request (bound to its method, target and body): the header that carries it (none without a key)."""
     if KEY is None:
         return {}
     return {cred.HEADER: cred.sign(KEY, 0, "root", cred.bind(method, target, body))}
 
 
 async def _sign(request: httpx.Request) -> None:
-    """Agents speak for the node as root, with the cluster key (munge's role), one credential per
-    request (bound to its method, target and body)."""
-    if KEY is not None:
-        binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
-        request.headers[cred.HEADER] = cred.sign(KEY, 0, "root", binding)
+    """_sign_headers' credential on an httpx request (the agent's other requests: code archives)."""
+    request.headers.update(_sign_headers(request.method, request.url.raw_path.decode("ascii"), request.content))
 
 
 async def _fetch(url: str) -> bytes:
@@ -581,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     controller = args.controller if "://" in args.controller else f"http://{args.controller}"
     try:
-        SyncClient(controller, connect=0, timeout=0)
+        syncclient.address(controller)
     except ValueError as e:
         ap.error(f"--controller: {e}")
     spool = args.spool or f"/tmp/slurmlet-agent-{args.name}"

@@ -55,6 +55,18 @@ class _Conn:
         self.writer.close()
 
 
+def address(base_url: str) -> tuple[str, int, str]:
+    """(host, port, netloc) of an http://HOST[:PORT] address; ValueError for any other."""
+    url = urlsplit(base_url)
+    try:
+        port = url.port or 80
+    except ValueError:  # (not a number, or out of range)
+        port = None
+    if url.scheme != "http" or not url.hostname or port is None:
+        raise ValueError(f"not an http://HOST[:PORT] address: {base_url!r}")
+    return url.hostname, port, url.netloc
+
+
 class SyncClient:
     """POSTs of JSON bodies to `base_url` (http://HOST:PORT); `sign(method, target, body)` gives the
     headers that prove who asks. `connect` and `timeout` are seconds: to connect, and for the whole
@@ -62,15 +74,7 @@ class SyncClient:
 
     def __init__(self, base_url: str, *, connect: float, timeout: float,
                  sign: Callable[[str, str, bytes], dict[str, str]] | None = None):
-        url = urlsplit(base_url)
-        try:
-            port = url.port or 80
-        except ValueError:  # (not a number, or out of range)
-            port = None
-        if url.scheme != "http" or not url.hostname or port is None:
-            raise ValueError(f"not an http://HOST[:PORT] address: {base_url!r}")
-        self.host, self.port = url.hostname, port
-        self.netloc = url.netloc
+        self.host, self.port, self.netloc = address(base_url)
         self.connect, self.timeout = connect, timeout
         self.sign = sign
         self._idle: list[_Conn] = []
