@@ -21,8 +21,8 @@ Every refusal raises `OptError(lines, code)`: `lines` are exactly what Slurm wri
 take SLURM_EXIT_ERROR instead when it is set, except fatal() and parse_int() ones).
 
 Import cost: only `os` (already loaded by the interpreter).  `time`, `pwd` and `grp` are
-imported inside the functions that need them; no `re`, `argparse`, `datetime`, `shlex`,
-`typing` or `dataclasses`.
+imported inside the functions that need them, and the time and output-file helpers on first
+use; no `re`, `argparse`, `datetime`, `shlex`, `typing` or `dataclasses`.
 """
 
 from __future__ import annotations
@@ -51,15 +51,6 @@ from ..common.grammar import (
     parse_signal,
     refused,
 )
-from ..common.patterns import default_output, expand_pattern
-from ..common.slurmtime import (
-    format_elapsed,
-    format_secs_hms,
-    format_time,
-    format_time_hms,
-    parse_begin,
-    parse_time,
-)
 
 from .getopt import Getopt, Table, table
 from .optvalues import (SALLOC_ENV, SALLOC_USED, SBATCH_ENV, SBATCH_USED, SRUN_ENV, SRUN_USED, Ctx,
@@ -79,6 +70,29 @@ __all__ = [
     "format_time", "format_elapsed", "format_time_hms", "format_secs_hms", "format_array", "compress_indexes",
     "default_output", "expand_pattern", "SIGNALS",
 ]
+
+# The time and output-file helpers are re-exported on first use (PEP 562): parse_sbatch itself needs
+# neither module, and importing them is a measurable part of every sbatch's start.
+_LAZY = {"format_elapsed": "slurmtime", "format_secs_hms": "slurmtime", "format_time": "slurmtime",
+         "format_time_hms": "slurmtime", "parse_begin": "slurmtime", "parse_time": "slurmtime",
+         "default_output": "patterns", "expand_pattern": "patterns"}
+
+
+def __getattr__(name: str) -> object:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if home == "slurmtime":
+        from ..common import slurmtime as module
+    else:
+        from ..common import patterns as module
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 # ====================================================================== #SBATCH directives
 def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[str] | None = None) -> list[str]:
@@ -445,14 +459,19 @@ def _early(flags: dict[str, bool]) -> dict:
 
 def _whoami(user: str | None, uid: int | None, gid: int | None, group: str | None,
             host: str | None) -> tuple[str, int, int, str, str]:
+    mine = uid is None
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
     if user is None:
         try:
             import pwd
             user = pwd.getpwuid(uid).pw_name
-        except (KeyError, ImportError):
-            user = str(uid)
+        except KeyError:
+            if mine:  # no passwd entry: this process's user as every command names it ($USER)
+                from .common import current_user
+                user = current_user()
+            else:
+                user = str(uid)
     if group is None:
         try:
             import grp

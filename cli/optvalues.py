@@ -19,11 +19,6 @@ from ..common.grammar import (
     parse_signal,
     strtol,
 )
-from ..common.slurmtime import (
-    parse_begin,
-    parse_time,
-    time_str2secs,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
@@ -50,8 +45,13 @@ _PROFILES = {"all", "none", "energy", "lustre", "network", "task"}
 _ACCTG = {"task", "energy", "network", "filesystem"}
 
 
+# the time parsers (common/slurmtime) are imported by the validators that call them: most submissions
+# give no time option, and the module is a good part of sbatch's own import time
 def _v_time(option: str) -> _Validator:
-    return lambda c, v: parse_time(v or "", c.prog, option=option)
+    def check(c: Ctx, v: str | None) -> object:
+        from ..common.slurmtime import parse_time
+        return parse_time(v or "", c.prog, option=option)
+    return check
 
 
 def _v_mem(option: str) -> _Validator:
@@ -63,7 +63,10 @@ def _v_int(option: str, positive: bool = True) -> _Validator:
 
 
 def _v_begin(option: str) -> _Validator:
-    return lambda c, v: parse_begin(v or "", c.now, prog=c.prog, option=option)
+    def check(c: Ctx, v: str | None) -> object:
+        from ..common.slurmtime import parse_begin
+        return parse_begin(v or "", c.now, prog=c.prog, option=option)
+    return check
 
 
 def _v_exclusive(c: Ctx, v: str | None) -> str:
@@ -163,6 +166,7 @@ def _v_get_user_env(c: Ctx, v: str | None) -> str | None:
 
 
 def _v_delay_boot(c: Ctx, v: str | None) -> int:
+    from ..common.slurmtime import time_str2secs
     secs = time_str2secs(v or "")
     if secs == NO_VAL32:
         raise opt_error(c.prog, "Invalid --delay-boot specification", 255)

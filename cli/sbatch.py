@@ -10,18 +10,8 @@ from slurmlet.cli import http
 
 def main(argv: list[str]) -> int:
     from slurmlet.cli.opts import OptError, parse_sbatch
-    import grp
-
-    from slurmlet.cli.common import current_user
-    uid, gid = os.getuid(), os.getgid()
-    user = current_user()
-    try:
-        group = grp.getgrgid(gid).gr_name
-    except KeyError:
-        group = str(gid)
-    try:
-        req = parse_sbatch(argv, env=dict(os.environ), cwd=os.getcwd(), read_stdin=_read_stdin, user=user,
-                           uid=uid, gid=gid, group=group, host=os.uname().nodename.split(".")[0])
+    try:  # the user, group and host are this process's (parse_sbatch looks them up)
+        req = parse_sbatch(argv, env=dict(os.environ), cwd=os.getcwd(), read_stdin=_read_stdin)
     except OptError as e:
         sys.stderr.write("\n".join(e.lines) + "\n")
         return e.code

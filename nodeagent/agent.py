@@ -30,7 +30,6 @@ from . import records as records_mod
 from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
 from . import syncclient
-from .syncclient import SyncClient, SyncError
 
 log = logging.getLogger("slurmlet.agent")
 LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do
@@ -181,7 +180,7 @@ class Agent:
                         ", ".join(sorted(stale)), killed)
 
     async def _serve(self) -> None:
-        client = SyncClient(self.controller, connect=5.0, timeout=LONG_POLL + 30.0, sign=_sign_headers)
+        client = syncclient.SyncClient(self.controller, connect=5.0, timeout=LONG_POLL + 30.0, sign=_sign_headers)
         try:
             backoff = 0.1
             while True:
@@ -235,7 +234,7 @@ class Agent:
                 exited.cancel()
                 try:
                     resp = sync.result()
-                except SyncError as e:
+                except syncclient.SyncError as e:
                     pause = jittered(backoff)
                     log.warning("controller unreachable (%s: %s); retrying in %.1fs", e.__class__.__name__,
                                 str(e)[:120] or "-", pause)

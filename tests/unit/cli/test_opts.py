@@ -7,6 +7,7 @@ real sbatch/srun 22.05.8 binaries (Debian bookworm) against a config with node[1
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -965,8 +966,29 @@ class TestSubmitBody:
                                  "--begin=now+60", "--nice=5", "-o", "x.out"))
 
     def test_defaults_for_user_and_host_come_from_the_process(self):
+        import grp
+        import pwd
         r = opts.parse_sbatch(["--wrap", "true"], env=ENV, cwd=CWD)
-        assert r["submit"]["uid"] == os.getuid() and r["submit"]["submit_host"]
+        j = r["submit"]
+        assert (j["user"], j["uid"], j["gid"], j["group"]) == \
+            (pwd.getpwuid(os.getuid()).pw_name, os.getuid(), os.getgid(), grp.getgrgid(os.getgid()).gr_name)
+        assert j["submit_host"] == os.uname().nodename.split(".")[0]
+
+    def test_a_uid_without_a_passwd_entry(self):
+        # given: its number; this process's own: $USER, as every other command names it
+        r = opts.parse_sbatch(["--wrap", "true"], env=ENV, cwd=CWD, uid=48213, gid=48213)
+        assert (r["submit"]["user"], r["submit"]["group"]) == ("48213", "48213")
+        if os.getuid() != 0 or not shutil.which("setpriv"):
+            pytest.skip("needs root and setpriv to run as a uid without a passwd entry")
+        code = ("import os; from slurmlet.cli import opts; j = opts.parse_sbatch(['--wrap', 'true'], env={}, "
+                "cwd='/tmp')['submit']; print(j['user'], j['uid'], j['group'])")
+        out = subprocess.run(["setpriv", "--reuid=48213", "--regid=48213", "--clear-groups", sys.executable, "-c",
+                              code], capture_output=True, text=True, cwd="/", timeout=120,
+                             env={**os.environ, "USER": "someone", "PYTHONPATH": os.pathsep.join(sys.path)})
+        if "Permission denied" in out.stderr:
+            pytest.skip("this interpreter's tree is not readable by other users")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["someone", "48213", "48213"]
 
     def test_build_submit_from_srun_options(self):
         req = opts.parse_srun(["-N2", "--gres=gpu:2", "-t", "5", "-J", "s", "hostname"], env={}, cwd=CWD)
