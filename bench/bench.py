@@ -1,10 +1,11 @@
 """slurmlet benchmarks: prints medians and throughput against the targets of the issues.
 
-    .venv/bin/python bench/bench.py [--quick] [--only NAME] [--editable]
+    .venv/bin/python bench/bench.py [--quick] [--only NAME] [--editable] [--torch]
 
 It measures slurmlet as a user installs it: it builds the wheel (`pip wheel .`), installs it with
 its dependencies into a virtual environment of its own (build/bench-venv) and runs itself there
-(`--editable` measures the interpreter it was started with instead). The CLI's figures are printed
+(`--editable` measures the interpreter it was started with instead; `--torch` installs torch==2.13.0
+there too, for the llama-sft example, which is skipped without it). The CLI's figures are printed
 beside `python3 -c pass` measured in the same run, as a ratio: the floor any command pays.
 
 `submit` and `agents` are the submission-throughput figures (REST single and batch, sbatch, and
@@ -73,8 +74,9 @@ class LocalCluster:
         return http.request("GET", path, url=self.env["SLURMLET_CONTROLLER"])
 
 
-def installed_python() -> str:
-    """build/bench-venv's interpreter, with this tree's wheel installed (built and installed anew)."""
+def installed_python(torch: bool = False) -> str:
+    """build/bench-venv's interpreter, with this tree's wheel installed (built and installed anew),
+    and torch 2.13.0 (the CPU build, as the README's Quickstart installs it) when asked for."""
     venv = ROOT / "build" / "bench-venv"
     wheels = ROOT / "build" / "bench-wheel"
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
@@ -82,8 +84,8 @@ def installed_python() -> str:
         old.unlink()
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)], check=True)
     wheel = next(wheels.glob("slurmlet-*.whl"))
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel)],
-                   check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(wheel),
+                    *(["torch==2.13.0"] if torch else [])], check=True)
     return str(venv / "bin" / "python")
 
 
@@ -268,7 +270,7 @@ def bench_example() -> None:
     process group, and submit -> done. Needs torch."""
     import importlib.util
     if importlib.util.find_spec("torch") is None:
-        print("\nllama-sft example: skipped (pip install torch==2.13.0)")
+        print("\nllama-sft example: skipped (no torch here: bench.py --torch installs it)")
         return
     import shutil
     c = LocalCluster(2, cpus=4, gpus=8)
@@ -694,9 +696,11 @@ def main() -> None:
                                    "sacct, submit, agents, dashboard")
     ap.add_argument("--editable", action="store_true",
                     help="measure this interpreter's slurmlet (the development tree) instead of the wheel")
+    ap.add_argument("--torch", action="store_true",
+                    help="install torch==2.13.0 beside the wheel, for the llama-sft example")
     args = ap.parse_args()
     if not args.editable and not os.environ.get("SLURMLET_BENCH_INSTALLED"):
-        py = installed_python()
+        py = installed_python(torch=args.torch)
         os.execve(py, [py, os.path.abspath(__file__), "--editable", *sys.argv[1:]],
                   dict(os.environ, SLURMLET_BENCH_INSTALLED="1"))
     # byte-compile first: with PYTHONDONTWRITEBYTECODE set, every CLI run would compile its modules
