@@ -42,6 +42,9 @@ def parser() -> argparse.ArgumentParser:
                    help="write 'job_id submit start end procs' per job, sorted by job id")
     p.add_argument("--config", metavar="slurm.conf",
                    help="priority weights and SchedulerParameters for --policy slurm")
+    p.add_argument("--core", choices=("auto", "compiled", "python"), default=None,
+                   help="the scheduling core: compiled (mypyc, where the package was built with it), python, "
+                        "or auto (default, or $SLURMLET_SIM_CORE): compiled where it is built")
     return p
 
 
@@ -57,7 +60,7 @@ def _duration(s: float) -> str:
     return f"{d}-{h:02d}:{m:02d}:{sec:02d}" if d else f"{h:02d}:{m:02d}:{sec:02d}"
 
 
-def render(summary: dict) -> str:
+def render(summary: dict, core_note: str = "") -> str:
     s = summary
     skipped = s["skipped"]
     why = ", ".join(f"{k}: {v}" for k, v in sorted(s["skipped_by_reason"].items()))
@@ -73,6 +76,8 @@ def render(summary: dict) -> str:
         ("mean bounded slowdown (tau 10 s)", f"{s['mean_bounded_slowdown']:.2f}"),
         ("max wait", f"{s['max_wait_s']} s ({_duration(s['max_wait_s'])})"),
         ("scheduling passes", f"{s['passes']} ({s['idle_passes']} started nothing)"),
+        ("scheduling core", {"compiled": "compiled (mypyc)"}.get(s["core"], s["core"])
+         + (f" ({core_note})" if core_note else "")),
         ("trace load time", f"{s['load_s']:.3f} s"),
         ("simulation wall time", f"{s['wall_s']:.3f} s (scheduling core {s['core_s']:.3f} s)"),
         ("throughput", f"{s['jobs_per_s']:.0f} jobs/s"),
@@ -106,7 +111,11 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # a config helper that rejects its values
         return _fail(f"--config: {e}")
     try:
-        res = engine.simulate(trace, pol)
+        on = engine.core(args.core)
+    except (ImportError, ValueError) as e:
+        return _fail(f"--core: the compiled core is {e}" if isinstance(e, ImportError) else f"--core: {e}")
+    try:
+        res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
@@ -121,5 +130,5 @@ def main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        sys.stdout.write(render(summary))
+        sys.stdout.write(render(summary, on.why))
     return 0

@@ -10,8 +10,7 @@ resources away over `[start, end)`. Times are rounded up to `bf_resolution` past
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate, repeat
-from operator import sub
+from itertools import accumulate
 
 from .alloc import Free, fit
 from .model import NodeAlloc, Request
@@ -87,7 +86,7 @@ class CountMap(_Grid):
                 if j == len(times) or times[j] != end:
                     times.insert(j, end)
                     cnt.insert(j, cnt[j - 1])
-        cnt[i:j] = map(sub, cnt[i:j], repeat(n))
+        cnt[i:j] = [c - n for c in cnt[i:j]]
 
     def earliest(self, n: int, seconds: float | None, only_now: bool = False) -> float | None:
         """The first slot start from which `n` nodes stay free for `seconds` (None: for ever)."""

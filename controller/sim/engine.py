@@ -33,21 +33,28 @@ none of the jobs it has left to test can start now (their start times are not ne
 
 `exact=True` turns the last three and that off (a full pass with the full queue at every instant
 at which some pending job fits); the tests check that both give the same schedule.
+
+The core is controller/core's, compiled with mypyc where the package was built with it
+(`slurmlet.controller.sim.native`, from the same sources, with `Ranking`: about 1.7 times faster),
+else the Python modules themselves: `core()` says which (SLURMLET_SIM_CORE=python or compiled
+chooses).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import os
 import time
-from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass, field, replace
-from typing import Sequence
+from dataclasses import dataclass, field, fields, replace
+from types import ModuleType
+from typing import Any, Sequence
 
-from slurmlet.controller.core.model import Node, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
-from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.core import model as py_model, plan as py_plan, priority as py_priority
+from slurmlet.controller.core.model import Node, SchedConfig
 from slurmlet.controller.core.priority import Weights
 
+from . import ranking as py_ranking
 from .swf import SwfJob, Trace
 
 POLICIES = ("fcfs", "easy", "slurm")
@@ -56,6 +63,52 @@ DEFAULT_SLURM_WEIGHTS = Weights(age=1000, jobsize=1000, max_age=7 * 86400.0)
 HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
 HEAD_MIN = 24  #: slurm: shorter queues go to the core whole (the head would not save much)
 PARTITION = "batch"
+
+
+@dataclass(frozen=True)
+class Core:
+    """The scheduling core a simulation runs on: its model, plan and priority modules (and the
+    engine's `Ranking`, compiled with them)."""
+
+    name: str  #: "compiled" or "python"
+    model: ModuleType
+    plan: ModuleType
+    priority: ModuleType
+    ranking: ModuleType
+    why: str = ""  #: python: why not the compiled core ("" when asked for)
+
+    def convert(self, obj: Any) -> Any:
+        """A SchedConfig or Weights of the Python core as this core's own (its classes differ)."""
+        cls = getattr(self.model, type(obj).__name__)
+        return obj if type(obj) is cls else cls(**{f.name: getattr(obj, f.name) for f in fields(obj)})
+
+
+_CORES: dict[str, Core] = {}
+
+
+def core(which: str | None = None) -> Core:
+    """The core to simulate on: `which` (or $SLURMLET_SIM_CORE) is "compiled", "python" or "auto"
+    (the default: the compiled core where it is built and matches the installed sources)."""
+    which = which or os.environ.get("SLURMLET_SIM_CORE") or "auto"
+    if which not in ("auto", "compiled", "python"):
+        raise ValueError(f"unknown core {which!r} (choose from auto, compiled, python)")
+    if which not in _CORES:
+        why = ""
+        if which != "python":
+            try:
+                from . import native
+                if "compiled" not in _CORES:
+                    mods = native.load()
+                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["priority"],
+                                              mods["ranking"])
+                _CORES[which] = _CORES["compiled"]
+                return _CORES[which]
+            except ImportError as e:
+                if which == "compiled":
+                    raise
+                why = f"the compiled core is {e}"
+        _CORES[which] = Core("python", py_model, py_plan, py_priority, py_ranking, why)
+    return _CORES[which]
 
 
 class SimulationError(RuntimeError):
@@ -117,6 +170,7 @@ class SimResult:
     redone: int = 0
     bf_tested: int = 0  #: jobs backfill examined, summed over the passes (fast mode: it stops when none can start)
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
+    core: str = "python"  #: the core it ran on: "compiled" (mypyc) or "python"
 
     def summary(self) -> dict:
         n = len(self.jobs)
@@ -135,7 +189,7 @@ class SimResult:
                        max_wait_s=_num(max(waits)))
         else:
             out.update(makespan_s=0, utilization=0.0, mean_wait_s=0.0, mean_bounded_slowdown=0.0, max_wait_s=0)
-        out.update(passes=self.passes, idle_passes=self.idle_passes, wall_s=round(self.wall_s, 4),
+        out.update(passes=self.passes, idle_passes=self.idle_passes, core=self.core, wall_s=round(self.wall_s, 4),
                    core_s=round(self.core_s, 4), jobs_per_s=round(n / self.wall_s, 1) if self.wall_s > 0 else 0.0)
         return out
 
@@ -162,177 +216,26 @@ def _num(x: float) -> int | float:
     return int(x) if float(x).is_integer() else x
 
 
-class Ranking:
-    """The pending jobs of a multifactor policy in the order of their priority before the core
-    truncates it to an integer, so that a pass can be handed only the head of the core's queue.
-
-    The core's priority of job k at time t is max(1, int(v_k(t))) with
-    v_k(t) = F_k + A * min((t - e_k) / MA, 1): F_k its parts but age (site and nice included),
-    A = PriorityWeightAge, MA = PriorityMaxAge, e_k its eligible time (here its submit time).
-    Until it saturates, v_k(t) = c_k + A t / MA with c_k = F_k - A e_k / MA: the order of those
-    jobs by c_k never changes; afterwards v_k = F_k + A, constant. So two sorted lists, of
-    (-c_k, k) and of (-(F_k + A), k); a job moves from the first to the second once
-    t - e_k >= MA, in queue order, as e_k grows with the queue position k.
-    """
-
-    #: v is computed here as c_k + A t / MA, the core computes F_k + A (t - e_k) / MA: they differ
-    #: by rounding (about 1e-11 at these magnitudes), far less than this margin
-    EPS = 1e-6
-
-    def __init__(self, fixed: list[float], eligible: list[float | None], age: float, max_age: float):
-        self.aging = bool(age) and max_age > 0
-        self.slope = age / max_age if self.aging else 0.0
-        self.key: list[float] = []
-        self.sat_key: list[float] = []
-        for f, e in zip(fixed, eligible):
-            aging = self.aging and e is not None
-            self.key.append(-(f - self.slope * e) if aging else -f)
-            self.sat_key.append(-(f + age) if aging else -f)
-        self.aged = [self.aging and e is not None for e in eligible]
-        self.eligible = eligible
-        self.max_age = max_age
-        self.uns: list[tuple[float, int]] = []  #: (-c_k, k), not saturated
-        self.sat: list[tuple[float, int]] = []  #: (-v_k, k), saturated (or not aging)
-        self.where = [0] * len(fixed)  #: 1: in `uns`, 2: in `sat`
-        self.next_sat = 0  #: queue position from which jobs may still be unsaturated
-        self.more: tuple[float, int, int] | None = None  #: see `head`
-
-    def add(self, k: int) -> None:
-        if self.aged[k]:
-            insort(self.uns, (self.key[k], k))
-            self.where[k] = 1
-        else:
-            insort(self.sat, (self.sat_key[k], k))
-            self.where[k] = 2
-
-    def remove(self, k: int) -> None:
-        w = self.where[k]
-        xs, key = (self.uns, (self.key[k], k)) if w == 1 else (self.sat, (self.sat_key[k], k))
-        del xs[bisect_left(xs, key)]
-        self.where[k] = 0
-
-    def advance(self, t: float, arrived: int) -> None:
-        """Move the jobs whose age factor is 1 at `t` to the saturated list."""
-        k, el, ma = self.next_sat, self.eligible, self.max_age
-        while k < arrived and (not self.aged[k] or t - el[k] >= ma):
-            if self.where[k] == 1:
-                self.remove(k)
-                insort(self.sat, (self.sat_key[k], k))
-                self.where[k] = 2
-            k += 1
-        self.next_sat = k
-
-    def _at_least(self, t: float, v: float) -> int:
-        """How many pending jobs have v_k(t) >= v (as computed here)."""
-        inf = math.inf
-        return bisect_right(self.uns, (self.slope * t - v, inf)) + bisect_right(self.sat, (-v, inf))
-
-    def head(self, t: float, size: list[int], free: int, window: int, fitting: int) -> list[int] | None:
-        """Queue positions of a head of the core's queue order that holds every job that can start
-        in this pass, or None when it would be (about) the whole queue.
-
-        It walks the jobs by v as if the core ordered them so: the main pass starts a prefix and
-        stops at the first job that does not fit (the blocker), backfill then tests `window`
-        jobs from the blocker on, and only jobs no wider than the free processors can start. The
-        head goes down to the last job that can matter, then to the whole integer priority of
-        that job: the jobs with v >= N for an integer N >= 2 with no v within EPS of N. Every
-        job in it then has a priority >= N and every other job one <= N - 1, so it is exactly the
-        first jobs of the core's order, whatever the ties; whether it reaches far enough (the
-        walk was only approximate) is checked after the pass (`Engine.run`).
-
-        When the walk stopped at the end of backfill's window (fitting jobs come after it), it
-        also leaves in `self.more` the integer N2 < N of a longer such head that holds the whole
-        window as walked (`beyond` gives the jobs in it but not in the head), or None."""
-        self.more = None
-        uns, sat = self.uns, self.sat
-        nu, ns = len(uns), len(sat)
-        at = self.slope * t
-        iu = js = pos = seen = 0
-        room, block, need, end = free, -1, None, None
-        while iu < nu or js < ns:
-            if js >= ns or (iu < nu and at - uns[iu][0] >= -sat[js][0]):
-                neg, k = uns[iu]
-                v = at - neg
-                iu += 1
-            else:
-                neg, k = sat[js]
-                v = -neg
-                js += 1
-            z = size[k]
-            if block < 0:
-                if z <= room:  # the main pass starts it
-                    room -= z
-                    seen += 1
-                    need = v
-                    pos += 1
-                    continue
-                block = pos
-                need = v
-            elif pos >= block + window:
-                end = v  # the first job after the window
-                break
-            if z <= free:
-                seen += 1
-                need = v
-                if seen >= fitting:
-                    break
-            pos += 1
-        if block < 0 or need is None:
-            return None
-        n = math.floor(need)
-        while n >= 2 and self._at_least(t, n - self.EPS) != self._at_least(t, n + self.EPS):
-            n -= 1  # a job within EPS of n: its integer priority is unsure here
-        if n < 2:
-            return None
-        inf = math.inf
-        cu = bisect_right(uns, (at - n, inf))
-        cs = bisect_right(sat, (-n, inf))
-        if cu + cs > (nu + ns) * 3 // 4:
-            return None
-        if end is not None:
-            m = min(math.floor(end), n - 1)
-            while m >= 2 and self._at_least(t, m - self.EPS) != self._at_least(t, m + self.EPS):
-                m -= 1
-            self.more = (t, n, m) if m >= 2 else None
-        return [k for _, k in uns[:cu]] + [k for _, k in sat[:cs]]
-
-    def beyond(self, submit: list[float]) -> list[int] | None:
-        """The jobs with N2 <= v < N (see `head`), right after the head in the core's order, in
-        that order: by integer priority (none is within EPS of an integer, so each one's is
-        int(v)), then submit time, then queue position (the core's job id); None when some
-        job's integer priority is unsure."""
-        t, n, m = self.more
-        at, inf = self.slope * t, math.inf
-        lo_u, hi_u = bisect_right(self.uns, (at - n, inf)), bisect_right(self.uns, (at - m, inf))
-        lo_s, hi_s = bisect_right(self.sat, (-n, inf)), bisect_right(self.sat, (-m, inf))
-        rows = [(at - neg, k) for neg, k in self.uns[lo_u:hi_u]] + [(-neg, k) for neg, k in self.sat[lo_s:hi_s]]
-        keyed = []
-        for v, k in rows:
-            p = math.floor(v)
-            if v - p < self.EPS or p + 1 - v < self.EPS:
-                return None
-            keyed.append((-p, submit[k], k))
-        keyed.sort()
-        return [k for _, _, k in keyed]
-
-
-def simulate(trace: Trace, pol: Policy, *, exact: bool = False) -> SimResult:
-    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name).run()
+def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None = None) -> SimResult:
+    """Replays `trace` under `pol` on the core `on` (default: `core()`)."""
+    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on).run()
     res.skipped = dict(trace.skipped)
     return res
 
 
 class Engine:
     def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),
-                 *, exact: bool = False, name: str = ""):
+                 *, exact: bool = False, name: str = "", on: Core | None = None):
         if procs <= 0:
             raise ValueError("the machine needs at least one processor")
         too_wide = [j.job_id for j in jobs if j.procs > procs or j.procs <= 0 or j.occupied <= 0]
         if too_wide:
             raise ValueError(f"jobs that cannot run on {procs} processors: {too_wide[:5]}")
+        self.core = on = on or core()
+        Node, Partition, PendingJob, Request = on.model.Node, on.model.Partition, on.model.PendingJob, on.model.Request
         self.procs = procs
-        self.config = config
-        self.weights = weights
+        self.config = on.convert(config)
+        self.weights = on.convert(weights)
         self.exact = exact
         self.name = name
         # queue order: submit time, then job id (the file position breaks exact ties)
@@ -353,6 +256,7 @@ class Engine:
 
     def run(self) -> SimResult:
         t0 = time.perf_counter()
+        Snapshot, RunningJob, plan = self.core.model.Snapshot, self.core.model.RunningJob, self.core.plan.plan
         jobs, pend_objs = self.jobs, self.pending_jobs
         n, procs = len(jobs), self.procs
         size = [j.procs for j in jobs]
@@ -511,7 +415,7 @@ class Engine:
                                   f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
-                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested)
+                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested, core=self.core.name)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:
@@ -520,7 +424,7 @@ class Engine:
         the head can start in this pass."""
         return more is not None and head + len(more) >= reach and all(size[k] > free for k in more[:reach - head])
 
-    def _ranking(self, nodes: tuple[Node, ...]) -> Ranking:
+    def _ranking(self, nodes: tuple[Node, ...]) -> Any:  # a Ranking of the core's
         """The `Ranking` of the queue: each job's priority but its age, from the core's own
         `priorities` (with no eligible time, the age part is 0), once per distinct request."""
         w = self.weights
@@ -530,8 +434,9 @@ class Engine:
         for key, pj in zip(keys, self.pending_jobs):
             groups.setdefault(key, pj)
         reps = tuple(replace(pj, eligible_time=None, site=0, nice=0) for pj in groups.values())
-        fac = priorities(Snapshot(now=0.0, nodes=nodes, partitions=self.partitions, pending=reps, weights=w,
-                                  config=self.config))
+        snap = self.core.model.Snapshot(now=0.0, nodes=nodes, partitions=self.partitions, pending=reps, weights=w,
+                                        config=self.config)
+        fac = self.core.plan.priorities(snap)
         base = {key: fac[r.job_id].exact for key, r in zip(groups, reps)}
         fixed = [base[key] + pj.site - pj.nice for key, pj in zip(keys, self.pending_jobs)]
-        return Ranking(fixed, [pj.eligible_time for pj in self.pending_jobs], w.age, w.max_age)
+        return self.core.ranking.Ranking(fixed, [pj.eligible_time for pj in self.pending_jobs], w.age, w.max_age)

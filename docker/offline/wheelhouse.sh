@@ -9,5 +9,5 @@ cd "$(dirname "$0")/../.."
 out=${1:-docker/wheelhouse}
 torch=${SLURMLET_WHEELHOUSE_TORCH-torch==2.13.0 numpy}
 mkdir -p "$out"
-python3 -m pip wheel -q --disable-pip-version-check --wheel-dir "$out" . setuptools wheel $torch
+python3 -m pip wheel -q --disable-pip-version-check --wheel-dir "$out" . setuptools wheel mypy==2.4.1 $torch
 echo "$(ls "$out"/*.whl | wc -l) wheels in $out" >&2

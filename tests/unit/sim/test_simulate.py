@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from slurmlet.controller.commands import simulate as cli_simulate
 from slurmlet.controller.config import parse_slurm_conf
 from slurmlet.controller.core.model import SchedConfig
-from slurmlet.controller.sim import engine, swf
+from slurmlet.controller.sim import engine, native, swf
 
 TRACES = Path("/work/shared/traces")
 REAL = sorted(TRACES.glob("*.swf.gz"))
@@ -265,8 +270,10 @@ def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
     `Ranking.beyond` the next ones, in that order."""
     t = swf.parse(crowded(n=500, procs=32, seed=4))
     pol = engine.policy("slurm", t.jobs)
-    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm")
-    real_head, seen, more = engine.Ranking.head, [], []
+    # the Python core, whose Ranking can be patched (the compiled core's gives the same schedules:
+    # test_compiled_core.py)
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=engine.core("python"))
+    real_head, seen, more = eng.core.ranking.Ranking.head, [], []
     submit = [j.submit for j in eng.jobs]
 
     def head(self, now, size, free, window, fitting):
@@ -280,7 +287,7 @@ def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
                 more.append(len(after))
         return got
 
-    monkeypatch.setattr(engine.Ranking, "head", head)
+    monkeypatch.setattr(eng.core.ranking.Ranking, "head", head)
     eng.run()
     assert len(seen) > 20 and len(more) > 5
 
@@ -290,23 +297,23 @@ def test_slurm_pass_is_redone_whole_when_the_head_is_too_short(monkeypatch):
     order) is caught after the pass, which is then redone with the whole queue."""
     t = swf.parse(crowded(n=400, procs=16, seed=9))
     pol = engine.policy("slurm", t.jobs)
-    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm")
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=engine.core("python"))
 
     def head(self, now, size, free, window, fitting):
         return _exact_order(eng, [k for _, k in self.uns] + [k for _, k in self.sat], now)[:2]
 
-    monkeypatch.setattr(engine.Ranking, "head", head)
+    monkeypatch.setattr(eng.core.ranking.Ranking, "head", head)
     res = eng.run()
     assert res.redone > 0 and res.queued > 0
     assert res.start == engine.simulate(t, pol, exact=True).start
 
 
-def _check_heads(monkeypatch, t, pol, **kw) -> tuple[int, int]:
+def _check_heads(t, pol, **kw) -> tuple[int, int]:
     """Run `slurm` on `t`, and for every pass handed a head of the queue and not redone, check
     that the whole queue's plan starts the same jobs on the same nodes. Returns (head passes,
-    redone ones)."""
-    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", **kw)
-    real_plan = engine.plan
+    redone ones). On the simulator's default core (compiled where it is built)."""
+    on = engine.core()
+    real_plan = on.plan.plan
     started: set[int] = set()
     last: list = []  # the last pass: (snapshot, plan)
     heads = [0, 0]
@@ -331,7 +338,9 @@ def _check_heads(monkeypatch, t, pol, **kw) -> tuple[int, int]:
         last[:] = [(snap, p)]
         return p
 
-    monkeypatch.setattr(engine, "plan", plan)
+    watched = engine.Core(on.name, on.model, SimpleNamespace(plan=plan, priorities=on.plan.priorities),
+                          on.priority, on.ranking)
+    eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=watched, **kw)
     res = eng.run()
     check(last[0])
     assert res.redone == heads[1]
@@ -339,19 +348,19 @@ def _check_heads(monkeypatch, t, pol, **kw) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("seed,procs", [(3, 32), (7, 64), (11, 128)])
-def test_slurm_heads_not_redone_start_what_the_whole_queue_starts(monkeypatch, seed, procs):
+def test_slurm_heads_not_redone_start_what_the_whole_queue_starts(seed, procs):
     """The checks that let a pass keep a head's plan (`Engine.run`) never keep one whose starts
     differ from the whole queue's (each such pass is compared with the whole queue's plan)."""
     t = swf.parse(crowded(n=700, procs=procs, seed=seed))
-    heads, redone = _check_heads(monkeypatch, t, engine.policy("slurm", t.jobs))
+    heads, redone = _check_heads(t, engine.policy("slurm", t.jobs))
     assert heads > 20
 
 
 @needs_traces
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
-def test_slurm_heads_on_the_traces(monkeypatch, path):
+def test_slurm_heads_on_the_traces(path):
     t = swf.load(str(path), 6000 if path.name.startswith("KTH") else 3000)  # KTH's queues are short
-    heads, _ = _check_heads(monkeypatch, t, engine.policy("slurm", t.jobs))
+    heads, _ = _check_heads(t, engine.policy("slurm", t.jobs))
     assert heads > 0
 
 
@@ -428,3 +437,127 @@ def test_real_cli_entry_point(policy):
 def test_slurmlet_usage_mentions_simulate():
     r = subprocess.run([str(SLURMLET), "--help"], capture_output=True, text=True)
     assert "simulate" in r.stdout
+
+
+# ------------------------------------------------------------------------ the compiled core
+
+def compiled_core() -> engine.Core:
+    """The compiled core (controller/sim/native); skipped where the package was built without it,
+    a failure where SLURMLET_REQUIRE_COMPILED=1 (.ci/run sets it)."""
+    try:
+        return engine.core("compiled")
+    except ImportError as e:
+        if os.environ.get("SLURMLET_REQUIRE_COMPILED") == "1":
+            pytest.fail(f"the compiled core is {e}")
+        pytest.skip(f"the compiled core is {e}")
+
+
+def test_core_choice(monkeypatch):
+    py = engine.core("python")
+    assert py.name == "python" and py.why == "" and py.plan.__name__ == "slurmlet.controller.core.plan"
+    monkeypatch.setenv("SLURMLET_SIM_CORE", "python")
+    assert engine.core() is py
+    assert engine.simulate(swf.parse(HOLE), engine.policy("easy")).summary()["core"] == "python"
+    monkeypatch.setenv("SLURMLET_SIM_CORE", "fast")
+    with pytest.raises(ValueError, match="unknown core 'fast'"):
+        engine.core()
+
+
+def test_compiled_core_is_compiled_and_the_default(monkeypatch):
+    c = compiled_core()
+    monkeypatch.delenv("SLURMLET_SIM_CORE", raising=False)
+    assert engine.core() is c and c.name == "compiled"
+    for mod in (c.model, c.plan, c.priority, c.ranking):
+        assert mod.__name__.startswith("slurmlet.controller.sim.native.")
+        assert any(mod.__file__.endswith(suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES), mod.__file__
+    res = engine.simulate(swf.parse(HOLE), engine.policy("easy"))
+    assert res.summary()["core"] == "compiled"
+    assert [res.start, res.end] == [[0, 100, 2], [100, 150, 12]]  # job 3 backfilled, as on the Python core
+
+
+def _same_runs(a: engine.SimResult, b: engine.SimResult) -> None:
+    assert a.start == b.start and a.end == b.end
+    assert (a.passes, a.idle_passes, a.queued, a.redone, a.bf_tested) == \
+        (b.passes, b.idle_passes, b.queued, b.redone, b.bf_tested)
+
+
+@needs_traces
+@pytest.mark.parametrize("policy", engine.POLICIES)
+def test_compiled_core_schedules_as_the_python_core_on_the_traces(policy):
+    """Pass for pass: the same jobs handed over, started, backfill-tested and redone."""
+    c, py = compiled_core(), engine.core("python")
+    for path in REAL:
+        t = swf.load(str(path), 2000)
+        pol = engine.policy(policy, t.jobs)
+        _same_runs(engine.simulate(t, pol, on=c), engine.simulate(t, pol, on=py))
+
+
+CONF = ("PriorityType=priority/multifactor\nPriorityWeightAge=300\nPriorityWeightJobSize=70\n"
+        "PriorityFavorSmall=YES\nPriorityMaxAge=00:30:00\nPriorityWeightTRES=CPU=40,Mem=5\n"
+        "SchedulerParameters=bf_window=90,bf_max_job_test=12,bf_resolution=30\n")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_compiled_core_schedules_as_the_python_core_on_crowded_traces(seed):
+    """Also exact (every pass whole), with a slurm.conf's weights and backfill parameters, with a
+    small bf_max_job_test, without backfill, and with age alone."""
+    c, py = compiled_core(), engine.core("python")
+    t = swf.parse(crowded(n=500, procs=32, seed=seed))
+    base = engine.policy("slurm", t.jobs)
+    pols = [engine.policy("fcfs"), engine.policy("easy", t.jobs), base,
+            engine.policy("slurm", t.jobs, parse_slurm_conf(CONF)),
+            replace(base, config=replace(base.config, bf_max_job_test=3)),
+            replace(base, config=replace(base.config, backfill=False)),
+            replace(base, weights=replace(base.weights, jobsize=0, max_age=3600.0))]
+    for pol in pols:
+        for exact in (False, True):
+            _same_runs(engine.simulate(t, pol, exact=exact, on=c), engine.simulate(t, pol, exact=exact, on=py))
+
+
+def test_a_compiled_core_built_from_other_sources_is_not_used(monkeypatch, capsys, tmp_path):
+    compiled_core()
+    monkeypatch.setattr(engine, "_CORES", {})
+    monkeypatch.setattr(native, "digest", lambda controller_dir: "0" * 64)  # the sources changed since the build
+    with pytest.raises(ImportError, match="built from other sources than the installed core"):
+        engine.core("compiled")
+    auto = engine.core()
+    assert auto.name == "python" and "other sources" in auto.why
+    p = tmp_path / "t.swf"
+    p.write_text(HOLE)
+    assert cli_simulate.main([str(p), "--policy", "easy"]) == 0
+    kv = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert kv["scheduling core"].startswith("python (the compiled core is built from other sources")
+    one_line_error(capsys, [str(p), "--policy", "easy", "--core", "compiled"],
+                   "--core: the compiled core is built from other sources")
+
+
+def test_cli_core_option(tmp_path, capsys):
+    p = tmp_path / "t.swf"
+    p.write_text(HOLE)
+    assert cli_simulate.main([str(p), "--policy", "easy", "--core", "python"]) == 0
+    kv = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert kv["scheduling core"] == "python"
+    assert cli_simulate.main([str(p), "--policy", "easy", "--core", "python", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["core"] == "python"
+    compiled_core()
+    assert cli_simulate.main([str(p), "--policy", "easy", "--core", "compiled"]) == 0
+    kv = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert kv["scheduling core"] == "compiled (mypyc)" and kv["mean wait"] == "33.0 s"
+
+
+def test_a_failed_compiled_build_leaves_a_pure_python_wheel(tmp_path):
+    """setup.py with a C compiler that fails (CC=false): the wheel builds, without the compiled core."""
+    root = Path(__file__).resolve().parents[3]
+    src = tmp_path / "src"
+    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__"))
+    env = {**os.environ, "CC": "false"}
+    env.pop("SLURMLET_PURE", None)
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "w"), str(src)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "the compiled core did not build" in r.stdout + r.stderr
+    (wheel,) = (tmp_path / "w").glob("slurmlet-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    assert "slurmlet/controller/sim/native/__init__.py" in names and "slurmlet/controller/core/plan.py" in names
+    assert not [n for n in names if n.endswith(".so")]
