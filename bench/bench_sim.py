@@ -1,6 +1,7 @@
 """Trace-replay benchmark: `slurmlet simulate` in-process on every trace and policy.
 
     .venv/bin/python bench/bench_sim.py [--jobs 10000] [--traces DIR] [--policies fcfs,easy,slurm]
+                                        [--core auto|compiled|python]
 
 Prints one row per trace and policy: jobs, the simulation's wall time (and the part spent in the
 scheduling core's plan()), jobs/s, mean wait and utilization. Target (from the issue): the first
@@ -26,13 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=10000, help="first N jobs of each trace (default 10000)")
     ap.add_argument("--traces", default="/work/shared/traces", help="directory of *.swf[.gz] traces")
     ap.add_argument("--policies", default=",".join(engine.POLICIES), help="comma-separated policies")
+    ap.add_argument("--core", choices=("auto", "compiled", "python"), default=None,
+                    help="the scheduling core (default: the compiled one where it is built)")
     args = ap.parse_args(argv)
+    on = engine.core(args.core)
     paths = sorted(p for p in Path(args.traces).iterdir() if p.name.endswith((".swf", ".swf.gz")))
     if not paths:
         print(f"no traces in {args.traces}", file=sys.stderr)
         return 1
     pols = [p for p in args.policies.split(",") if p]
     print(f"slurmlet simulate: first {args.jobs} jobs per trace; target <= {TARGET_S:.0f} s per trace and policy")
+    print(f"scheduling core: {'compiled (mypyc)' if on.name == 'compiled' else 'python'}"
+          + (f" ({on.why})" if on.why else ""))
     head = (f"{'trace':<30} {'policy':<6} {'procs':>5} {'jobs':>6} {'load s':>7} {'wall s':>8} {'core s':>8} "
             f"{'jobs/s':>7} {'passes':>7} {'mean wait s':>12} {'util':>7} {'target':>7}")
     print(head)
@@ -42,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         trace = swf.load(str(path), args.jobs)
         load_s = time.perf_counter() - t0
         for name in pols:
-            res = engine.simulate(trace, engine.policy(name, trace.jobs))
+            res = engine.simulate(trace, engine.policy(name, trace.jobs), on=on)
             s = res.summary()
             ok = "met" if s["wall_s"] <= TARGET_S else "MISSED"
             print(f"{path.name:<30} {name:<6} {trace.max_procs:>5} {s['jobs']:>6} {load_s:>7.3f} {s['wall_s']:>8.2f} "
