@@ -115,3 +115,23 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "slurmlet/controller/store/migrations/script.py.mako" in names
     assert "slurmlet/common/cred.py" in names and "slurmlet/cli/main.py" in names
+
+
+def test_only_the_simulator_runs_the_compiled_core() -> None:
+    """controller/sim/native (the core compiled for the simulator by setup.py) is imported by the
+    simulator's engine alone, and the modules it is compiled from import the standard library and
+    one another only (staged as one package, anything else would not compile)."""
+    native = "slurmlet.controller.sim.native"
+    users = sorted(n for n, p in ALL.items() if not n.startswith(native)
+                   and any(m == native or m.startswith(native + ".") for m in imports(n, p)))
+    assert users == ["slurmlet.controller.sim.engine"]
+    from slurmlet.controller.sim.native.digest import MODULES
+    compiled = {"slurmlet.controller." + rel.removesuffix(".py").replace("/", "."): m for m, rel in MODULES.items()}
+    bad = []
+    for name in compiled:
+        for m in imports(name, ALL[name]):
+            top = m.split(".")[0]
+            if not (top in STDLIB or m in compiled or (top == "slurmlet" and m.rpartition(".")[0] in compiled)
+                    or m == name.rpartition(".")[0]):
+                bad.append(f"{name} imports {m}")
+    assert bad == []
