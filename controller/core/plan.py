@@ -310,8 +310,8 @@ class _Nodes:
         """The available nodes with free CPUs by name, in preference order (not to be changed)."""
         got = self.roomd
         if got is None:
-            room = _pick(self.nodes, self.room)
-            got = self.roomd = dict(zip(map(_NAME, room), room))
+            nodes = self.nodes
+            got = self.roomd = {nodes[i].name: nodes[i] for i in self.room}
         return got
 
 
@@ -338,7 +338,8 @@ def _nodes_of(nodes: tuple[Node, ...]) -> _Nodes:
         if last.nodes is nodes:
             return last
         if len(last.nodes) == len(nodes):
-            changed = list(compress(count(), map(is_not, nodes, last.nodes)))
+            was = last.nodes
+            changed = [i for i in range(len(nodes)) if nodes[i] is not was[i]]
             if last.same_caps(nodes, changed):
                 got = _LAST = _Nodes(nodes, last.caps, last, changed)
                 return got
@@ -624,8 +625,7 @@ class _Cycle:
         self._fence: list[frozenset[str]] = []  #: members of blocked partitions not yet in `_fenced`
         self.started: list[tuple[PendingJob, tuple[NodeAlloc, ...]]] = []
         #: running jobs on their way out (CANCEL/REQUEUE victims): their resources come back soon
-        self.going: dict[int, RunningJob] = {r.job_id: r for r in compress(snap.running,
-                                                                            map(_PREEMPTING, snap.running))}
+        self.going: dict[int, RunningJob] = {r.job_id: r for r in snap.running if r.preempting}
         self.suspending: set[int] = set()
         self.can_preempt = self._preemptor_partitions()
         #: what running jobs hold of each accounting limit, as this cycle starts more
@@ -635,7 +635,7 @@ class _Cycle:
         #: resources or behind a higher-priority job, in order (set by `_waits`, which gave every
         #: job from there its reason)
         self.waiting: tuple[int, list[PendingJob]] | None = None
-        self.stopped = any(map(_SUSPENDED, snap.running))  #: some running job is suspended
+        self.stopped = any([r.suspended for r in snap.running])  #: some running job is suspended
 
     # ------------------------------------------------------------------ helpers
     def _preemptor_partitions(self) -> frozenset[str]:
@@ -663,15 +663,13 @@ class _Cycle:
         else:  # no job may preempt: `key` without the call
             tiers, prio, pending = self.tiers, self.prio, self.snap.pending
             if (len(pending) > 8 and not self.stopped
-                    and len(set(map(tiers.get, set(map(_PARTITION, pending)), repeat(0)))) <= 1):
+                    and len({tiers.get(p, 0) for p in {j.partition for j in pending}}) <= 1):
                 # one partition tier for every job and nothing suspended to resume: the keys' first
                 # three parts are all the same, so (priority, submit time, job id) sorts alike
                 if len(prio) == len(pending):  # one total per job (ids are unique), in the queue's order
-                    ids, prios = prio.keys(), prio.values()
+                    items = [((-p, j.submit_time, i), j, None) for (i, p), j in zip(prio.items(), pending)]
                 else:
-                    ids = list(map(_JOB_ID, pending))
-                    prios = map(prio.get, ids, map(_PRIORITY, pending))
-                items = list(zip(zip(map(neg, prios), map(_SUBMIT, pending), ids), pending, repeat(None)))
+                    items = [((-prio.get(j.job_id, j.priority), j.submit_time, j.job_id), j, None) for j in pending]
                 items.sort(key=_FIRST)
                 return items
             items = [((True, -tiers.get(j.partition, 0), 1, -prio.get(j.job_id, j.priority), j.submit_time,
@@ -1017,7 +1015,7 @@ class _Cycle:
         now = self.snap.now
         running = self.snap.running
         if not self.going and not self.suspending and not self.stopped:
-            out = list(zip(map(_END, running), map(_ALLOCS, running)))  # none preempting (else `going`)
+            out = [(r.end_time, r.allocs) for r in running]  # none preempting (else `going`)
         else:
             out = self._holders_slow()
         for job, allocs in self.started:
@@ -1057,7 +1055,7 @@ class _Cycle:
         # then each busy node is held by one job alone
         if self.ctx.partial:
             return None
-        held = sum(map(len, map(_ALLOCS, snap.running)))
+        held = sum([len(r.allocs) for r in snap.running])
         if held != self.ctx.busy or any(any(map(ne, map(_CPUS, allocs), repeat(shape[0])))
                                         for _, allocs in self.started):
             return None
@@ -1074,14 +1072,13 @@ class _Cycle:
                         return None
                 sizes.append(k)
             return sizes
-        # long queues: once per distinct request (they hold few), then C-level maps
-        reqs = list(map(_REQUEST, jobs))
-        ids = list(map(id, reqs))
-        for rid, req in dict(zip(ids, reqs)).items():
-            k = seen[rid] = _whole_nodes_of(req, shape, def_mem)
+        # long queues: once per distinct request (they hold few), in order of first use
+        ids = [id(job.request) for job in jobs]
+        for rid, job in dict(zip(ids, jobs)).items():
+            k = seen[rid] = _whole_nodes_of(job.request, shape, def_mem)
             if not k:
                 return None
-        return list(map(seen.__getitem__, ids))
+        return [seen[i] for i in ids]
 
     def _to_test(self, items: list[_Item]) -> list[PendingJob]:
         """The jobs backfill tests: those waiting for resources or behind a higher-priority job, in
