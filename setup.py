@@ -9,8 +9,10 @@ path), beside a `stamp` module holding the sources' digest. The simulator uses t
 that digest matches the installed sources (controller/sim/native/__init__.py); the controller
 always runs the Python core.
 
-Without a C compiler, with SLURMLET_PURE=1 set, or when the compiled build fails, the wheel is
-pure Python and the simulator runs the Python core (a warning says why).
+Without a C compiler that builds against Python.h, with SLURMLET_PURE=1, or without mypyc (a
+build without isolation), the wheel is pure Python; should the compiled build itself fail, the
+wheel (tagged for this platform) has no compiled core. Either way the simulator runs the Python
+core, and a warning (`pip install -v`) says why. mypy stays a build requirement either way.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -36,17 +40,35 @@ def _warn(msg: str) -> None:
     print(f"slurmlet setup: {msg}; the simulator will run the Python core", file=sys.stderr)
 
 
-def _compiler() -> str | None:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    words = shlex.split(cc)
-    return shutil.which(words[0]) if words else None
+def _compiler_problem() -> str | None:
+    """Why this interpreter's C compiler cannot build an extension module (None: it can), found by
+    compiling a file that includes Python.h, as build_ext would: a wheel without the compiled core
+    must then be a pure one (a failure in build_ext itself would leave a platform wheel)."""
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    if not cc or shutil.which(cc[0]) is None:
+        return "no C compiler found"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "probe.c")
+        src.write_text("#include <Python.h>\nint slurmlet_probe(void) { return 0; }\n")
+        cmd = [*cc, *shlex.split(os.environ.get("CFLAGS", "")), "-I", sysconfig.get_paths()["include"],
+               "-c", str(src), "-o", str(Path(tmp, "probe.o"))]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"the C compiler did not run ({e})"
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+            return f"the C compiler cannot build against Python.h ({cc[0]}: {last})"
+    return None
 
 
 def native_extensions() -> list:
-    if os.environ.get("SLURMLET_PURE"):
+    if os.environ.get("SLURMLET_PURE", "") not in ("", "0"):
+        _warn("SLURMLET_PURE is set")
         return []
-    if _compiler() is None:
-        _warn("no C compiler found")
+    problem = _compiler_problem()
+    if problem is not None:
+        _warn(problem)
         return []
     try:
         from mypyc.build import mypycify

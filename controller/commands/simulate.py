@@ -113,14 +113,16 @@ def main(argv: list[str]) -> int:
     try:
         on = engine.core(args.core)
     except (ImportError, ValueError) as e:
-        return _fail(f"--core: the compiled core is {e}" if isinstance(e, ImportError) else f"--core: {e}")
+        if isinstance(e, ImportError):  # compiled, asked for by the option or the environment
+            return _fail(f"{'--core' if args.core else 'SLURMLET_SIM_CORE'}: the compiled core is {e}")
+        return _fail(f"--core: {e}" if args.core else str(e))  # (the message names the variable)
     try:
         res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     summary = {"trace": args.trace, "machine_source": trace.machine_source, **res.summary(),
-               "load_s": round(load_s, 4)}
+               "core_note": on.why, "load_s": round(load_s, 4)}
     if args.schedule is not None:
         try:
             with open(args.schedule, "w") as f:

@@ -89,9 +89,10 @@ _CORES: dict[str, Core] = {}
 def core(which: str | None = None) -> Core:
     """The core to simulate on: `which` (or $SLURMLET_SIM_CORE) is "compiled", "python" or "auto"
     (the default: the compiled core where it is built and matches the installed sources)."""
+    source = "" if which else " (from $SLURMLET_SIM_CORE)"
     which = which or os.environ.get("SLURMLET_SIM_CORE") or "auto"
     if which not in ("auto", "compiled", "python"):
-        raise ValueError(f"unknown core {which!r} (choose from auto, compiled, python)")
+        raise ValueError(f"unknown core {which!r}{source} (choose from auto, compiled, python)")
     if which not in _CORES:
         why = ""
         if which != "python":

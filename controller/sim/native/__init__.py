@@ -21,10 +21,14 @@ def load() -> dict[str, ModuleType]:
     try:
         stamp = importlib.import_module(f"{PACKAGE}.stamp")
     except ImportError:
-        raise ImportError("not built (the install found no C compiler or mypyc, or the build failed: "
-                          "`pip install -v` shows why)") from None
+        raise ImportError("not built (the install found no C compiler or mypyc, SLURMLET_PURE was set, or the "
+                          "build failed: `pip install -v` shows why)") from None
     from slurmlet import controller
-    if stamp.SOURCES != digest(Path(controller.__file__).parent):
+    try:
+        sources = digest(Path(controller.__file__).parent)
+    except OSError as e:
+        raise ImportError(f"not checked against the installed sources ({e.strerror}: {e.filename})") from None
+    if stamp.SOURCES != sources:
         raise ImportError("built from other sources than the installed core (reinstall to rebuild it)")
     mods = {m: importlib.import_module(f"{PACKAGE}.{m}") for m in MODULES}
     for m, mod in mods.items():

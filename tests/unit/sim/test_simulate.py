@@ -545,19 +545,50 @@ def test_cli_core_option(tmp_path, capsys):
     assert kv["scheduling core"] == "compiled (mypyc)" and kv["mean wait"] == "33.0 s"
 
 
-def test_a_failed_compiled_build_leaves_a_pure_python_wheel(tmp_path):
-    """setup.py with a C compiler that fails (CC=false): the wheel builds, without the compiled core."""
+def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path):
+    """setup.py with a C compiler that fails (CC=false): a pure wheel, without the compiled core."""
     root = Path(__file__).resolve().parents[3]
     src = tmp_path / "src"
-    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__"))
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(root / name, src / name)
+    for room in ("cli", "common", "controller", "nodeagent"):  # the package's sources only
+        shutil.copytree(root / room, src / room, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     env = {**os.environ, "CC": "false"}
     env.pop("SLURMLET_PURE", None)
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "w"), str(src)],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "the compiled core did not build" in r.stdout + r.stderr
+    assert "slurmlet setup: the C compiler cannot build against Python.h (false: " in r.stdout + r.stderr
     (wheel,) = (tmp_path / "w").glob("slurmlet-*.whl")
+    assert wheel.name == "slurmlet-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert "slurmlet/controller/sim/native/__init__.py" in names and "slurmlet/controller/core/plan.py" in names
     assert not [n for n in names if n.endswith(".so")]
+
+
+def test_an_install_without_sources_runs_the_python_core(tmp_path, monkeypatch):
+    """Where the installed core cannot be read back (byte-compiled files only), the compiled core is
+    not used: the digest cannot be checked."""
+    compiled_core()
+    monkeypatch.setattr(engine, "_CORES", {})
+
+    def unreadable(controller_dir):
+        raise FileNotFoundError(2, "No such file or directory", str(Path(controller_dir) / "core" / "priority.py"))
+
+    monkeypatch.setattr(native, "digest", unreadable)
+    auto = engine.core()
+    assert auto.name == "python"
+    assert auto.why.startswith("the compiled core is not checked against the installed sources (No such file")
+
+
+def test_the_environment_names_the_core(monkeypatch, tmp_path, capsys):
+    p = tmp_path / "t.swf"
+    p.write_text(HOLE)
+    monkeypatch.setenv("SLURMLET_SIM_CORE", "fast")
+    one_line_error(capsys, [str(p), "--policy", "easy"], "unknown core 'fast' (from $SLURMLET_SIM_CORE")
+    monkeypatch.setenv("SLURMLET_SIM_CORE", "python")
+    assert cli_simulate.main([str(p), "--policy", "easy", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["core"], out["core_note"]) == ("python", "")
