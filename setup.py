@@ -62,7 +62,14 @@ def _compiler_problem() -> str | None:
     return None
 
 
+#: the setup.py commands that build extension modules: the others (egg_info and dist_info, which pip
+#: runs for the metadata first; sdist) leave mypyc and the compiler alone
+_BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "develop", "bdist_egg"}
+
+
 def native_extensions() -> list:
+    if not _BUILDS & set(sys.argv[1:]):
+        return []
     if os.environ.get("SLURMLET_PURE", "") not in ("", "0"):
         _warn("SLURMLET_PURE is set")
         return []
