@@ -37,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     pols = [p for p in args.policies.split(",") if p]
     print(f"slurmlet simulate: first {args.jobs} jobs per trace; target <= {TARGET_S:.0f} s per trace and policy")
-    print(f"scheduling core: {'compiled (mypyc)' if on.name == 'compiled' else 'python'}"
-          + (f" ({on.why})" if on.why else ""))
+    print(f"scheduling core: {on.label}")
     head = (f"{'trace':<30} {'policy':<6} {'procs':>5} {'jobs':>6} {'load s':>7} {'wall s':>8} {'core s':>8} "
             f"{'jobs/s':>7} {'passes':>7} {'mean wait s':>12} {'util':>7} {'target':>7}")
     print(head)

@@ -60,7 +60,8 @@ def _duration(s: float) -> str:
     return f"{d}-{h:02d}:{m:02d}:{sec:02d}" if d else f"{h:02d}:{m:02d}:{sec:02d}"
 
 
-def render(summary: dict, core_note: str = "") -> str:
+def render(summary: dict) -> str:
+    from slurmlet.controller.sim.engine import core_label
     s = summary
     skipped = s["skipped"]
     why = ", ".join(f"{k}: {v}" for k, v in sorted(s["skipped_by_reason"].items()))
@@ -76,8 +77,7 @@ def render(summary: dict, core_note: str = "") -> str:
         ("mean bounded slowdown (tau 10 s)", f"{s['mean_bounded_slowdown']:.2f}"),
         ("max wait", f"{s['max_wait_s']} s ({_duration(s['max_wait_s'])})"),
         ("scheduling passes", f"{s['passes']} ({s['idle_passes']} started nothing)"),
-        ("scheduling core", {"compiled": "compiled (mypyc)"}.get(s["core"], s["core"])
-         + (f" ({core_note})" if core_note else "")),
+        ("scheduling core", core_label(s["core"], s.get("core_note", ""))),
         ("trace load time", f"{s['load_s']:.3f} s"),
         ("simulation wall time", f"{s['wall_s']:.3f} s (scheduling core {s['core_s']:.3f} s)"),
         ("throughput", f"{s['jobs_per_s']:.0f} jobs/s"),
@@ -132,5 +132,5 @@ def main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        sys.stdout.write(render(summary, on.why))
+        sys.stdout.write(render(summary))
     return 0

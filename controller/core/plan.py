@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from typing import Any, Callable
-from itertools import compress, count, islice, repeat
-from operator import and_, attrgetter, is_not, itemgetter, lt, ne, neg, not_
+from itertools import compress, islice, repeat
+from operator import and_, attrgetter, itemgetter, lt, ne, not_
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
 from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
@@ -80,19 +80,8 @@ _CAPS = attrgetter("name", "cpus", "memory", "gpus", "weight", "available")
 _NAME = attrgetter("name")
 _USED = attrgetter("cpus_used")
 _CPUS = attrgetter("cpus")
-_MEM_USED = attrgetter("memory_used")
-_GPUS_USED = attrgetter("gpus_used")
 _EXCLUSIVE = attrgetter("exclusive_used")
-_ALLOCS = attrgetter("allocs")
-_END = attrgetter("end_time")
-_SUSPENDED = attrgetter("suspended")
-_PREEMPTING = attrgetter("preempting")
 _FIRST = itemgetter(0)
-_JOB_ID = attrgetter("job_id")
-_REQUEST = attrgetter("request")
-_PARTITION = attrgetter("partition")
-_PRIORITY = attrgetter("priority")
-_SUBMIT = attrgetter("submit_time")
 
 
 def _uniform(caps: tuple[tuple, ...]) -> tuple[int, int, int] | None:

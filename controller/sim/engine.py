@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
 from typing import Any, Sequence
 
-from slurmlet.controller.core import model as py_model, plan as py_plan, priority as py_priority
+from slurmlet.controller.core import model as py_model, plan as py_plan
 from slurmlet.controller.core.model import Node, SchedConfig
 from slurmlet.controller.core.priority import Weights
 
@@ -67,15 +67,19 @@ PARTITION = "batch"
 
 @dataclass(frozen=True)
 class Core:
-    """The scheduling core a simulation runs on: its model, plan and priority modules (and the
-    engine's `Ranking`, compiled with them)."""
+    """The scheduling core a simulation runs on: its model and plan modules (and the engine's
+    `Ranking`, compiled with them)."""
 
     name: str  #: "compiled" or "python"
     model: ModuleType
     plan: ModuleType
-    priority: ModuleType
     ranking: ModuleType
     why: str = ""  #: python: why not the compiled core ("" when asked for)
+
+    @property
+    def label(self) -> str:
+        """What `slurmlet simulate` and bench_sim.py print: the core, and why not the compiled one."""
+        return core_label(self.name, self.why)
 
     def convert(self, obj: Any) -> Any:
         """A SchedConfig or Weights of the Python core as this core's own (its classes differ)."""
@@ -84,6 +88,10 @@ class Core:
 
 
 _CORES: dict[str, Core] = {}
+
+
+def core_label(name: str, why: str = "") -> str:
+    return ("compiled (mypyc)" if name == "compiled" else name) + (f" ({why})" if why else "")
 
 
 def core(which: str | None = None) -> Core:
@@ -100,15 +108,14 @@ def core(which: str | None = None) -> Core:
                 from . import native
                 if "compiled" not in _CORES:
                     mods = native.load()
-                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["priority"],
-                                              mods["ranking"])
+                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["ranking"])
                 _CORES[which] = _CORES["compiled"]
                 return _CORES[which]
             except ImportError as e:
                 if which == "compiled":
                     raise
                 why = f"the compiled core is {e}"
-        _CORES[which] = Core("python", py_model, py_plan, py_priority, py_ranking, why)
+        _CORES[which] = Core("python", py_model, py_plan, py_ranking, why)
     return _CORES[which]
 
 

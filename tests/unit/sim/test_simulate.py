@@ -271,7 +271,7 @@ def test_slurm_head_is_exactly_the_first_jobs_of_the_core_order(monkeypatch):
     t = swf.parse(crowded(n=500, procs=32, seed=4))
     pol = engine.policy("slurm", t.jobs)
     # the Python core, whose Ranking can be patched (the compiled core's gives the same schedules:
-    # test_compiled_core.py)
+    # test_compiled_core_schedules_as_the_python_core_*)
     eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=engine.core("python"))
     real_head, seen, more = eng.core.ranking.Ranking.head, [], []
     submit = [j.submit for j in eng.jobs]
@@ -338,8 +338,7 @@ def _check_heads(t, pol, **kw) -> tuple[int, int]:
         last[:] = [(snap, p)]
         return p
 
-    watched = engine.Core(on.name, on.model, SimpleNamespace(plan=plan, priorities=on.plan.priorities),
-                          on.priority, on.ranking)
+    watched = engine.Core(on.name, on.model, SimpleNamespace(plan=plan, priorities=on.plan.priorities), on.ranking)
     eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=watched, **kw)
     res = eng.run()
     check(last[0])
@@ -467,7 +466,7 @@ def test_compiled_core_is_compiled_and_the_default(monkeypatch):
     c = compiled_core()
     monkeypatch.delenv("SLURMLET_SIM_CORE", raising=False)
     assert engine.core() is c and c.name == "compiled"
-    for mod in (c.model, c.plan, c.priority, c.ranking):
+    for mod in (c.model, c.plan, c.ranking):
         assert mod.__name__.startswith("slurmlet.controller.sim.native.")
         assert any(mod.__file__.endswith(suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES), mod.__file__
     res = engine.simulate(swf.parse(HOLE), engine.policy("easy"))
@@ -573,11 +572,8 @@ def test_an_install_without_sources_runs_the_python_core(tmp_path, monkeypatch):
     not used: the digest cannot be checked."""
     compiled_core()
     monkeypatch.setattr(engine, "_CORES", {})
-
-    def unreadable(controller_dir):
-        raise FileNotFoundError(2, "No such file or directory", str(Path(controller_dir) / "core" / "priority.py"))
-
-    monkeypatch.setattr(native, "digest", unreadable)
+    digest_module = sys.modules["slurmlet.controller.sim.native.digest"]  # a source the digest reads is gone
+    monkeypatch.setattr(digest_module, "MODULES", {**digest_module.MODULES, "gone": "core/gone.py"})
     auto = engine.core()
     assert auto.name == "python"
     assert auto.why.startswith("the compiled core is not checked against the installed sources (No such file")
