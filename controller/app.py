@@ -21,7 +21,7 @@ from starlette.datastructures import Headers
 
 from slurmlet.common import cred, wire
 
-from . import auth, localsock, metrics
+from . import auth, literal, localsock, metrics
 from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
 from .api import deps
 from .api.deps import MARSHAL_WANTED, json_safe, nodes_of
@@ -82,8 +82,9 @@ class _Authenticate:
 
 class _LiteralBodies:
     """Request bodies sent as Python literals (common/wire.py: the CLI's) become JSON before the
-    routes read them. `ast.literal_eval` evaluates literals only; a body that is none, or holds what
-    JSON cannot (bytes, complex numbers, sets, infinities), or is over LITERAL_MAX, is a 400. Only
+    routes read them (literal.py: what `ast.literal_eval` reads, which evaluates literals only); a body
+    that is none, or holds what JSON cannot (bytes, complex numbers, sets, infinities), or is over
+    LITERAL_MAX, is a 400. Only
     the bodies of changes by an authenticated caller are read so (parsing a literal costs more than
     JSON: nobody may make the controller do it for nothing); other requests pass as they came."""
 
@@ -111,7 +112,7 @@ class _LiteralBodies:
         if body is None:
             return  # the client went away
         try:
-            data = literal_to_json(body)
+            data = literal.to_json(body)
         except InvalidRequest as e:
             await JSONResponse(status_code=400, content={"detail": e.to_json()})(scope, receive, send)
             return
@@ -197,18 +198,6 @@ def _local(scope) -> bool:  # noqa: ANN001
     mark = localsock.HEADER.lower().encode()
     token = next((v for k, v in scope["headers"] if k == mark), None)
     return local is not None and token is not None and token.decode("latin-1") in local.uids
-
-
-def literal_to_json(body: bytes) -> bytes:
-    """A Python-literal request body as JSON (InvalidRequest when it is not one JSON can carry)."""
-    import ast
-    if len(body) > wire.LITERAL_MAX:
-        raise InvalidRequest(f"a body sent as {wire.LITERAL} may be at most {wire.LITERAL_MAX} bytes; send JSON")
-    try:
-        value = ast.literal_eval(body.decode("ascii")) if body.strip() else None
-        return json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
-        raise InvalidRequest(f"the body is not a Python literal JSON can carry: {type(e).__name__}") from None
 
 
 async def _read_whole(receive):  # noqa: ANN001, ANN202
@@ -372,7 +361,7 @@ class _Fast:
         ctype = headers.get("content-type")
         try:
             if ctype == wire.LITERAL and len(body) <= wire.LITERAL_MAX:
-                value = json.loads(literal_to_json(body))
+                value = literal.read(body)
             elif ctype == "application/json" and len(body) <= limits.body_limit("POST", scope["path"], MAX_CODE):
                 value = json.loads(body)
             else:
