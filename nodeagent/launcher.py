@@ -54,16 +54,18 @@ class Job:
     job_cgroup: Group | None = None  #: the job's, above it: its memory limit, its OOM kills
 
     def pids(self) -> list[int]:
-        """Every process of the batch step: its session's, and its cgroup's."""
-        got = set(session_pids(self.pid))
+        """Every process of the batch step: its cgroup's where it has one (the shell was put there
+        before it ran anything, so all it started is there, in its session or not), else its
+        session's (a scan of every process of the node)."""
         if self.cgroup is not None:
-            got.update(self.cgroup.pids())
-        return sorted(got)
+            return self.cgroup.pids()
+        return session_pids(self.pid)
 
     def signal_all(self, sig: int) -> None:
-        signal_session(self.pid, sig)
         if self.cgroup is not None:
             self.cgroup.signal(sig)
+        else:
+            signal_session(self.pid, sig)
 
 
 #: seconds a launch waits for its files to open as the job's user (a FIFO nobody writes, a hung NFS
