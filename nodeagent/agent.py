@@ -195,8 +195,10 @@ class Agent:
                               "steps_running": self.steps.running_keys(), "steps_finished": steps_done,
                               "scripts_done": list(scripts_done.values()), "stats": stats,
                               "answers": answers,
-                              "wait": 0.0 if finished or steps_done or scripts_done or answers or not self.registered
-                              else LONG_POLL,
+                              # a report of ended jobs or steps waits for orders too: what it says is
+                              # taken before the wait (the freed resources wake the scheduler), so the
+                              # next job's order comes in the same request, not in one more sync
+                              "wait": 0.0 if scripts_done or answers or not self.registered else LONG_POLL,
                               "cpu_load": os.getloadavg()[0],
                               "free_mem": int(psutil.virtual_memory().available / 1024 / 1024)}
                 if not self.registered:
