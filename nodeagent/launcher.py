@@ -235,7 +235,12 @@ class Launcher:
                   owner={"uid": order.get("uid"), "gid": order.get("gid")}, script=script)
         if groups:
             job.job_cgroup, job.cgroup = groups
-            await job.cgroup.adopt(proc.pid, self.cpumap.jobs.get(jid) if self.cpumap else None)
+            try:
+                await job.cgroup.adopt(proc.pid, self.cpumap.jobs.get(jid) if self.cpumap else None)
+            except BaseException:  # the agent stops meanwhile: the shell, stopped at its gate, must not
+                with contextlib.suppress(OSError):  # outlive it (a stopped process waits for ever)
+                    os.kill(proc.pid, signal.SIGKILL)
+                raise
         self.jobs[jid] = job
         self.records.save(f"job{jid}", dict(rec, procs=[proc_entry(proc.pid)]))
         from .usage import watch
