@@ -261,7 +261,12 @@ class StepRunner:
                         if not isinstance(f, int):
                             f.close()
             if run.cgroup:
-                await run.cgroup.adopt(proc.pid, task_cpus)
+                try:
+                    await run.cgroup.adopt(proc.pid, task_cpus)
+                except BaseException:  # the agent stops meanwhile: the task, stopped at its gate, must
+                    with contextlib.suppress(OSError):  # not outlive it (it would wait for ever)
+                        os.kill(proc.pid, signal.SIGKILL)
+                    raise
             elif task_cpus:  # no cgroup to hold it until then: bound as soon as it runs
                 with contextlib.suppress(OSError, ValueError, OverflowError):
                     os.sched_setaffinity(proc.pid, task_cpus)
