@@ -25,6 +25,8 @@ from .tables import nodes as N
 #: the columns a job list reads: all but the script and the environment, kilobytes a job that no
 #: list shows (squeue over 1,000 jobs read megabytes of them)
 LISTED = tuple(c for c in J.c if c.name not in ("script", "environment"))
+#: what `listed` reads first: which jobs, and whether each changed since the last list
+HEADS = (J.c.id, J.c.rev, J.c.submit_time)
 
 
 class Queries:
@@ -35,42 +37,54 @@ class Queries:
                  now: float | None = None, history: bool = False, accounts: list[str] | None = None,
                  qos: list[str] | None = None, columns: tuple = LISTED) -> list[Any]:
         """Jobs' rows (`columns` of them) matching every filter given, by id."""
-        conds = self._filters(ids=ids, states=states, users=users, partitions=partitions, names=names, since=since,
-                              until=until, now=now, history=history, accounts=accounts, qos=qos)
-        q = select(*columns).where(*conds)
+        q, params = self._select(columns, dict(ids=ids, states=states, users=users, partitions=partitions,
+                                               names=names, since=since, until=until, now=now, history=history,
+                                               accounts=accounts, qos=qos))
         with self.engine.connect() as c:
             # sorted here: ORDER BY id would make the database scan by id rather than use the
             # end-time or array index (sacct over a long history)
-            return sorted(c.execute(q), key=BY_ID)
+            return sorted(c.execute(q, params), key=BY_ID)
 
-    def _filters(self, *, ids: list[int] | None = None, states: list[str] | None = None,
-                 users: list[str] | None = None, partitions: list[str] | None = None,
-                 names: list[str] | None = None, since: float | None = None, until: float | None = None,
-                 now: float | None = None, history: bool = False, accounts: list[str] | None = None,
-                 qos: list[str] | None = None) -> list:
-        """job_rows' conditions (all of them must hold)."""
-        conds = []
+    def _select(self, columns: tuple, filters: dict) -> tuple[Any, dict]:
+        """A select of `columns` under job_rows' filters, as (statement, parameters): the statement is
+        made once for each set of filters given, their values bound as parameters (building a
+        statement and its cache key cost more than SQLite takes to run it: sacct -j, scontrol show
+        job)."""
+        params = self._filter_params(**filters)
+        which = (id(columns), tuple(sorted(params)))
+        made = self.__dict__.setdefault("_selects_made", {})
+        hit = made.get(which)
+        if hit is None or hit[0] is not columns:
+            if len(made) >= 64:
+                made.clear()
+            hit = made[which] = (columns, select(*columns).where(*_conditions(params)))
+        return hit[1], params
+
+    def _filter_params(self, *, ids: list[int] | None = None, states: list[str] | None = None,
+                       users: list[str] | None = None, partitions: list[str] | None = None,
+                       names: list[str] | None = None, since: float | None = None, until: float | None = None,
+                       now: float | None = None, history: bool = False, accounts: list[str] | None = None,
+                       qos: list[str] | None = None) -> dict:
+        """job_rows' filters as the parameters of _conditions (a filter not given, or empty, is none)."""
+        params: dict = {}
         if ids:
-            conds.append(or_(J.c.id.in_(ids), J.c.array_job_id.in_(ids)))
-        if states:
-            conds.append(J.c.state.in_(states))
-        if users:
-            conds.append(J.c.user.in_(users))
-        if partitions:
-            conds.append(J.c.partition.in_(partitions))
-        if names:
-            conds.append(J.c.name.in_(names))
-        if accounts:
-            conds.append(J.c.account.in_(accounts))
-        if qos:
-            conds.append(J.c.qos.in_(qos))
+            params["ids"] = params["array_ids"] = list(ids)
+        for name, value in (("states", states), ("users", users), ("partitions", partitions), ("names", names),
+                            ("accounts", accounts), ("qos", qos)):
+            if value:
+                params[name] = list(value)
         if not history and now is not None:
-            conds.append(self._shown(now))
+            params["shown_after"] = now - self.config.min_job_age  # (what squeue shows: see _shown)
         if since is not None:
-            conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= since))
+            params["since"] = since
         if until is not None:
-            conds.append(J.c.submit_time <= until)
-        return conds
+            params["until"] = until
+        return params
+
+    def _filters(self, **filters: Any) -> list:
+        """job_rows' conditions (all of them must hold), with the filters' values in them."""
+        params = self._filter_params(**filters)
+        return [c.params(params) for c in _conditions(params)]
 
     # ---------------------------------------------------------------- steps
     def create_step(self, job_id: int, req: dict, now: float) -> dict:
@@ -164,21 +178,8 @@ class Queries:
         return out
 
     def _heads_query(self, filters: dict) -> tuple:
-        """`listed`'s first read, (statement, parameters): the statement is made once per set of
-        filters (building it cost more than running it), MinJobAge's bound as a parameter."""
-        now = filters.get("now")
-        which = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(filters.items()) if k != "now")
-        which += (now is None,)
-        made = self.__dict__.setdefault("_heads_made", {})
-        q = made.get(which)
-        if q is None:
-            if len(made) >= 64:
-                made.clear()
-            conds = self._filters(**{**filters, "now": None})
-            if now is not None and not filters.get("history"):
-                conds.append(_shown_after(bindparam("shown_after")))
-            q = made[which] = select(J.c.id, J.c.rev, J.c.submit_time).where(*conds)
-        return q, {} if now is None else {"shown_after": now - self.config.min_job_age}
+        """`listed`'s first read, (statement, parameters): each job's id, rev and submit time."""
+        return self._select(HEADS, filters)
 
     def _kept(self, ids: list[int]) -> dict:
         """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new
@@ -375,6 +376,28 @@ class Queries:
     def max_job_id(self) -> int:
         with self.engine.connect() as c:
             return c.execute(select(func.max(J.c.id))).scalar() or 0
+
+
+#: job_rows' filters on a column: one of the values given
+_ONE_OF = (("states", J.c.state), ("users", J.c.user), ("partitions", J.c.partition), ("names", J.c.name),
+           ("accounts", J.c.account), ("qos", J.c.qos))
+
+
+def _conditions(params: dict) -> list:
+    """The conditions of the filters `params` names (Queries._filter_params), each value a bound
+    parameter of that name."""
+    conds = []
+    if "ids" in params:  # (a job, or an array's tasks by the array's id)
+        conds.append(or_(J.c.id.in_(bindparam("ids", expanding=True)),
+                         J.c.array_job_id.in_(bindparam("array_ids", expanding=True))))
+    conds += [column.in_(bindparam(name, expanding=True)) for name, column in _ONE_OF if name in params]
+    if "shown_after" in params:
+        conds.append(_shown_after(bindparam("shown_after")))
+    if "since" in params:
+        conds.append(or_(J.c.end_time.is_(None), J.c.end_time >= bindparam("since")))
+    if "until" in params:
+        conds.append(J.c.submit_time <= bindparam("until"))
+    return conds
 
 
 def _shown_after(after: Any):  # noqa: ANN202, ANN401 - a time or a bound parameter; a condition

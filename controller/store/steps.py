@@ -255,11 +255,15 @@ def memory_stats(usage: dict[str, dict]) -> dict:
     return out
 
 
+#: public's read, made once (building it and its cache key cost more than running it)
+_OF_JOBS = select(S).where(S.c.job_id.in_(bindparam("job_ids", expanding=True))).order_by(S.c.job_id, S.c.step_id)
+
+
 def public(c: Any, job_ids: list[int], srun: bool = False) -> dict[int, list[dict]]:
     """sacct's rows of the steps of these jobs, by job; with `srun`, a running step's srun host and pid
     too (scontrol show step: its request, environment and all, is read only then, not for squeue)."""
     out: dict[int, list[dict]] = {}
-    for r in c.execute(select(S).where(S.c.job_id.in_(job_ids)).order_by(S.c.job_id, S.c.step_id)):
+    for r in c.execute(_OF_JOBS, {"job_ids": job_ids}):
         layout = json.loads(r.layout)
         req = json.loads(r.request) if srun and r.state == "RUNNING" else {}
         usage = json.loads(r.usage or "{}")
