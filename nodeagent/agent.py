@@ -282,9 +282,11 @@ class Agent:
                 self.delivered(answers)
                 for order in orders:
                     await self.apply(order)
-                if doc.get("superseded"):
+                if doc.get("superseded") and not self.dropped:
                     # our poll was ended by another sync for this node that we did not send: a second
                     # agent runs under this name. Say so, and do not race it for the controller's time.
+                    # (While a poll we gave up is still out, it may be the one: the controller can read
+                    # a later sync of ours first, on another connection, and the older one then ends it.)
                     log.error("another agent syncs as node %s: give each agent its own --name", self.name)
                     await asyncio.sleep(jittered(self.max_backoff))
         finally:
