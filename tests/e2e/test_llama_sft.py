@@ -26,8 +26,9 @@ SlurmletRequeueDelay=0
 
 @pytest.fixture
 def local(tmp_path: Path):
-    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    env.pop("SLURMLET_CONTROLLER", None)
+    # what a user's shell has after `eval "$(slurmlet up)"`: nothing of another cluster's
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMLET_")}
+    env.update(HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     state = tmp_path / "state"
     conf = tmp_path / "slurm.conf"
     conf.write_text(CONF)
@@ -36,7 +37,7 @@ def local(tmp_path: Path):
     assert up.returncode == 0, up.stderr
     for line in up.stdout.splitlines():
         k, _, v = line.removeprefix("export ").partition("=")
-        if k == "SLURMLET_CONTROLLER":
+        if k.startswith("SLURMLET_"):
             env[k] = v
     work = tmp_path / "work"
     shutil.copytree(ROOT / "examples" / "llama-sft", work)
