@@ -361,7 +361,8 @@ def up(argv: list[str]) -> int:
     print(f"export SLURMLET_SOCKET={os.path.join(state, 'controller.sock')}")
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
-    print(f"# slurmlet: {len(node_names)} nodes idle; controller at {url}; state in {state}", file=sys.stderr)
+    n = len(node_names)
+    print(f"# slurmlet: {n} node{'' if n == 1 else 's'} idle; controller at {url}; state in {state}", file=sys.stderr)
     print(f"# slurmlet: dashboard at {dashboard_url(url, key_file)}", file=sys.stderr)
     return 0
 
