@@ -81,11 +81,6 @@ class Queries:
             params["until"] = until
         return params
 
-    def _filters(self, **filters: Any) -> list:
-        """job_rows' conditions (all of them must hold), with the filters' values in them."""
-        params = self._filter_params(**filters)
-        return [c.params(params) for c in _conditions(params)]
-
     # ---------------------------------------------------------------- steps
     def create_step(self, job_id: int, req: dict, now: float) -> dict:
         with self.engine.begin() as c:
@@ -141,8 +136,7 @@ class Queries:
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
             heads = sorted(map(tuple, c.execute(*self._heads_query(filters)).all()))
             if len(heads) > self.PUBLIC_KEPT:
-                conds = self._filters(**filters)
-                return self.public_list(sorted(c.execute(select(*LISTED).where(*conds)), key=BY_ID), keys, nulls)
+                return self.public_list(sorted(c.execute(*self._select(LISTED, filters)), key=BY_ID), keys, nulls)
             kept = getattr(self, "_public_kept", None)
             if keys is not None and kept is not None and kept[0] is self.config:
                 last = kept[2].get((tuple(keys), nulls), {}).get(None)
@@ -151,10 +145,12 @@ class Queries:
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
-            conds = self._filters(**filters) if stale else []
-            for i in range(0, len(stale), 500):  # (with the filters again: a job changed since the first read
-                for r in c.execute(select(*LISTED).where(J.c.id.in_(stale[i:i + 500]), *conds)):  # may no
-                    cache[r.id] = ((r.rev, r.submit_time), self.public(r))  # longer match them)
+            if stale:  # (with the filters again: a job changed since the first read may no longer match them)
+                params = self._filter_params(**filters)
+                q = select(*LISTED).where(J.c.id.in_(bindparam("stale", expanding=True)), *_conditions(params))
+            for i in range(0, len(stale), 500):
+                for r in c.execute(q, {**params, "stale": stale[i:i + 500]}):
+                    cache[r.id] = ((r.rev, r.submit_time), self.public(r))
                     fresh.add(r.id)
         shown = [(jid, hit) for jid, rev, sub in heads
                  if (hit := cache.get(jid)) is not None and (jid in fresh or hit[0] == (rev, sub))]
