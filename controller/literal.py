@@ -8,12 +8,15 @@ they are changed. `read` changes them only outside the strings and only where th
 same in both languages:
 - a string with an escape JSON does not share (anything but `\\\\ \\n \\t \\r \\"`: `\\x`, `\\u`,
   `\\'`, a line continuation, ...), or a single-quoted one with a `"` inside, is read by
-  `ast.literal_eval` alone, as its own token, and written as JSON;
+  `ast.literal_eval` alone, as its own token, and written as JSON (up to MAX_ESCAPED of them);
 - between the strings only brackets, braces, colons, commas, spaces (no other white space),
-  digits, `-+.eE` and the three names may stand: anything else (a tuple, a set, a name, a prefix such as b'', a comment, a
-  continuation line) sends the whole body to `ast.literal_eval`;
+  digits, `-+.eE` and the three names may stand: anything else (a tuple, a set, a name, a prefix
+  such as b'', a comment, a quote that opens no string of one line, such as a triple quote), or more
+  than MAX_BRACKETS brackets (Python's parser refuses them nested deeper, json's does not), sends the
+  whole body to `ast.literal_eval`;
 - whatever the JSON parser then refuses (a misplaced comma, two strings side by side, an infinite
   number) goes to `ast.literal_eval` whole too.
+The scans are linear in the body: the strings are found left to right, never scanned again.
 So a body means exactly what `ast.literal_eval` and a JSON round trip make of it, and is refused
 exactly when they refuse it (tests/unit/controller/test_literal.py compares them on generated texts).
 """
@@ -28,13 +31,20 @@ from slurmlet.common import wire
 
 from .errors import InvalidRequest
 
-#: a quoted string of one line (escapes included); prefixes and triple quotes are left outside it
-_STRING = re.compile(r"""('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")""", re.S)
+#: a quoted string of one line (escapes included), or a quote that opens none (prefixes and triple
+#: quotes are left outside strings: such a text goes to literal_eval)
+_STRING = re.compile(r"""('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")|['"]""", re.S)
 #: an escape whose meaning is not the same in a JSON string (checked after `\\` pairs may overlap:
 #: a false alarm only sends that string to literal_eval)
 _OTHER_ESCAPE = re.compile(r'\\[^\\ntr"]')
 #: what may stand between strings (joined by NUL)
 _BETWEEN = re.compile(r"(?:[\x00 \[\]{}:,0-9.eE+\-]|True|False|None)*")
+#: Python's parser refuses brackets nested deeper than this, where json's goes on: a text with more
+#: brackets than this outside its strings goes to literal_eval
+MAX_BRACKETS = 200
+#: strings a text may have that only literal_eval reads (each such call costs some 10 us): more, and
+#: the whole text goes to it
+MAX_ESCAPED = 8
 
 
 def _finite(text: str) -> float:
@@ -44,16 +54,38 @@ def _finite(text: str) -> float:
     return value
 
 
-def _as_json(token: str) -> str:
-    """One string token as a JSON string of the same value."""
+def _as_json(token: str) -> str | None:
+    """One string token as a JSON string of the same value; None where only literal_eval reads it
+    (an escape JSON does not share, or a double quote in a single-quoted string)."""
     inner = token[1:-1]
     if "\\" in inner and _OTHER_ESCAPE.search(inner):
-        return json.dumps(ast.literal_eval(token))
+        return None
     if token[0] == '"':
         return token
     if '"' in inner:
-        return json.dumps(ast.literal_eval(token))
+        return None
     return f'"{inner}"'
+
+
+def _strings(text: str) -> list[str]:
+    """`text` cut at its strings: [between, string as JSON, between, ...]. ValueError at a quote that
+    opens no string of one line (the scan never goes back: linear in the text), or with more than
+    MAX_ESCAPED strings only literal_eval reads."""
+    parts, at, escaped = [], 0, 0
+    for m in _STRING.finditer(text):
+        token = m.group(1)
+        if token is None:
+            raise ValueError("a quote that opens no string of one line")
+        as_json = _as_json(token)
+        if as_json is None:
+            escaped += 1
+            if escaped > MAX_ESCAPED:
+                raise ValueError("many strings only literal_eval reads")
+            as_json = json.dumps(ast.literal_eval(token))
+        parts += (text[at:m.start()], as_json)
+        at = m.end()
+    parts.append(text[at:])
+    return parts
 
 
 def _fast(text: str) -> object:
@@ -64,10 +96,10 @@ def _fast(text: str) -> object:
         # the CLI's usual body: every quote is a single quote that opens or closes a plain string
         parts, quote = text.split("'"), '"'
     else:
-        parts, quote = _STRING.split(text), ""
-        parts[1::2] = [_as_json(p) for p in parts[1::2]]
+        parts, quote = _strings(text), ""
     between = "\x00".join(parts[0::2])
-    if len(parts) % 2 == 0 or not _BETWEEN.fullmatch(between):
+    if len(parts) % 2 == 0 or not _BETWEEN.fullmatch(between) or \
+            between.count("[") + between.count("{") > MAX_BRACKETS:
         raise ValueError("not only JSON's kinds of literals")
     parts[0::2] = between.replace("True", "true").replace("False", "false").replace("None", "null").split("\x00")
     return json.loads(quote.join(parts), parse_float=_finite)

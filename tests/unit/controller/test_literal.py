@@ -122,3 +122,25 @@ def test_over_the_size_limit_is_refused():
 
 def test_deep_nesting_is_refused_not_a_crash():
     assert outcome(b"[" * 20000 + b"]" * 20000) == "refused"
+
+
+@pytest.mark.parametrize("depth", [200, 201, 500, 990, 2000])
+def test_nesting_python_s_parser_refuses_is_refused(depth: int):
+    """Python's parser refuses brackets nested deeper than 200 where json's goes on."""
+    same(b"[" * depth + b"]" * depth)
+    same(b"{'a':" * depth + b"1" + b"}" * depth)
+
+
+@pytest.mark.parametrize("body", [
+    b"'" + b"\\'" * 16383, b"\\'" * 16384, b'"' + b'\\"' * 16383, b"'\\\"" * 10922, b"\"\\'" * 10922,
+    b"'\"\\'" * 8192, b'"""\n' + b"\\'" * 16380 + b'\n"""', b"['''\n" + b"\\'" * 16379 + b"\n''']",
+    b"['\\0'," + b"'\\0'," * 6552 + b"1,]",
+])
+def test_a_body_of_unclosed_or_escaped_quotes_is_read_in_one_pass(body: bytes):
+    """Quotes that open no string of one line, or many strings only literal_eval reads, send the
+    body to literal_eval at once: each string is scanned once (a scan that began again at each quote
+    took seconds for 32 KiB of them)."""
+    import time
+    started = time.process_time()
+    same(body)
+    assert time.process_time() - started < 2.0  # (quadratic: 4-8 s; linear: milliseconds)
