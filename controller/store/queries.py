@@ -37,20 +37,17 @@ class Queries:
                  now: float | None = None, history: bool = False, accounts: list[str] | None = None,
                  qos: list[str] | None = None, columns: tuple = LISTED) -> list[Any]:
         """Jobs' rows (`columns` of them) matching every filter given, by id."""
-        q, params = self._select(columns, dict(ids=ids, states=states, users=users, partitions=partitions,
-                                               names=names, since=since, until=until, now=now, history=history,
-                                               accounts=accounts, qos=qos))
+        params = self._filter_params(ids=ids, states=states, users=users, partitions=partitions, names=names,
+                                     since=since, until=until, now=now, history=history, accounts=accounts, qos=qos)
         with self.engine.connect() as c:
             # sorted here: ORDER BY id would make the database scan by id rather than use the
             # end-time or array index (sacct over a long history)
-            return sorted(c.execute(q, params), key=BY_ID)
+            return sorted(c.execute(self._select(columns, params), params), key=BY_ID)
 
-    def _select(self, columns: tuple, filters: dict) -> tuple[Any, dict]:
-        """A select of `columns` under job_rows' filters, as (statement, parameters): the statement is
-        made once for each set of filters given, their values bound as parameters (building a
-        statement and its cache key cost more than SQLite takes to run it: sacct -j, scontrol show
-        job)."""
-        params = self._filter_params(**filters)
+    def _select(self, columns: tuple, params: dict) -> Any:  # noqa: ANN401 - a Select
+        """A select of `columns` under the filters `params` names (_filter_params; `among`: only these
+        job ids), their values bound at execution: made once for each set of filters (building a
+        statement and its cache key cost more than SQLite takes to run it: sacct -j, scontrol show job)."""
         which = (id(columns), tuple(sorted(params)))
         made = self.__dict__.setdefault("_selects_made", {})
         hit = made.get(which)
@@ -58,7 +55,7 @@ class Queries:
             if len(made) >= 64:
                 made.clear()
             hit = made[which] = (columns, select(*columns).where(*_conditions(params)))
-        return hit[1], params
+        return hit[1]
 
     def _filter_params(self, *, ids: list[int] | None = None, states: list[str] | None = None,
                        users: list[str] | None = None, partitions: list[str] | None = None,
@@ -132,11 +129,13 @@ class Queries:
         changed since the last list (each update of a job counts up its `rev`): squeue in a loop over
         1,000 jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts
         are shared with other answers: send them, never change them."""
+        params = self._filter_params(**filters)
         with self.engine.connect() as c:
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
-            heads = sorted(map(tuple, c.execute(*self._heads_query(filters)).all()))
+            heads = sorted(map(tuple, c.execute(self._select(HEADS, params), params).all()))
             if len(heads) > self.PUBLIC_KEPT:
-                return self.public_list(sorted(c.execute(*self._select(LISTED, filters)), key=BY_ID), keys, nulls)
+                return self.public_list(sorted(c.execute(self._select(LISTED, params), params), key=BY_ID), keys,
+                                        nulls)
             kept = getattr(self, "_public_kept", None)
             if keys is not None and kept is not None and kept[0] is self.config:
                 last = kept[2].get((tuple(keys), nulls), {}).get(None)
@@ -145,11 +144,10 @@ class Queries:
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
-            if stale:  # (with the filters again: a job changed since the first read may no longer match them)
-                params = self._filter_params(**filters)
-                q = select(*LISTED).where(J.c.id.in_(bindparam("stale", expanding=True)), *_conditions(params))
+            # (with the filters again: a job changed since the first read may no longer match them)
+            changed = self._select(LISTED, {**params, "among": stale}) if stale else None
             for i in range(0, len(stale), 500):
-                for r in c.execute(q, {**params, "stale": stale[i:i + 500]}):
+                for r in c.execute(changed, {**params, "among": stale[i:i + 500]}):
                     cache[r.id] = ((r.rev, r.submit_time), self.public(r))
                     fresh.add(r.id)
         shown = [(jid, hit) for jid, rev, sub in heads
@@ -172,10 +170,6 @@ class Queries:
             out.append(mine[1])
         cut[None] = (heads, out)
         return out
-
-    def _heads_query(self, filters: dict) -> tuple:
-        """`listed`'s first read, (statement, parameters): each job's id, rev and submit time."""
-        return self._select(HEADS, filters)
 
     def _kept(self, ids: list[int]) -> dict:
         """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new
@@ -383,6 +377,8 @@ def _conditions(params: dict) -> list:
     """The conditions of the filters `params` names (Queries._filter_params), each value a bound
     parameter of that name."""
     conds = []
+    if "among" in params:
+        conds.append(J.c.id.in_(bindparam("among", expanding=True)))
     if "ids" in params:  # (a job, or an array's tasks by the array's id)
         conds.append(or_(J.c.id.in_(bindparam("ids", expanding=True)),
                          J.c.array_job_id.in_(bindparam("array_ids", expanding=True))))
