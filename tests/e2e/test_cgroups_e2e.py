@@ -1,6 +1,7 @@
 """Jobs in cgroups (nodeagent/cgroup.py) on real local clusters, in both layouts this machine can
-write: v1 (freezer, memory, cpuacct, pids) and v2 (the unified hierarchy; here without controllers,
-as on a hybrid system: tracking and CPU counts, no memory limit).
+write: v1 (freezer, memory, cpuacct; cpuset and devices for a job confined to them) and v2 (the
+unified hierarchy; here without controllers, as on a hybrid system: tracking and CPU counts, no
+memory limit).
 
 What a user checks: a process that left its job's session still dies with the job (scancel, the
 job's end, the agent's exit); a job past its memory alone ends OUT_OF_MEMORY with slurmstepd's line
@@ -351,3 +352,29 @@ def test_a_steps_own_mem_is_its_limit(tmp_path):
                         f"{jid}.1|COMPLETED|0:0"]
     finally:
         next(gen, None)
+
+
+@pytest.mark.skipif("v1" not in LAYOUTS, reason="the v1 hierarchies")
+def test_v1_groups_are_made_only_where_the_job_needs_them(tmp_path):
+    """A job's and its step's v1 groups: freezer, memory and cpuacct always (tracking, limits, OOM,
+    the CPU count), cpuset only for a job given CPUs, devices only for one kept from devices; no
+    pids group. Cleaning up takes every hierarchy, whichever the groups were made in."""
+    h = cgroup.Hierarchy.detect(f"test-only-{os.getpid()}", str(tmp_path), prefer="v1")
+    assert h is not None and h.kind == "v1"
+    try:
+        plain = cgroup.job_groups(h, cgroup.Policy(), 1, "batch", None)
+        cores = cgroup.job_groups(h, cgroup.Policy(cores=True), 2, "batch", None, cpus=[0])
+        assert plain is not None and cores is not None
+        made = lambda jid: {c for c, b in h.base.items() if os.path.isdir(os.path.join(b, f"job_{jid}", "step_batch"))}  # noqa: E731
+        always = {"freezer", "memory", "cpuacct"} & set(h.base)
+        assert made(1) == always
+        assert made(2) == always | ({"cpuset"} & set(h.base))
+        if "cpuset" in h.base:
+            assert Path(h.base["cpuset"], "job_2", "cpuset.cpus").read_text().strip() == "0"
+        import asyncio
+        for jid in (1, 2):
+            assert asyncio.run(h.group(jid).remove(5))
+        assert h.stale_jobs() == []
+    finally:
+        h.close()
+    assert not any(os.path.exists(b) for b in h.base.values())
