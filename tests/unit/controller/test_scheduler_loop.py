@@ -85,7 +85,7 @@ def test_nothing_due_means_no_pass():
 
 def test_a_lone_wake_up_is_not_debounced_and_a_burst_is(ctl: Controller):
     s = ctl.settings
-    assert (s.debounce, s.debounce_after) == (0.005, 0.05)
+    assert (s.debounce, s.debounce_after) == (0.002, 0.05)
     assert pass_delay(100.0, 0.0, 0.0, s) == LONE_DELAY < s.debounce  # no pass for long: almost at once
     assert pass_delay(100.0, 99.9, 0.0, s) == LONE_DELAY
     assert pass_delay(100.0, 99.99, 0.0, s) == s.debounce  # a pass just ran: more may be coming
