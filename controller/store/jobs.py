@@ -17,7 +17,7 @@ from typing import Any
 
 from slurmlet.controller.config import ClusterConfig
 from slurmlet.controller.core.model import Request
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from . import deps
 from .accounts import AccountStore
@@ -38,6 +38,11 @@ class JobStore(Intake, Scheduling, Actions, NodeSync, Queries, CodeAndSecrets):
     def __init__(self, engine: Engine, config: ClusterConfig):
         self.engine = engine
         self.config = config
+        #: writes committed on this engine so far (all of them are the event loop's: the routes are
+        #: coroutines): `listed` gives the list it made last for the same filters again, reading
+        #: nothing, while none was (squeue in a loop)
+        self.commits = 0
+        event.listen(engine, "commit", self._committed)
         self._requests: dict[int, Request] = {}
         self._last_reasons: dict[int, str] = {}
         self._last_priority: dict[int, int] = {}
@@ -58,6 +63,12 @@ class JobStore(Intake, Scheduling, Actions, NodeSync, Queries, CodeAndSecrets):
         self.controller_scripts = True
         #: node rows for submit-time checks (capacity_rows); None: read them again
         self._capacity_rows: list[Any] | None = None
+
+    def _committed(self, conn: Any) -> None:
+        # a SQLite connection is in a transaction only once it wrote (as guard.py reads it): a read's
+        # commit changes nothing
+        if getattr(conn.connection.dbapi_connection, "in_transaction", True):
+            self.commits += 1
 
     def set_config(self, config: ClusterConfig) -> None:
         """scontrol reconfigure: the new configuration, for the next request and pass on."""

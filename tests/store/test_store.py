@@ -291,3 +291,26 @@ def test_a_kept_job_list_works_out_only_what_changed(store: JobStore, monkeypatc
     changed = store.listed(keys)
     assert [j["name"] for j in changed] == ["t", "renamed", "t"] and made == [ids[1]] and changed is not same
     assert [j["name"] for j in same] == ["t", "t", "t"]  # (the list given before is left as it was)
+
+
+def test_a_job_list_asked_again_without_a_write_reads_nothing(store: JobStore):
+    """squeue in a loop: while nothing is written, the list made last for the same keys and filters is
+    given again without a statement, at a later time too (within the listed jobs' earliest end); a
+    write, other filters, or a time past a finished job's MinJobAge read the jobs again."""
+    from sqlalchemy import event
+    register(store)
+    ids = [store.submit(body(), 10.0) for _ in range(2)]
+    statements = []
+    event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    keys = ["job_id", "state", "name"]
+    first = store.listed(keys, now=20.0)
+    n = len(statements)
+    assert store.listed(keys, now=30.0) is first and len(statements) == n
+    assert [j["job_id"] for j in store.listed(keys, ids=[ids[0]], now=30.0)] == [ids[0]] and len(statements) > n
+    store.update_job(ids[1], {"name": "renamed"})
+    assert [j["name"] for j in store.listed(keys, now=30.0)] == ["t", "renamed"]
+    store.cancel(ids[0], 40.0)
+    age = store.config.min_job_age
+    assert [j["state"] for j in store.listed(keys, now=40.0 + age)] == ["CANCELLED", "PENDING"]
+    n = len(statements)
+    assert [j["job_id"] for j in store.listed(keys, now=40.0 + age + 1)] == [ids[1]] and len(statements) > n
