@@ -56,8 +56,6 @@ SPOOL_MAX = 256 * 2**10  #: the largest request a client may spool (larger ones 
 NAME_LEN = 32  #: a spooled request's name: this many lowercase hex digits
 STALE = 60.0  #: seconds after which what is in the spool is removed (a request not taken within a second is withdrawn)
 RING_MAX = 256  #: the most names taken from the bell at a time
-PIPE_DEFAULT = 65536  #: what a FIFO holds unless widened (Linux: 16 pages)
-PIPE_WIDEST = 2**20  #: the widest an answer's FIFO is made (Linux's pipe-max-size for unprivileged users)
 _HEX = frozenset("0123456789abcdef")
 _now = time.time  #: the sweep's clock
 
@@ -446,8 +444,6 @@ class _Answer:
         if self.gone.is_set() or not data:
             return
         if self.pipe is None:
-            if len(data) > PIPE_DEFAULT:
-                _widen(self.fd, len(data))
             try:
                 n = os.write(self.fd, data)
             except BlockingIOError:
@@ -489,15 +485,6 @@ class _Answer:
         self.pipe.close()  # (what is buffered is written first: its end is the connection's loss)
         if not self.gone.is_set():
             await self._drained(self.gone)
-
-
-def _widen(fd: int, size: int) -> None:
-    """Room in an answer's FIFO for `size` bytes, up to PIPE_WIDEST where the system allows it: a
-    large answer (squeue of 1,000 jobs, 80 kB) then goes in one write and the FIFO is closed at
-    once, where a full FIFO needed a pipe transport and a wake-up of each side per 64 kB drained."""
-    import fcntl
-    with contextlib.suppress(OSError, AttributeError):  # (EPERM past the system's limit: as it was)
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(size, PIPE_WIDEST))
 
 
 class _Sink(asyncio.Protocol):

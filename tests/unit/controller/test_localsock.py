@@ -101,16 +101,12 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
 
 # --- the spool beside the socket: requests from clients that load no `socket` module -------------
 
-#: GET /long's answer: more than an answer's FIFO holds, widened as far as it is (localsock._widen)
-LONG = localsock.PIPE_WIDEST + 300_000
-
-
 async def _app(seen: list[dict]):  # noqa: ANN202 - an ASGI app standing in for the controller's
     """Records each request's scope and body; answers "ok" (a long one for GET /long)."""
     async def app(scope, receive, send) -> None:  # noqa: ANN001
         msg = await receive()
         seen.append(dict(scope, body=msg["body"]))
-        body = b"x" * LONG if scope["path"] == "/long" else b"ok"
+        body = b"x" * 300_000 if scope["path"] == "/long" else b"ok"
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
         await send({"type": "http.response.body", "body": body})
     return app
@@ -166,7 +162,7 @@ def test_a_spooled_request_is_served_as_its_owner_and_answered_through_its_fifo(
         # a long answer (more than the FIFO holds) comes whole; a body comes as sent
         long = b"POST /long?x=1 HTTP/1.1\r\nHost: h:1\r\nContent-Length: 5\r\n\r\nhello"
         answer = await asyncio.to_thread(http._spooled, long, 30.0)
-        assert answer.endswith(b"\r\n\r\n" + b"x" * LONG)
+        assert answer.endswith(b"\r\n\r\n" + b"x" * 300_000)
         assert (seen[1]["path"], seen[1]["query_string"], seen[1]["body"]) == ("/long", b"x=1", b"hello")
         # a stray write without a newline spoils nobody's request that follows it
         fd = os.open(bell, os.O_WRONLY | os.O_NONBLOCK)
@@ -395,7 +391,7 @@ def test_a_user_is_answered_a_few_requests_at_a_time_and_one_who_stops_reading_i
             if not b:
                 break
             got += b
-        assert 0 < len(got) < LONG  # what the FIFO held, then its end
+        assert 0 < len(got) < 300_000  # what the FIFO held, then its end
         os.close(out)
         await local.stop()
     asyncio.run(main())
