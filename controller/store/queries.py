@@ -133,7 +133,8 @@ class Queries:
         params = self._filter_params(**filters)
         # the list made last for these keys is given again, read from nowhere, while nothing was written
         # since under the same filters (the clock's only moves `shown_after`, which shows no job more as
-        # it grows, and none fewer while it stays within the listed jobs' earliest end): squeue in a loop
+        # it grows, and none fewer while it stays within the listed jobs' earliest end; a clock set back
+        # below the `shown_after` the list was made with reads again): squeue in a loop
         after = params.get("shown_after", -math.inf)
         asked = (self.commits, repr(sorted((k, v) for k, v in params.items() if k != "shown_after")),
                  "shown_after" in params)
@@ -141,7 +142,7 @@ class Queries:
         last = None
         if keys is not None and kept is not None and kept[0] is self.config:
             last = kept[2].get((tuple(keys), nulls), {}).get(None)
-            if last is not None and last[0] == asked and after <= last[3]:
+            if last is not None and last[0] == asked and last[4] <= after <= last[3]:
                 return last[1]
         with self.engine.connect() as c:
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
@@ -150,7 +151,7 @@ class Queries:
                 return self.public_list(sorted(c.execute(self._select(LISTED, params), params), key=BY_ID), keys,
                                         nulls)
             if last is not None and last[2] == heads:  # nothing changed (a write elsewhere): the same list
-                kept[2][(tuple(keys), nulls)][None] = (asked, *last[1:])
+                kept[2][(tuple(keys), nulls)][None] = (asked, last[1], heads, last[3], after)
                 return last[1]
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
@@ -181,7 +182,7 @@ class Queries:
             out.append(mine[1])
         # (the earliest end of a listed job: past it, a larger `shown_after` may leave it out)
         ends = min((hit[1]["end_time"] for _, hit in shown if hit[1]["end_time"] is not None), default=math.inf)
-        cut[None] = (asked, out, heads, ends)
+        cut[None] = (asked, out, heads, ends, after)
         return out
 
     def _kept(self, ids: list[int]) -> dict:

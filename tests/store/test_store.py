@@ -314,3 +314,5 @@ def test_a_job_list_asked_again_without_a_write_reads_nothing(store: JobStore):
     assert [j["state"] for j in store.listed(keys, now=40.0 + age)] == ["CANCELLED", "PENDING"]
     n = len(statements)
     assert [j["job_id"] for j in store.listed(keys, now=40.0 + age + 1)] == [ids[1]] and len(statements) > n
+    # the clock set back: the job MinJobAge had hidden shows again
+    assert [j["job_id"] for j in store.listed(keys, now=40.0 + age - 10)] == ids
