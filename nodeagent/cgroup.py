@@ -37,10 +37,12 @@ ROOT = "/sys/fs/cgroup"
 #: freezes first
 V1_CONTROLLERS = ("freezer", "memory", "cpuacct", "pids", "cpuset", "devices")
 #: those a job's and a step's groups are made in: freezer (their processes, suspend, kill), memory
-#: (its limit, OOM kills, the peak) and cpuacct (the CPU time); cpuset and devices only where the
-#: job is confined to CPUs or kept from devices (job_groups). Each is a directory made and removed
-#: for every job and step, about 30-70 us of the kernel's time each, beside the writes into it.
-V1_ALWAYS = ("freezer", "memory", "cpuacct")
+#: (its limit, OOM kills, the peak), cpuacct (the CPU time) and pids (its processes no longer count
+#: against the agent's own limit, a systemd unit's TasksMax); cpuset and devices only where the job
+#: is confined to CPUs or kept from devices (job_groups), as Slurm's task/cgroup makes them only
+#: under ConstrainCores and ConstrainDevices. Each is a directory made and removed for every job and
+#: step, about 25-70 us of the kernel's time each, beside the writes into it.
+V1_ALWAYS = ("freezer", "memory", "cpuacct", "pids")
 #: the launch shell stops itself until the agent has put it in its cgroup (prefixed to the shell's code)
 GATE = "kill -STOP $$; "
 

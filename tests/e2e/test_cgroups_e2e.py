@@ -1,5 +1,5 @@
 """Jobs in cgroups (nodeagent/cgroup.py) on real local clusters, in both layouts this machine can
-write: v1 (freezer, memory, cpuacct; cpuset and devices for a job confined to them) and v2 (the
+write: v1 (freezer, memory, cpuacct, pids; cpuset and devices for a job confined to them) and v2 (the
 unified hierarchy; here without controllers, as on a hybrid system: tracking and CPU counts, no
 memory limit).
 
@@ -356,9 +356,10 @@ def test_a_steps_own_mem_is_its_limit(tmp_path):
 
 @pytest.mark.skipif("v1" not in LAYOUTS, reason="the v1 hierarchies")
 def test_v1_groups_are_made_only_where_the_job_needs_them(tmp_path):
-    """A job's and its step's v1 groups: freezer, memory and cpuacct always (tracking, limits, OOM,
-    the CPU count), cpuset only for a job given CPUs, devices only for one kept from devices; no
-    pids group. Cleaning up takes every hierarchy, whichever the groups were made in."""
+    """A job's and its step's v1 groups: freezer, memory, cpuacct and pids always (tracking, limits,
+    OOM, the CPU count, out of the agent's task limit), cpuset only for a job given CPUs, devices
+    only for one kept from devices. Cleaning up takes every hierarchy, whichever the groups were
+    made in."""
     h = cgroup.Hierarchy.detect(f"test-only-{os.getpid()}", str(tmp_path), prefer="v1")
     assert h is not None and h.kind == "v1"
     try:
@@ -366,7 +367,7 @@ def test_v1_groups_are_made_only_where_the_job_needs_them(tmp_path):
         cores = cgroup.job_groups(h, cgroup.Policy(cores=True), 2, "batch", None, cpus=[0])
         assert plain is not None and cores is not None
         made = lambda jid: {c for c, b in h.base.items() if os.path.isdir(os.path.join(b, f"job_{jid}", "step_batch"))}  # noqa: E731
-        always = {"freezer", "memory", "cpuacct"} & set(h.base)
+        always = {"freezer", "memory", "cpuacct", "pids"} & set(h.base)
         assert made(1) == always
         assert made(2) == always | ({"cpuset"} & set(h.base))
         if "cpuset" in h.base:
