@@ -241,10 +241,10 @@ class Group:
         where the node has the controller); both set before any process is in it."""
         for path in self.dirs.values():
             _make(path)
-        if cpus:
-            with contextlib.suppress(OSError):  # v2 without the cpuset controller: the agent binds instead
-                _write(os.path.join(self.dirs["" if self.kind == "v2" else "cpuset"], "cpuset.cpus"),
-                       ",".join(map(str, cpus)))
+        where = self._dir("cpuset")
+        if cpus and where is not None:  # (none mounted in v1, or v2 without the controller: the agent binds instead)
+            with contextlib.suppress(OSError):
+                _write(os.path.join(where, "cpuset.cpus"), ",".join(map(str, cpus)))
         if self.kind == "v2" and os.path.basename(self.path).startswith("job_"):
             with contextlib.suppress(OSError):  # a job's group holds no process: it passes them on to its steps'
                 _enable_controllers(self.path, self.path)

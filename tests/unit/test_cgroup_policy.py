@@ -33,3 +33,12 @@ def test_cpumap_gives_jobs_the_lowest_free_cpus_and_shares_the_least_used_when_s
     m.release(2)
     m.release(3)
     assert m.take(4, 8) == [0, 1, 2, 3]  # declared with more CPUs than the machine has: all of them
+
+
+def test_a_v1_group_given_cpus_is_made_where_no_cpuset_hierarchy_is_mounted(tmp_path):
+    """ConstrainCores on a v1 host without the cpuset hierarchy: the job's group is made in the
+    others (the agent binds the CPUs itself), not refused with an error."""
+    from slurmlet.nodeagent.cgroup import Group
+    g = Group("v1", {"freezer": str(tmp_path / "freezer" / "job_1"), "memory": str(tmp_path / "memory" / "job_1")})
+    g.create(None, cpus=[0])
+    assert (tmp_path / "freezer" / "job_1").is_dir() and (tmp_path / "memory" / "job_1").is_dir()
