@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable
+from typing import Any, Callable
 
 from slurmlet.controller.errors import Unavailable
 from sqlalchemy import Engine, event
@@ -74,6 +74,12 @@ def describe(engine: Engine) -> str:
     return sqlite_path(engine) or engine.url.render_as_string(hide_password=True)
 
 
+def wrote(conn: Any) -> bool:  # noqa: ANN401 - a SQLAlchemy Connection
+    """Whether the transaction a commit ends wrote anything: a SQLite connection is in a transaction
+    only once it wrote (a read's commit changes nothing); other databases' commits all count."""
+    return getattr(conn.connection.dbapi_connection, "in_transaction", True)
+
+
 def watch(engine: Engine, failed: Callable[[str], None], worked: Callable[[], None],
           guard: FileGuard | None = None) -> None:
     """Tell `failed(why)` of every transaction the database (or `guard`) refuses, `worked()` of every
@@ -94,6 +100,5 @@ def watch(engine: Engine, failed: Callable[[str], None], worked: Callable[[], No
 
     @event.listens_for(engine, "commit")
     def _commit(conn) -> None:  # noqa: ANN001
-        # a SQLite connection is in a transaction only once it wrote: a read's commit proves nothing
-        if getattr(conn.connection.dbapi_connection, "in_transaction", True):
+        if wrote(conn):  # (a read's commit proves nothing)
             worked()

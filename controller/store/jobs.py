@@ -24,6 +24,7 @@ from .accounts import AccountStore
 from .actions import Actions
 from .base import ACTIVE_STATES, FINAL_STATES, compress, request_of
 from .blobs import CodeAndSecrets
+from .guard import wrote
 from .intake import Intake
 from .nodesync import NodeSync
 from .queries import Queries
@@ -65,9 +66,7 @@ class JobStore(Intake, Scheduling, Actions, NodeSync, Queries, CodeAndSecrets):
         self._capacity_rows: list[Any] | None = None
 
     def _committed(self, conn: Any) -> None:
-        # a SQLite connection is in a transaction only once it wrote (as guard.py reads it): a read's
-        # commit changes nothing
-        if getattr(conn.connection.dbapi_connection, "in_transaction", True):
+        if wrote(conn):
             self.commits += 1
 
     def set_config(self, config: ClusterConfig) -> None:

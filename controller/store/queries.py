@@ -6,7 +6,7 @@ import functools
 import json
 import math
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from slurmlet.common.patterns import default_output, expand_pattern
 from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
@@ -28,6 +28,16 @@ from .tables import nodes as N
 LISTED = tuple(c for c in J.c if c.name not in ("script", "environment"))
 #: what `listed` reads first: which jobs, and whether each changed since the last list
 HEADS = (J.c.id, J.c.rev, J.c.submit_time)
+
+
+class _Listed(NamedTuple):
+    """The list `listed` made last for a set of keys, and what it may be given again under."""
+
+    asked: tuple  #: (writes committed then, the filters but `shown_after`, whether it had one)
+    out: list  #: the list itself
+    heads: list  #: (id, rev, submit time) of its jobs
+    ends: float  #: the earliest end of a listed job: a larger `shown_after` may leave it out
+    after: float  #: the `shown_after` it was made with: a smaller one may show more
 
 
 class Queries:
@@ -142,17 +152,17 @@ class Queries:
         last = None
         if keys is not None and kept is not None and kept[0] is self.config:
             last = kept[2].get((tuple(keys), nulls), {}).get(None)
-            if last is not None and last[0] == asked and last[4] <= after <= last[3]:
-                return last[1]
+            if last is not None and last.asked == asked and last.after <= after <= last.ends:
+                return last.out
         with self.engine.connect() as c:
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
             heads = sorted(map(tuple, c.execute(self._select(HEADS, params), params).all()))
             if len(heads) > self.PUBLIC_KEPT:
                 return self.public_list(sorted(c.execute(self._select(LISTED, params), params), key=BY_ID), keys,
                                         nulls)
-            if last is not None and last[2] == heads:  # nothing changed (a write elsewhere): the same list
-                kept[2][(tuple(keys), nulls)][None] = (asked, last[1], heads, last[3], after)
-                return last[1]
+            if last is not None and last.heads == heads:  # nothing changed (a write elsewhere): the same list
+                kept[2][(tuple(keys), nulls)][None] = last._replace(asked=asked, after=after)
+                return last.out
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
@@ -180,9 +190,8 @@ class Queries:
             if mine is None or mine[0] != stamp:
                 mine = cut[jid] = (stamp, only_keys(view, keys, nulls))
             out.append(mine[1])
-        # (the earliest end of a listed job: past it, a larger `shown_after` may leave it out)
         ends = min((hit[1]["end_time"] for _, hit in shown if hit[1]["end_time"] is not None), default=math.inf)
-        cut[None] = (asked, out, heads, ends, after)
+        cut[None] = _Listed(asked, out, heads, ends, after)
         return out
 
     def _kept(self, ids: list[int]) -> dict:
