@@ -1,10 +1,10 @@
 """A minimal HTTP/1.1 client for the CLI.
 
 The CLI is run in loops by other tools, so this avoids `http.client` (which pulls in the email
-package): it speaks HTTP/1.1 itself, with Python literals for request bodies (common/wire.py). On the
-controller's host it sends requests through the controller's spool (controller/localsock.py) with
-nothing but `os` and `select`, else its Unix socket, and takes answers in `marshal` (no JSON decoder
-to load); from elsewhere it uses TCP (the `socket` module, imported then) and JSON.
+package): it speaks HTTP/1.1 itself, with JSON request bodies written by cli/jsonwrite.py (no `json`
+import). On the controller's host it sends requests through the controller's spool
+(controller/spool.py, $SLURMLET_SPOOL) with nothing but `os` and `select`, and takes answers in
+`marshal` (no JSON decoder to load); else it uses TCP (the `socket` module, imported then) and JSON.
 The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmlet up`
 (`~/.slurmlet/controller`), else 127.0.0.1:6817.
 """
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 
-from slurmlet.common.wire import LITERAL, LITERAL_MAX
-
-MARSHAL = "application/x-marshal"  #: an answer in Python's `marshal` format (controller/app.py)
-SPOOL_MAX = 256 * 2**10  #: the largest request sent through the controller's spool (controller/localsock.py)
+from slurmlet.cli.jsonwrite import dumps
+from slurmlet.common.wire import BELL, JSON, MARSHAL, SPOOL_ENV, SPOOL_MAX, WITHDRAW
 
 DEFAULT = "http://127.0.0.1:6817"
 
@@ -57,76 +55,24 @@ def _split(url: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port.split("/")[0] or 80)
 
 
-def _local(timeout: float) -> socket.socket | None:  # noqa: F821 - imported when used
-    """A connection to the controller's Unix socket, $SLURMLET_SOCKET (`slurmlet up` exports it),
-    where the kernel tells the controller who we are; None where there is none, or it cannot be
-    reached (another host's path, a directory we may not enter, a controller gone): then TCP."""
-    path = os.environ.get("SLURMLET_SOCKET")
-    if not path:
-        return None
-    try:  # a controller's is root's or, for a cluster of one's own, one's own: another user's listener
-        if os.stat(path).st_uid not in (0, os.getuid()):  # there would read what we send it
-            return None
-    except OSError:
-        return None
-    import socket
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(timeout)
-        s.connect(path)
-        return s
-    except OSError:
-        s.close()
-        return None
-
-
-def _nonfinite(v: object) -> bool:
-    """Whether a body holds a float that has no literal (inf, nan)."""
-    if isinstance(v, float):
-        return v != v or v in (float("inf"), float("-inf"))
-    if isinstance(v, dict):
-        return any(_nonfinite(x) for x in v.values())
-    if isinstance(v, (list, tuple)):
-        return any(_nonfinite(x) for x in v)
-    return False
-
-
-def _encode(body: object) -> tuple[bytes, str]:
-    """A request body: a Python literal (common/wire.py) when small, else JSON."""
-    text = ascii(body)
-    if len(text) <= LITERAL_MAX and not (("inf" in text or "nan" in text) and _nonfinite(body)):
-        return text.encode("ascii"), LITERAL
-    import json
-    return json.dumps(body, separators=(",", ":")).encode(), "application/json"
-
-
 def exchange(method: str, path: str, body: object = None, *, url: str | None = None, timeout: float = 30.0,
              headers: dict[str, str] | None = None, signed: bool = False) -> tuple[int, str, bytes]:
     """One request: (status, the answer's header lines, its body), undecoded; raises Unreachable
     (no connection, or the connection lost before a whole answer came). On this host it goes through
-    the spool beside the controller's Unix socket ($SLURMLET_SOCKET) or that socket, where the kernel
-    says who we are; else, or when neither answers as the controller named (421, or not at all), by
-    TCP, where changes carry a credential for this one request (common/cred.py) and reads do when
-    `signed` (what only an owner may read)."""
+    the controller's spool ($SLURMLET_SPOOL), where the kernel says who we are; else, or when the
+    spool does not serve it (no spool, not taken, 421: another controller's), by TCP, where changes
+    carry a credential for this one request (common/cred.py) and reads do when `signed` (what only
+    an owner may read)."""
     host, port = _split(url or controller_url())
-    payload, ctype = (b"", "application/json") if body is None else _encode(body)
+    payload = b"" if body is None else dumps(body).encode("ascii")
     extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
     if url is None:  # answers from this host's controller may come as marshal: no JSON decoder to load
-        local = _head(method, path, host, port, f"Accept: {MARSHAL}, application/json\r\n" + extra, ctype,
-                      payload) + payload
+        local = _head(method, path, host, port, f"Accept: {MARSHAL}, {JSON}\r\n" + extra, payload) + payload
         answer = _spooled(local, timeout)  # (one taken and not answered whole is not sent again: Unreachable)
         if answer is not None:
             status, header, data = _parsed(answer, host, port)
             if status != 421:
                 return status, header, data
-        s = _local(timeout)
-        if s is not None:
-            try:
-                status, header, data = _over(s, local, host, port)
-                if status != 421:
-                    return status, header, data
-            except Unreachable:  # (a submission sent twice is made once: its Idempotency-Key)
-                pass
     if method != "GET" or signed:
         from slurmlet.common import cred
         c = cred.header_for_me(cred.bind(method, path, payload))
@@ -142,7 +88,7 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
         s.connect(addr)
     except OSError as e:
         raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
-    status, header, data = _over(s, _head(method, path, host, port, extra, ctype, payload) + payload, host, port)
+    status, header, data = _over(s, _head(method, path, host, port, extra, payload) + payload, host, port)
     if _marshal(header):  # (not asked for: marshal is for this host's controller)
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {MARSHAL} over TCP")
     return status, header, data
@@ -153,27 +99,35 @@ def _marshal(header: str) -> bool:
     return f"\r\ncontent-type: {MARSHAL}" in header.lower()
 
 
-def _head(method: str, path: str, host: str, port: int, extra: str, ctype: str, payload: bytes) -> bytes:
+def _head(method: str, path: str, host: str, port: int, extra: str, payload: bytes) -> bytes:
     return (f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{extra}"
-            f"Content-Type: {ctype}\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
+            f"Content-Type: {JSON}\r\nContent-Length: {len(payload)}\r\n\r\n").encode()
 
 
 def _spooled(request: bytes, timeout: float) -> bytes | None:
-    """The answer to a request sent through the controller's spool beside $SLURMLET_SOCKET (see
-    controller/localsock.py), with nothing but `os` and `select`; None where it was not served so
-    (no spool, nobody rings for it, not taken within a second, refused with an answer of nothing):
-    then the socket. Raises Unreachable when it was taken and no answer came within `timeout`
+    """The answer to a request sent through the controller's spool, $SLURMLET_SPOOL (see
+    controller/spool.py), with nothing but `os` and `select`; None where it was not served so (no
+    spool, nobody rings for it, not taken within common/wire.WITHDRAW seconds, refused with an answer
+    of nothing): then TCP. Raises Unreachable when it was taken and no answer came within `timeout`
     seconds (it may have been carried out: it is not sent again)."""
-    sock = os.environ.get("SLURMLET_SOCKET")
-    if not sock or len(request) > SPOOL_MAX:
+    spool = os.environ.get(SPOOL_ENV)
+    if not spool or len(request) > SPOOL_MAX:
         return None
-    spool = sock + ".d"
-    bell = spool + "/bell"
-    try:  # root's or one's own, like the socket: another user's would read what we send
-        if os.stat(spool).st_uid not in (0, os.getuid()) or os.lstat(bell).st_uid not in (0, os.getuid()):
+    me = os.getuid()
+    try:  # root's or one's own: another user's would read what we send
+        if os.stat(spool).st_uid not in (0, me):
             return None
-        ring = os.open(bell, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # ENXIO: nobody reads it
     except OSError:
+        return None
+    ring = None
+    for bell, owners in ((f"{spool}/{BELL}.{me}", (me,)), (f"{spool}/{BELL}", (0, me))):
+        try:  # one's own bell (the controller makes it), else the shared one
+            if os.lstat(bell).st_uid in owners:
+                ring = os.open(bell, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # ENXIO: nobody reads it
+                break
+        except OSError:
+            continue
+    if ring is None:
         return None
     name = os.urandom(16).hex()
     req, out = f"{spool}/{name}.req", f"{spool}/{name}.out"
@@ -208,7 +162,7 @@ def _spooled(request: bytes, timeout: float) -> bytes | None:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Unreachable(f"the slurm controller did not answer within {timeout:g} s")
-            if not poll.poll(min(left, 1.0) * 1000 if not taken else left * 1000):
+            if not poll.poll(min(left, WITHDRAW) * 1000 if not taken else left * 1000):
                 if not taken:
                     try:
                         os.unlink(req)  # not taken: withdrawn (of this unlink and the controller's, one wins)
@@ -222,7 +176,7 @@ def _spooled(request: bytes, timeout: float) -> bytes | None:
                 break
             chunks.append(b)
             taken = True
-        return b"".join(chunks) or None  # (nothing: refused, ask by the socket)
+        return b"".join(chunks) or None  # (nothing: refused, ask by TCP)
     finally:
         if fd is not None:
             os.close(fd)

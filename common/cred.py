@@ -74,9 +74,11 @@ def sign(key: bytes, uid: int, user: str, binding: str, now: float | None = None
     return f"{body}:{_mac(key, body)}"
 
 
-def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tuple[int, str, str, int] | None:
-    """(uid, user, nonce, time made) of a valid, fresh credential made for the request whose
-    `bind()` is `binding`; None otherwise. Whether the nonce was seen before is the caller's to check."""
+def unseal(key: bytes, cred: str, now: float | None = None) -> tuple[int, str, str, int, str] | None:
+    """(uid, user, nonce, time made, binding) of a credential signed with `key` and fresh at `now`;
+    None otherwise. Whether it was made for the request (its `bind()` is the binding) and whether its
+    nonce was seen before are the caller's to check (the controller's gate checks its signature before
+    it reads the request's body)."""
     import hmac
     body, _, mac = cred.rpartition(":")
     parts = body.split(":")
@@ -87,9 +89,19 @@ def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tup
     except ValueError:
         return None
     t = time.time() if now is None else now
-    if not t - CRED_TTL <= ts <= t + CRED_SKEW or not hmac.compare_digest(parts[5].encode(), binding.encode()):
+    if not t - CRED_TTL <= ts <= t + CRED_SKEW:
         return None
-    return uid, parts[2], parts[4], ts
+    return uid, parts[2], parts[4], ts, parts[5]
+
+
+def verify(key: bytes, cred: str, binding: str, now: float | None = None) -> tuple[int, str, str, int] | None:
+    """(uid, user, nonce, time made) of a valid, fresh credential made for the request whose
+    `bind()` is `binding`; None otherwise. Whether the nonce was seen before is the caller's to check."""
+    import hmac
+    got = unseal(key, cred, now)
+    if got is None or not hmac.compare_digest(got[4].encode(), binding.encode()):
+        return None
+    return got[:4]
 
 
 def current_user() -> tuple[int, str]:

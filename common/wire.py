@@ -1,18 +1,25 @@
-"""How the CLI's requests may travel: bodies as Python literals.
+"""What the CLI, the agents and the controller must agree on about requests and answers: content
+types, and the controller's request spool on this host (controller/spool.py, cli/http.py).
 
-The CLI writes a request body with `ascii()` (no import at all, where the standard library's `json`
-brings `re` along: several milliseconds of every command) and sends it as LITERAL; the controller
-reads it as `ast.literal_eval` does, which evaluates nothing but literals (strings, numbers, tuples,
-lists, dicts, sets, booleans, None: no names, calls or operators), and hands the routes JSON. Most
-of the CLI's bodies it reads with json's parser once their quotes and names are changed
-(controller/literal.py: about 40 us for a 2.7 kB submission, where literal_eval takes 300).
-Bodies over LITERAL_MAX bytes go as JSON (literal_eval's parse costs up to ~2.5 us and ~0.5 kB of
-memory a byte, where JSON's costs a tenth), and so do bodies with a float JSON has no literal for
-(inf, nan: the controller's checks then name the field).
+Requests are JSON (the CLI writes them with cli/jsonwrite.py, which imports nothing); answers are
+JSON, or marshal for a client on this host that asks for it (controller/gate.py decides, in one place).
 """
 
-LITERAL = "application/x-python-literal"
-LITERAL_MAX = 32 << 10
+JSON = "application/json"
+#: an answer in Python's `marshal` format (format 4: JSON's values), for a spooled client that lists it
+#: in its Accept: it then loads no JSON decoder (`json` brings `re` and `enum`: milliseconds a command)
+MARSHAL = "application/x-marshal"
+
+#: the environment variable naming the controller's request spool on this host (`slurmlet up` exports it)
+SPOOL_ENV = "SLURMLET_SPOOL"
+#: the spool's shared bell (a FIFO any user may write names into), and a user's own: BELL + "." + uid
+BELL = "bell"
+#: a spooled request's name: this many lowercase hex digits
+NAME_LEN = 32
+#: the largest request a client may spool (a larger one goes by TCP)
+SPOOL_MAX = 256 * 2**10
+#: seconds a client waits for its spooled request to be taken before it withdraws it (then TCP)
+WITHDRAW = 1.0
 
 #: the largest squeue view the controller renders (GET /api/v1/squeue: a view is anyone's to send,
 #: and its columns, widths and sort keys multiply its work and its answer by the jobs): at most

@@ -129,43 +129,22 @@ class Nonces:
         return True
 
 
-def authenticate(key: bytes | None, headers, now: float, level_of, binding: str = "",  # noqa: ANN001
-                 nonces: Nonces | None = None) -> Caller | None:
-    """The caller a request's headers prove; OPEN without a key; None when they prove nobody.
-    `level_of(user)` is the sacctmgr AdminLevel of a user (0, 1 or 2); `binding` is the request's
-    `cred.bind()`, `nonces` the credentials already used."""
-    if key is None:
-        return OPEN
-    c = headers.get(cred.HEADER)
-    if c:
-        got = cred.verify(key, c, binding, now)
-        if got is None or (nonces is not None and not nonces.first_use(got[2], now, got[3])):
-            return None
-        uid, user, _, _ = got
-        return Caller(uid, user, 2 if uid == 0 else level_of(user))
+def token_caller(key: bytes, headers, now: float, level_of) -> Caller | None:  # noqa: ANN001
+    """The caller a token (X-SLURM-USER-TOKEN, `scontrol token`) proves; None when there is none or it
+    proves nobody. `level_of(user)` is the sacctmgr AdminLevel of a user (0, 1 or 2)."""
     token = headers.get(TOKEN_HEADER)
-    if token:
-        user = verify_token(key, token, now)
-        named = headers.get(TOKEN_USER_HEADER)
-        if user is None or (named and named != user):
-            return None
-        uid = uid_of(user)
-        return Caller(uid if uid is not None else -1, user, 2 if uid == 0 else level_of(user))
-    return None
-
-
-def spend(key: bytes | None, headers, now: float, binding: str, nonces: Nonces) -> bool:  # noqa: ANN001
-    """Record the credential of a request `authenticate` (called without `nonces`) found good as used:
-    False when it was used before. A request without one (no key, a token) has nothing to spend."""
-    c = headers.get(cred.HEADER) if key is not None else None
-    if not c:
-        return True
-    got = cred.verify(key, c, binding, now)
-    return got is not None and nonces.first_use(got[2], now, got[3])
+    if not token:
+        return None
+    user = verify_token(key, token, now)
+    named = headers.get(TOKEN_USER_HEADER)
+    if user is None or (named and named != user):
+        return None
+    uid = uid_of(user)
+    return Caller(uid if uid is not None else -1, user, 2 if uid == 0 else level_of(user))
 
 
 def local_caller(uid: int, level_of) -> Caller:  # noqa: ANN001
-    """The caller the kernel names on the controller's Unix socket (localsock.py): that uid, under
+    """The caller the kernel names for a spooled request (spool.py): that uid, under
     its name on this host (its number when it has none, as `id -un` fails then)."""
     import pwd
     try:

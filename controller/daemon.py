@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--key-file", default=None,
                     help="the cluster key: changes need a credential or token signed with it (default "
                          "$SLURMLET_KEY_FILE or /etc/slurmlet/slurmlet.key; without one, requests are trusted)")
-    ap.add_argument("--socket", default=None,
-                    help="also listen on this Unix socket, where this host's users are who the kernel says "
-                         "(no credential needed; the CLI uses it through $SLURMLET_SOCKET)")
+    ap.add_argument("--spool", default=None, metavar="DIR",
+                    help="also take requests through this spool directory, where this host's users are who the "
+                         "kernel says (no credential needed; the CLI uses it through $SLURMLET_SPOOL)")
     ap.add_argument("--init-db", action="store_true",
                     help="make a new, empty database where the state directory records one that is now missing "
                          "or empty (without it, such a start is refused); a database with data is kept")
@@ -68,19 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("slurmlet.controller").warning(
             "no cluster key (--key-file): every request is trusted as the user it names")
     host, port = parse_listen(args.listen)
-    import resource  # each connection costs a descriptor (three through --socket): as many as allowed
+    import resource  # each connection costs a descriptor (two a spooled request): as many as allowed
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
     if soft != resource.RLIM_INFINITY and soft < want:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    if args.socket and not port:
-        print("slurmlet controller: error: --socket needs a --listen port other than 0", file=sys.stderr)
+    if args.spool and not port:
+        print("slurmlet controller: error: --spool needs a --listen port other than 0", file=sys.stderr)
         return 1
     os.umask(0o077)  # what the controller makes (the database, its journal, database.json) is its own
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key,
-                        socket=args.socket and os.path.abspath(args.socket))
+                        spool=args.spool and os.path.abspath(args.spool))
     from slurmlet.controller.store.engine import private_state
     private_state(state_dir, None if args.db else settings.db_url.removeprefix("sqlite:///"))
     from slurmlet.controller.store.history import open_database

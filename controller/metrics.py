@@ -4,16 +4,15 @@ Read at scrape time: jobs by state and partition (the jobs `squeue -r -t all` sh
 ones until MinJobAge), nodes by the state sinfo shows, the pending queue, CPUs and GPUs, sdiag's
 scheduler statistics (reset by `sdiag -r`, like the counters of sdiag) and the process's memory.
 Recorded as requests pass: the API's latency per route template and method (a histogram) and
-its answers per status code, by `LatencyMiddleware`, a pure ASGI middleware whose cost per
-request is two clock reads, a bisect and a few additions.
+its answers per status code, by the gate (gate.py), at a cost per request of two clock reads, a
+bisect and a few additions.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from fastapi.responses import Response
 
@@ -57,37 +56,8 @@ class Latency:
             self.writes += 1
 
 
-class LatencyMiddleware:
-    """Times every HTTP request from its arrival to the end of its answer."""
-
-    def __init__(self, app: Any, latency: Latency) -> None:
-        self.app = app
-        self.latency = latency
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        t0 = time.perf_counter()
-        status = 500  # what the client gets if the app fails before answering
-
-        async def send_status(message: dict) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            route = scope.get("route")  # set by the router when a route matched
-            method = scope["method"]
-            self.latency.observe(method if method in METHODS else "other", getattr(route, "path", UNMATCHED), status,
-                                 time.perf_counter() - t0)
-
-
-def install(app: FastAPI, ctl: Callable[[], Controller], nodes: Callable[[Controller], list[dict]]) -> None:
-    """Add GET /metrics and the latency middleware (outermost of those added so far: call it last)."""
+def install(app: FastAPI, ctl: Callable[[], Controller], nodes: Callable[[Controller], list[dict]]) -> Latency:
+    """Add GET /metrics; its Latency, which the gate (gate.py) records every request in."""
     latency = Latency()
     app.state.latency = latency
 
@@ -98,7 +68,7 @@ def install(app: FastAPI, ctl: Callable[[], Controller], nodes: Callable[[Contro
         c = ctl()
         return Response(render(c, nodes(c), latency), media_type=CONTENT_TYPE)
 
-    app.add_middleware(LatencyMiddleware, latency=latency)
+    return latency
 
 
 class _Out:

@@ -10,7 +10,7 @@ import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from slurmlet.common import render_squeue
 
@@ -19,8 +19,10 @@ from .config import ClusterConfig
 from .errors import InvalidRequest
 from .store.engine import make_engine
 from .store.guard import FileGuard, sqlite_path, watch
-from .localsock import Local
 from .store.jobs import JobStore
+
+if TYPE_CHECKING:
+    from .spool import Spool
 
 log = logging.getLogger("slurmlet.controller")
 VERSION = "22.05.8"
@@ -53,8 +55,8 @@ class Settings:
     reload: Callable[[], ClusterConfig] | None = None
     #: the cluster key (controller/auth.py); None: no authentication, every request is trusted
     key: bytes | None = None
-    #: a Unix socket for this host's users, who are who the kernel says (localsock.py); None: none
-    socket: str | None = None
+    #: the request spool for this host's users, who are who the kernel says (spool.py); None: none
+    spool: str | None = None
 
 
 @dataclass
@@ -149,8 +151,8 @@ class Controller:
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
         self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
-        #: the Unix socket's listener (Settings.socket), started with the app
-        self.local: Local | None = None
+        #: the request spool (Settings.spool), started with the app
+        self.spool: Spool | None = None
         #: squeue's text as GET /api/v1/squeue rendered it last, per view (the CLI's own renderer)
         self.squeue_kept = render_squeue.Kept()
         self.db = DbHealth(since=self.clock())

@@ -109,11 +109,11 @@ class Cluster:
     def __init__(self, root: Path, *, nodes: int = 2, cpus: int = 4, memory: int = 8000, gpus: int = 0,
                  conf: str | None = None, db_url: str | None = None, extra_conf: str = "",
                  spec: dict | None = None, pools: dict[str, str] | None = None, cgroup_conf: str | None = None,
-                 agent_env: dict[str, str] | None = None, socket: bool = False):
+                 agent_env: dict[str, str] | None = None, spool: bool = False):
         """`spec`: a JSON cluster spec instead of slurm.conf; `pools`: node name -> the pool its agent joins
         (these are the cluster's nodes then); `cgroup_conf`: cgroup.conf beside slurm.conf; `agent_env`:
-        more environment for the agents (SLURMLET_CGROUP); `socket`: the controller listens on a Unix
-        socket too (root/controller.sock), which the CLI uses ($SLURMLET_SOCKET)."""
+        more environment for the agents (SLURMLET_CGROUP); `spool`: the controller takes requests
+        through a spool too (root/requests), which the CLI uses ($SLURMLET_SPOOL)."""
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -145,10 +145,10 @@ class Cluster:
             self.key_file.chmod(0o600)
         self.env = dict(os.environ, SLURMLET_CONTROLLER=self.url, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
                         PYTHONUNBUFFERED="1", SLURMLET_KEY_FILE=str(self.key_file))
-        self.socket = root / "controller.sock" if socket else None
-        self.env.pop("SLURMLET_SOCKET", None)  # (one exported by a `slurmlet up` in the caller's shell)
-        if self.socket:
-            self.env["SLURMLET_SOCKET"] = str(self.socket)
+        self.spool = root / "requests" if spool else None
+        self.env.pop("SLURMLET_SPOOL", None)  # (one exported by a `slurmlet up` in the caller's shell)
+        if self.spool:
+            self.env["SLURMLET_SPOOL"] = str(self.spool)
         self.workdir = root / "work"
         self.workdir.mkdir(exist_ok=True)
 
@@ -165,8 +165,8 @@ class Cluster:
                 "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.root / "state")]
         if self.db_url:
             argv += ["--db", self.db_url]
-        if self.socket:
-            argv += ["--socket", str(self.socket)]
+        if self.spool:
+            argv += ["--spool", str(self.spool)]
         self._spawn("controller", argv)
         wait_until(self.ping, 30, 0.05, "controller to answer")
 

@@ -30,7 +30,9 @@ class AcctChange(Strict):
     commit: bool = True
 
 
-router = APIRouter()
+from ..gate import GateRoute
+
+router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/accounting/{entity}")

@@ -11,10 +11,11 @@ from fastapi.responses import PlainTextResponse
 from .. import auth
 from ..errors import InvalidRequest
 from ..runtime import VERSION, Stats
+from ..gate import GateRoute
 from .deps import CtlDep, caller
 
 log = logging.getLogger("slurmlet.controller")
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/token")

@@ -21,6 +21,7 @@ from ..store.jobs import JobStore, request_of
 from ..store.queries import only_keys
 from ..views import validate_submit
 from . import limits
+from ..gate import GateRoute, parked
 from .deps import (CtlDep, JobId, Time, as_caller, as_json, as_json_kept, caller, own_code, own_job, parse_ids,
                    split_list)
 from .schemas import CancelRequest, CompleteRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
@@ -28,7 +29,7 @@ from .schemas import CancelRequest, CompleteRequest, IdsRequest, JobBatch, JobSu
 if TYPE_CHECKING:
     from ..runtime import Controller
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs", status_code=201)
@@ -198,7 +199,8 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
 
 
 @router.get("/api/v1/jobs/{job_id}")
-async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0,
+async def get_job(c: CtlDep, job_id: JobId, request: Request,
+                  wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0,
                   until: Literal["end", "start"] = "end"):  # noqa: ANN202
     """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun), or with
     `until=start` to leave PENDING (srun's allocation granted)."""
@@ -211,7 +213,8 @@ async def get_job(c: CtlDep, job_id: JobId, wait: Annotated[float, Query(allow_i
         if row.state not in waiting or left <= 0:
             break
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(ev.wait(), left)
+            async with parked(request):
+                await asyncio.wait_for(ev.wait(), left)
     job = c.store.public(row)
     _add_steps(c.store, [job])
     return as_json(job, plain=True)

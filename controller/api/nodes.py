@@ -11,12 +11,13 @@ from fastapi import APIRouter, Request
 from .. import auth
 from ..errors import InvalidRequest
 from ..views import partition_public
+from ..gate import GateRoute, parked
 from .deps import CtlDep, as_json, caller, nodes_of
 from .schemas import NodeSync, NodeUpdate
 
 log = logging.getLogger("slurmlet.controller")
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/nodes")
@@ -90,7 +91,8 @@ async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # 
         c.node_waits[name] = superseded
         waiters = (asyncio.ensure_future(ev.wait()), asyncio.ensure_future(superseded.wait()))
         try:
-            await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            async with parked(request):
+                await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for w in waiters:
                 w.cancel()

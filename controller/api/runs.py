@@ -9,13 +9,13 @@ from .. import auth
 from ..errors import InvalidRequest, NotFound
 from ..views import validate_submit
 from . import limits
+from ..gate import GateRoute
 from .deps import CtlDep, as_caller, as_json, caller, int_field, own_code, read_body
 from .jobs import _replayed
 from .schemas import JobSubmit
 
-MAX_CODE = 256 * 2**20  #: the largest packed code_source an air run may upload
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/runs")
@@ -76,9 +76,9 @@ async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
         raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
     if not data:
         raise InvalidRequest("code_source: the packed code is empty")
-    if len(data) > MAX_CODE:
-        raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {MAX_CODE}",
-                              limit=MAX_CODE, size=len(data))
+    if len(data) > limits.MAX_CODE:
+        raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {limits.MAX_CODE}",
+                              limit=limits.MAX_CODE, size=len(data))
     return {"id": c.store.put_code(data, c.clock(), _uploader(request, int_field(doc, "uid")))}
 
 

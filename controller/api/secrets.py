@@ -11,10 +11,11 @@ from fastapi import APIRouter, Request
 
 from .. import auth
 from ..errors import InvalidRequest
+from ..gate import GateRoute
 from .deps import CtlDep, as_json, caller, read_body
 from .schemas import MAX_TEXT, check_text
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 def _checked(**fields: str | None) -> None:

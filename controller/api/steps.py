@@ -11,10 +11,11 @@ from fastapi import APIRouter, Query, Request
 
 from .. import auth
 from ..errors import NotFound
+from ..gate import GateRoute, parked
 from .deps import CtlDep, JobId, as_json, own_job
 from .schemas import AttachRequest, StatRequest, StepCancel, StepCreate
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs/{job_id}/steps")
@@ -39,7 +40,7 @@ async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request
 
 
 @router.get("/api/v1/jobs/{job_id}/steps/{step_id}")
-async def get_step(c: CtlDep, job_id: JobId, step_id: JobId,
+async def get_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
                    wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
     """One step. `wait`: up to that many seconds (at most 30) for it to be RUNNING no more (srun,
     once its tasks exited, until every node's report of them is in)."""
@@ -53,7 +54,8 @@ async def get_step(c: CtlDep, job_id: JobId, step_id: JobId,
         if got[0]["state"] != "RUNNING" or left <= 0:
             return as_json(got[0])
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(ev.wait(), left)
+            async with parked(request):
+                await asyncio.wait_for(ev.wait(), left)
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/attach")
@@ -113,7 +115,8 @@ async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):  
             if left <= 0:
                 break
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(c.stat_came.wait(), left)
+                async with parked(request):
+                    await asyncio.wait_for(c.stat_came.wait(), left)
     finally:
         for k in asked:
             waiting = [w for w in c.stat_got.get(k, []) if w is not got[k]]

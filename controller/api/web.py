@@ -17,9 +17,10 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import func, select
 
 from ..store.tables import jobs as J
+from ..gate import GateRoute, parked
 from .deps import CtlDep, JobId, as_json, own_job
 
-router = APIRouter()
+router = APIRouter(route_class=GateRoute)
 
 #: the assets the page loads, by name: (media type, file under controller/web/)
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
@@ -148,8 +149,9 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
         return as_json(dict(out, error="the job has not started" if not row.nodes else "no such node in the job"))
     if not path:
         return as_json(dict(out, error="the job has no output file"))
-    got = await c.ask(node, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
-                             "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
+    async with parked(request):
+        got = await c.ask(node, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
+                                 "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
     if got is None:
         return as_json(dict(out, error=f"node {node} did not answer"))
     if got.get("error"):
@@ -167,7 +169,8 @@ async def usage(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN201
     own_job(c, request, job_id)
     row = c.store.get_row(job_id)
     nodes = hostlist.expand_hostlist(row.nodes)[:USAGE_NODES] if row.nodes else []
-    got = await asyncio.gather(*(c.ask(n, {"op": "usage", "job_id": job_id}, ASK_WAIT) for n in nodes))
+    async with parked(request):
+        got = await asyncio.gather(*(c.ask(n, {"op": "usage", "job_id": job_id}, ASK_WAIT) for n in nodes))
     return as_json({"job_id": job_id, "state": row.state,
                     "nodes": {n: (a or {}).get("series") or [] for n, a in zip(nodes, got)},
                     "silent": [n for n, a in zip(nodes, got) if a is None]})

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from slurmlet.common import cred
+from slurmlet.common import cred, wire
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
 POINTER = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
@@ -296,7 +296,7 @@ def up(argv: list[str]) -> int:
         url = f"http://127.0.0.1:{port}"
         cmd = [slurmlet, "controller", "--spec" if args.spec else "--config", conf_path,
                "--listen", f"127.0.0.1:{port}", "--state-dir", state, "--key-file", key_file,
-               "--socket", os.path.join(state, "controller.sock")]
+               "--spool", os.path.join(state, "requests")]
         if args.db:
             cmd += ["--db", args.db]
         if args.init_db:
@@ -358,7 +358,7 @@ def up(argv: list[str]) -> int:
     print(f"export SLURMLET_CONTROLLER={url}")
     print(f"export SLURMLET_KEY_FILE={key_file}")
     print(f"export SLURMLET_CRED_SOCKET={sock}")
-    print(f"export SLURMLET_SOCKET={os.path.join(state, 'controller.sock')}")
+    print(f"export {wire.SPOOL_ENV}={os.path.join(state, 'requests')}")
     print(f"export SLURMLET_STATE_DIR={state}")
     print(f'export PATH="{bin_dir}:$PATH"')
     n = len(node_names)
