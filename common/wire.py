@@ -27,3 +27,11 @@ WITHDRAW = 1.0
 #: columns a line (a column without a width counts as VIEW_DEFAULT_WIDTH) and VIEW_SORTS sort keys;
 #: squeue renders a larger one itself (common/render_squeue.view_bounded, cli/squeue.rendered_here)
 VIEW_CHARS, VIEW_COLUMNS, VIEW_LINE, VIEW_SORTS, VIEW_DEFAULT_WIDTH = 1024, 64, 4096, 16, 20
+
+#: the most bytes of a job's output one read carries (GET /api/v1/jobs/{id}/output, the dashboard's
+#: reads): the controller asks the node's agent for at most PIECE bytes, the agent reads at most
+#: PIECE, and a larger output is read a piece at a time from where the last one ended
+PIECE = 256 << 10
+#: the longest string in an agent's answer (NodeSync.answers: a piece in base64, 4 characters for
+#: each 3 bytes or part of 3, or an error naming the output's path), which a sync accepts
+ANSWER_CHARS = 4 * -(-PIECE // 3)

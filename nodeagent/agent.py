@@ -21,6 +21,7 @@ import httpx
 import psutil
 
 from ..common import cred, scripts
+from ..common.wire import PIECE
 
 from . import envs
 from . import identity, unpack
@@ -471,8 +472,6 @@ class Agent:
 KEY: bytes | None = None
 
 
-#: the most bytes of output one question may read
-TAIL_MAX = 1 << 20
 #: output reads at once (more questions are answered "busy")
 TAILS_AT_ONCE = 4
 #: the most bytes of answers one sync carries (the rest go with the next ones)
@@ -500,11 +499,11 @@ def _special_devices() -> set[int]:
 
 
 def read_tail(order: dict) -> dict:
-    """`limit` bytes of the file at `path` from `offset` (-1: its last `limit` bytes), opened as the
+    """`limit` bytes (PIECE at most) of the file at `path` from `offset` (-1: its last ones), opened as the
     job's user (what they could not read, nobody reads this way); base64, with the offset they start
     at and the file's size. Only a regular file: a FIFO or a device is never read."""
     import base64
-    limit = max(0, min(int(order["limit"]), TAIL_MAX))
+    limit = max(0, min(int(order["limit"]), PIECE))  # (so that its answer fits in a sync: common/wire.py)
     offset = int(order["offset"])
     # (non-blocking: a FIFO opens at once, and is refused below)
     (f,), _ = identity.open_all_as(order, [(str(order["path"]), "rnb")], timeout=OPEN_TIMEOUT)

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from slurmlet.common.wire import ANSWER_CHARS
+
 MAX_SCRIPT = 4 * 1024 * 1024  # bytes; Slurm's default max_script_size
 MAX_ID = 2**31 - 1  #: job and step ids are integer columns (32 bits in PostgreSQL): a larger one names nothing
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
@@ -14,6 +16,9 @@ StepKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}\.[0-9]{1,10}$")]
 
 
 MAX_TEXT = 65536  #: characters in any string field but a script (a path, a name, an environment value)
+#: the fields with a limit of their own: a script (at most max_script_size: limits.check_script), an
+#: agent's answers (a piece of a job's output in base64: common/wire.py)
+TEXT_LIMITS = {"script": 2**31, "answers": ANSWER_CHARS}
 
 
 def check_text(v: object, where: str, limit: int = MAX_TEXT) -> None:
@@ -44,7 +49,7 @@ class Strict(BaseModel):
     @classmethod
     def _text(cls, v: object, info: ValidationInfo) -> object:
         name = info.field_name or ""
-        check_text(v, name, limit=2**31 if name == "script" else MAX_TEXT)  # (scripts: limits.check_script)
+        check_text(v, name, limit=TEXT_LIMITS.get(name, MAX_TEXT))
         if name == "environment" and isinstance(v, dict) and any(not k or "=" in k for k in v):
             raise ValueError("environment: a variable's name must be non-empty and hold no '='")
         return v
@@ -288,7 +293,8 @@ class NodeSync(Strict):
     wait: float = Field(0.0, ge=0, le=30)
     #: sstat's answers: {"key": "JOB.STEP", "node": name, "tasks": [{rank, max_rss, max_vms, cpu, pids}]}
     stats: list[dict] = Field(default_factory=list, max_length=10000)
-    #: answers to the controller's questions (Controller.ask): {"key": ..., what was asked}
+    #: answers to the controller's questions (Controller.ask): {"key": ..., what was asked}; a string
+    #: in them up to ANSWER_CHARS long (a piece of output, common/wire.PIECE, in base64)
     answers: list[dict] = Field(default_factory=list, max_length=1000)
     cpu_load: float | None = None
     free_mem: int | None = None

@@ -16,8 +16,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import func, select
 
-from ..store.tables import jobs as J
+from slurmlet.common.wire import PIECE
+
 from ..gate import GateRoute, parked
+from ..store.tables import jobs as J
 from .deps import CtlDep, JobId, as_json, own_job
 
 router = APIRouter(route_class=GateRoute)
@@ -26,8 +28,6 @@ router = APIRouter(route_class=GateRoute)
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
 #: how long the dashboard's questions wait for a node's answer
 ASK_WAIT = 5.0
-#: the most bytes of output one request returns (as the agents read at most)
-OUTPUT_MAX = 1 << 20
 #: the most nodes one usage request asks
 USAGE_NODES = 64
 #: how often the event stream looks for a change it was not told of (a node going silent, a start)
@@ -117,15 +117,16 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
 
 @router.get("/api/v1/jobs/{job_id}/output")
 async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query(-1, ge=-1),
-                 limit: int = Query(65536, ge=0, le=OUTPUT_MAX),
+                 limit: int = Query(PIECE, ge=0),
                  which: Literal["stdout", "stderr", "mlflow"] = "stdout",
                  air_node: int | None = Query(None, ge=0, le=100000),
                  attempt: int | None = Query(None, ge=1, le=100000)):  # noqa: ANN201
     """The job's output file as its node reads it with the job's user's rights: `limit` bytes from
     `offset` (-1: its last `limit`), base64 in `data`, with the `offset` they start at and the file's
-    `size` (a page follows the file by asking from offset + bytes read). `which`: its stdout, its
-    stderr, or for an air run its attempt's MLflow run (`mlflow`); `air_node=N`: an air run's log of
-    its Nth node (read there), of `attempt` (default: the latest). Its owner, operators and
+    `size`. At most PIECE bytes (common/wire.py) a request, whatever `limit` asks: a larger output is
+    read a piece at a time, each from offset + bytes read (as a page follows the file). `which`: its
+    stdout, its stderr, or for an air run its attempt's MLflow run (`mlflow`); `air_node=N`: an air
+    run's log of its Nth node (read there), of `attempt` (default: the latest). Its owner, operators and
     administrators only (403 for others, as for its script and environment). `error` says why there
     is nothing: not started, no output file, the node silent, the file unreadable."""
     own_job(c, request, job_id)
@@ -151,7 +152,7 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
         return as_json(dict(out, error="the job has no output file"))
     async with parked(request):
         got = await c.ask(node, {"op": "tail", "job_id": job_id, "uid": row.uid, "gid": row.gid,
-                                 "path": path, "offset": offset, "limit": limit}, ASK_WAIT)
+                                 "path": path, "offset": offset, "limit": min(limit, PIECE)}, ASK_WAIT)
     if got is None:
         return as_json(dict(out, error=f"node {node} did not answer"))
     if got.get("error"):

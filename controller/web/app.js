@@ -356,7 +356,7 @@ const outputs = {};
 function followOutput(j) {
   let o = outputs[j.job_id];
   if (!o) {
-    o = outputs[j.job_id] = { end: -1, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
+    o = outputs[j.job_id] = { end: -1, start: 0, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
       pre: el("pre", { id: "output", tabindex: 0 }), head: el("p", { class: "muted", id: "output-head" }) };
     o.pre.addEventListener("scroll", () => {
       o.follow = o.pre.scrollTop + o.pre.clientHeight >= o.pre.scrollHeight - 4;
@@ -380,18 +380,24 @@ async function readOutput(o, j) {
   o.busy = true;
   o.failedAt = 0;
   try {
-    for (let round = 0; round < 8; round++) {  // a burst: read on until caught up
-      const q = o.end < 0 ? "offset=-1&limit=65536" : `offset=${o.end}&limit=262144`;
-      const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${o.query ? o.query + "&" : ""}${q}`);
+    // a burst: read on until caught up, a piece at a time (the most one read carries: the route's
+    // default), first the file's last piece, then from where the last read ended
+    for (let round = 0; round < 8; round++) {
+      const r = await api("GET", `/api/v1/jobs/${j.job_id}/output?${o.query ? o.query + "&" : ""}offset=${o.end}`);
       if (r.error) { o.head.textContent = r.error; o.failedAt = Date.now(); break; }
       if (r.size < o.end) {  // emptied (a new run, or by hand): from its end again
-        Object.assign(o, { end: -1, text: "", decoder: new TextDecoder("utf-8") });
+        Object.assign(o, { end: -1, start: 0, text: "", decoder: new TextDecoder("utf-8") });
         continue;
       }
       const bytes = Uint8Array.from(atob(r.data), (c) => c.charCodeAt(0));
-      if (o.end < 0 && r.offset > 0) o.text = `[… the first ${r.offset} bytes are not shown]\n`;
+      if (o.end < 0) o.start = r.offset;
       o.text += o.decoder.decode(bytes, { stream: true });
-      if (o.text.length > OUTPUT_KEEP) o.text = o.text.slice(o.text.length - OUTPUT_KEEP);
+      if (o.text.length > OUTPUT_KEEP || (o.end < 0 && o.start > 0)) {  // its last lines, each whole
+        const from = Math.max(0, o.text.length - OUTPUT_KEEP), nl = o.text.indexOf("\n", from);
+        const cut = nl >= 0 && nl < from + 4096 ? nl + 1 : from;
+        o.start += new TextEncoder().encode(o.text.slice(0, cut)).length;  // (the bytes not shown)
+        o.text = o.text.slice(cut);
+      }
       o.end = r.offset + bytes.length;
       o.head.textContent = `${r.path} on ${r.node}: ${r.size} bytes` + (ended ? "" : ", following");
       if (o.end >= r.size || !bytes.length) break;
@@ -403,8 +409,9 @@ async function readOutput(o, j) {
   } finally {
     o.busy = false;
   }
-  if (o.pre.textContent !== o.text) {
-    o.pre.textContent = o.text;
+  const shown = (o.start > 0 ? `[… the first ${o.start} bytes are not shown]\n` : "") + o.text;
+  if (o.pre.textContent !== shown) {
+    o.pre.textContent = shown;
     if (o.follow) o.pre.scrollTop = o.pre.scrollHeight;
   }
 }
@@ -540,7 +547,7 @@ async function runPage(id) {
   const key = `${v.node}/${v.attempt}`;
   let log = v.logs[key];
   if (!log) {
-    log = v.logs[key] = { end: -1, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
+    log = v.logs[key] = { end: -1, start: 0, text: "", decoder: new TextDecoder("utf-8"), follow: true, done: false,
       pre: el("pre", { id: "output", tabindex: 0 }), head: el("p", { class: "muted", id: "output-head" }),
       query: `air_node=${v.node}&attempt=${v.attempt}` };
     log.pre.addEventListener("scroll", () => {

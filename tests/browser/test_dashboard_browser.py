@@ -90,6 +90,33 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     page.close()
 
 
+def test_a_large_output_is_shown_from_its_end_and_followed_a_piece_at_a_time(browser, gpu_cluster: Cluster):  # noqa: ANN001
+    """An output many pieces long (common/wire.PIECE): the page shows its last lines, says how much
+    it does not show, and follows what the job writes next, several pieces at once, without a gap."""
+    c = gpu_cluster
+    more = c.workdir / "large-more"
+    jid = c.sbatch("-J", "large", "--wrap", f"seq -f 'line %07g' 1 300000; while [ ! -e {more} ]; do sleep 0.1; done; "
+                                            "seq -f 'line %07g' 300001 400000; echo the-end; sleep 300")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{c.url}/?token={token_for(c)}#/job/{jid}")
+    page.wait_for_selector("#output:has-text('line 0300000')", timeout=WAIT)
+    line = len("line 0000000\n")
+    assert page.inner_text("#output-head").endswith(f"{300000 * line} bytes, following")
+    head, *lines = page.inner_text("#output").splitlines()  # its last lines, whole, and what is not shown
+    assert head == f"[… the first {(300000 - len(lines)) * line} bytes are not shown]"
+    assert lines == [f"line {n:07}" for n in range(300001 - len(lines), 300001)] and len(lines) > 10000
+    more.touch()  # 1.3 MB more: several pieces
+    page.wait_for_selector("#output:has-text('the-end')", timeout=WAIT)
+    head, *lines, end = page.inner_text("#output").splitlines()
+    assert head == f"[… the first {(400000 - len(lines)) * line} bytes are not shown]" and end == "the-end"
+    assert lines == [f"line {n:07}" for n in range(400001 - len(lines), 400001)] and len(lines) > 10000
+    c.api("POST", "/api/v1/jobs/cancel", {"ids": [jid]})
+    assert not errors, errors
+    page.close()
+
+
 def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):  # noqa: ANN001
     c = gpu_cluster
     jid = c.sbatch("-H", "--wrap", "true")  # root's, held

@@ -105,3 +105,43 @@ def test_output_of_a_job_as_the_page_follows_it(cluster: Cluster):
         assert got["data"] == "" and got["error"].endswith(
             "not a regular file" if kind == "fifo" else "not an output file (a kernel file system)"), got
         cluster.api("POST", "/api/v1/jobs/cancel", {"ids": [jid]})
+
+
+def _refused_syncs(cluster: Cluster) -> int:
+    """The agents' syncs the controller has refused so far (4xx answers on the sync route, /metrics)."""
+    text = httpx.get(f"{cluster.url}/metrics", timeout=30).text
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith("slurmlet_http_requests_total{") and 'route="/api/v1/nodes/{name}/sync"' in line
+               and re.search(r'code="4[0-9][0-9]"', line))
+
+
+def test_a_large_output_is_paged_through_while_the_job_runs(cluster: Cluster):
+    """10 MB of output (any bytes) read while the job runs, as the page reads it: from where the last
+    read ended, a piece at a time; no piece is larger than PIECE, even asked for more, and no sync of
+    the node is refused meanwhile (an answer too large for its sync would be)."""
+    import base64
+    import os
+
+    from slurmlet.common.wire import PIECE
+    data = os.urandom(10 * 10**6)
+    src, out, ready = (cluster.workdir / f"large.{x}" for x in ("bin", "out", "ready"))
+    src.write_bytes(data)
+    refused = _refused_syncs(cluster)
+    jid = cluster.sbatch("-o", str(out), "--wrap", f"cat {src}; touch {ready}; sleep 300")
+    wait_until(ready.exists, 60, what="the job's output")
+    first = cluster.api("GET", f"/api/v1/jobs/{jid}/output?offset=-1", signed=True)  # the page's first read
+    assert first["error"] is None and (first["offset"], first["size"]) == (len(data) - PIECE, len(data))
+    assert base64.b64decode(first["data"]) == data[-PIECE:]
+    got = bytearray()
+    while len(got) < len(data):  # the page's next reads: from where the last one ended
+        r = cluster.api("GET", f"/api/v1/jobs/{jid}/output?offset={len(got)}", signed=True)
+        piece = base64.b64decode(r["data"])
+        assert r["error"] is None and r["offset"] == len(got) and r["size"] == len(data), r["error"]
+        assert len(piece) == min(PIECE, len(data) - len(got))
+        got += piece
+    assert bytes(got) == data
+    more = cluster.api("GET", f"/api/v1/jobs/{jid}/output?offset=0&limit={4 * PIECE}", signed=True)
+    assert base64.b64decode(more["data"]) == data[:PIECE]
+    assert cluster.job(jid)["state"] == "RUNNING"
+    assert _refused_syncs(cluster) == refused
+    cluster.api("POST", "/api/v1/jobs/cancel", {"ids": [jid]})
