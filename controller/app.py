@@ -22,11 +22,10 @@ from starlette.datastructures import Headers
 from slurmlet.common import cred, wire
 
 from . import auth, literal, localsock, metrics
-from .api import accounting, admin, jobs, limits, nodes, runs, secrets, steps, web
-from .api import deps
+from .api import accounting, admin, deps, jobs, limits, nodes, runs, secrets, steps, web
 from .api.deps import MARSHAL_WANTED, json_safe, nodes_of
 from .api.runs import MAX_CODE
-from .api.schemas import MAX_ID
+from .api.schemas import MAX_ID, CompleteRequest, JobSubmit, NodeSync, StepCreate
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
 from .loops.reaper import reaper_loop
 from .loops.scheduler import scheduler_loop
@@ -328,19 +327,19 @@ class _Fast:
         if method != "POST" or query:
             return None
         if path == "/api/v1/jobs":
-            return "/api/v1/jobs", jobs.JobSubmit, jobs.submit
+            return "/api/v1/jobs", JobSubmit, jobs.submit
         parts = path.split("/")
         if len(parts) != 6 or parts[:3] != ["", "api", "v1"] or not parts[4]:
             return None
         kind, key, leaf = parts[3:]
         if kind == "nodes" and leaf == "sync":
-            return "/api/v1/nodes/{name}/sync", nodes.NodeSync, functools.partial(_call, nodes.node_sync, key)
+            return "/api/v1/nodes/{name}/sync", NodeSync, functools.partial(_call, nodes.node_sync, key)
         if kind != "jobs" or not (key.isascii() and key.isdigit() and len(key) <= 12) or int(key) > MAX_ID:
             return None
         if leaf == "steps":
-            return "/api/v1/jobs/{job_id}/steps", steps.StepCreate, functools.partial(_call, steps.create_step, int(key))
+            return "/api/v1/jobs/{job_id}/steps", StepCreate, functools.partial(_call, steps.create_step, int(key))
         if leaf == "complete":
-            return "/api/v1/jobs/{job_id}/complete", jobs.CompleteRequest, functools.partial(_call, jobs.complete, int(key))
+            return "/api/v1/jobs/{job_id}/complete", CompleteRequest, functools.partial(_call, jobs.complete, int(key))
         return None
 
     async def spooled(self, scope: dict, body: bytes, send) -> bool:  # noqa: ANN001

@@ -9,17 +9,17 @@ import dataclasses
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from slurmlet.common import render_squeue
 
 from . import auth
 from .config import ClusterConfig
 from .errors import InvalidRequest
+from .localsock import Local
 from .store.engine import make_engine
 from .store.guard import FileGuard, sqlite_path, watch
-from .localsock import Local
 from .store.jobs import JobStore
 
 log = logging.getLogger("slurmlet.controller")
@@ -269,7 +269,7 @@ class Controller:
         self.notify([node])
         try:
             return await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         finally:
             self.asks.pop(key, None)

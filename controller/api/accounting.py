@@ -13,11 +13,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 
 from slurmlet.controller import auth
+from slurmlet.controller.api.deps import CtlDep
 from slurmlet.controller.api.schemas import Strict
 from slurmlet.controller.core import fairshare
 from slurmlet.controller.core.limits import TRES_ORDER, tres_text
 from slurmlet.controller.errors import InvalidRequest, NotFound
-from slurmlet.controller.api.deps import CtlDep
 from slurmlet.controller.loops.scheduler import run_pass
 
 ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")

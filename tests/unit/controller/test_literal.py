@@ -11,6 +11,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from slurmlet.cli.opts import parse_sbatch
 from slurmlet.common import wire
 from slurmlet.controller import literal

@@ -58,7 +58,7 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
     monkeypatch.setattr(localsock, "PER_USER", 2)
     monkeypatch.setattr(localsock, "IDLE", 1.0)
 
-    async def until(cond, timeout: float = 30.0) -> None:  # noqa: ANN001 - a poll with a deadline
+    async def until(cond, timeout: float = 30.0) -> None:  # a poll with a deadline
         deadline = asyncio.get_running_loop().time() + timeout
         while not cond():
             assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
@@ -71,7 +71,7 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
             return True
 
     async def main() -> None:
-        async def silent(reader, writer) -> None:  # noqa: ANN001 - an upstream that never answers
+        async def silent(reader, writer) -> None:  # an upstream that never answers
             await reader.read()
             writer.close()
         upstream = await asyncio.start_server(silent, "127.0.0.1", 0)
@@ -101,9 +101,9 @@ def test_a_user_holds_few_connections_and_an_unanswered_one_is_dropped(tmp_path:
 
 # --- the spool beside the socket: requests from clients that load no `socket` module -------------
 
-async def _app(seen: list[dict]):  # noqa: ANN202 - an ASGI app standing in for the controller's
+async def _app(seen: list[dict]):  # an ASGI app standing in for the controller's
     """Records each request's scope and body; answers "ok" (a long one for GET /long)."""
-    async def app(scope, receive, send) -> None:  # noqa: ANN001
+    async def app(scope, receive, send) -> None:
         msg = await receive()
         seen.append(dict(scope, body=msg["body"]))
         body = b"x" * 300_000 if scope["path"] == "/long" else b"ok"
@@ -119,7 +119,7 @@ def _ring(spool: Path, *lines: str) -> None:
     os.close(fd)
 
 
-def _server(tmp_path: Path, app) -> tuple[localsock.Local, Path]:  # noqa: ANN001 - an ASGI app
+def _server(tmp_path: Path, app) -> tuple[localsock.Local, Path]:  # an ASGI app
     path = str(tmp_path / "ctl.sock")
     return localsock.Local(path, ("127.0.0.1", 1), app), Path(path + ".d")
 
@@ -145,7 +145,7 @@ def test_a_spooled_request_is_served_as_its_owner_and_answered_through_its_fifo(
         # the app takes the token the scope carries: it names this process's uid (and only once)
         real_app = local.app
 
-        async def app(scope, receive, send) -> None:  # noqa: ANN001
+        async def app(scope, receive, send) -> None:
             token = dict(scope["headers"])[localsock.HEADER.lower().encode()].decode()
             taken.extend([local.take(token), local.take(token)])
             await real_app(scope, receive, send)
@@ -244,7 +244,7 @@ def test_old_spooled_requests_are_removed_at_start_and_a_spool_of_another_user_i
         (spool / "aaa_deep").mkdir()  # (rmtree fails on it below, as on a directory nested too deep)
         rmtree = localsock.shutil.rmtree
 
-        def failing(name, **kw) -> None:  # noqa: ANN001, ANN003
+        def failing(name, **kw) -> None:
             if name == "aaa_deep":
                 raise RecursionError("maximum recursion depth exceeded")
             rmtree(name, **kw)
@@ -329,7 +329,7 @@ def test_a_user_is_answered_a_few_requests_at_a_time_and_one_who_stops_reading_i
         seen: list[dict] = []
         inner = await _app(seen)
 
-        async def slow(scope, receive, send) -> None:  # noqa: ANN001
+        async def slow(scope, receive, send) -> None:
             if scope["path"] != "/long":
                 await release.wait()
             await inner(scope, receive, send)
@@ -405,7 +405,7 @@ def test_a_request_the_app_took_and_did_not_answer_is_a_500_and_what_is_no_reque
     from slurmlet.cli import http
 
     async def main() -> None:
-        async def app(scope, receive, send) -> None:  # noqa: ANN001
+        async def app(scope, receive, send) -> None:
             await receive()
             await send({"type": "http.response.start", "status": 200, "headers": []})
             if scope["path"] == "/fail":
