@@ -97,7 +97,7 @@ def native_extensions() -> list:
     os.chdir(stage)
     try:
         return mypycify(rel, opt_level="3", group_name=f"{PACKAGE}.core", target_dir=str(ROOT / "build" / "native-c"))
-    except (Exception, SystemExit) as e:  # mypy reports type errors by exiting
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - mypy reports type errors by exiting
         _warn(f"mypyc could not compile the core ({e})")
         return []
     finally:
@@ -110,7 +110,7 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except Exception as e:  # CompileError, LinkError, a missing header...
+        except Exception as e:  # noqa: BLE001 - CompileError, LinkError, a missing header...
             _warn(f"the compiled core did not build ({e})")
             for ext in self.extensions:
                 Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)

@@ -18,4 +18,9 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
     echo "test.sh: could not install chromium (see .venv/apt.log): the browser tests will skip" >&2
 fi
 export PATH="$PWD/.venv/bin:$PATH"
+# lint and type-check before the tests (pyproject's [tool.ruff] and [tool.mypy]); mypy reads the package
+# through the strict editable install's tree of links (build/__editable__.*/slurmlet), as slurmlet.*
+.venv/bin/ruff check --quiet .
+(cd build/__editable__.*/ && "$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" \
+  --cache-dir "$OLDPWD/.mypy_cache" --no-error-summary -p slurmlet)
 exec .venv/bin/python -m pytest "$@"

@@ -363,7 +363,7 @@ def bench_throughput(n: int) -> None:
         c.down()
 
 
-def core_snapshot(njobs: int, nnodes: int):  # noqa: ANN201 - a controller.core Snapshot
+def core_snapshot(njobs: int, nnodes: int):  # a controller.core Snapshot
     """A busy synthetic cluster: each 32-CPU node runs two 16-CPU jobs (half of the nodes one),
     ending over the next four hours; a queue of mixed multi-node GPU jobs with time limits."""
     from slurmlet.controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, Snapshot
@@ -454,18 +454,18 @@ def bench_sacct_history(n_jobs: int, reps: int) -> None:
 
 
 # ---------------------------------------------------------------- submission throughput and load
-def _key(c) -> bytes:  # noqa: ANN001
+def _key(c) -> bytes:
     return Path(c.env["SLURMLET_KEY_FILE"]).read_bytes().strip()
 
 
-def _controller_proc(c):  # noqa: ANN001, ANN202 - the psutil.Process of a cluster's controller
+def _controller_proc(c):  # the psutil.Process of a cluster's controller
     import json
 
     import psutil
     return psutil.Process(json.loads((Path(c.state) / "pids.json").read_text())["controller"])
 
 
-def _cpu(p) -> float:  # noqa: ANN001
+def _cpu(p) -> float:
     t = p.cpu_times()
     return t.user + t.system
 
@@ -508,7 +508,7 @@ class SimCluster:
                                     start_new_session=True, env=self.env)
 
     @staticmethod
-    def _wait(pred, timeout: float = 60) -> None:  # noqa: ANN001
+    def _wait(pred, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -523,7 +523,7 @@ class SimCluster:
         from slurmlet.cli import http
         return http.request("GET", path, url=self.url)
 
-    def controller(self):  # noqa: ANN201
+    def controller(self):
         import psutil
         return psutil.Process(self.procs[0].pid)
 
@@ -560,7 +560,7 @@ def bench_submit(n: int, n_sbatch: int) -> None:
           f"controller, its agents and the clients")
     row("benchmark", "slurmlet", "target", "real Slurm")
 
-    def api_run(c, body, count, batch=0, procs=1):  # noqa: ANN001, ANN202
+    def api_run(c, body, count, batch=0, procs=1):
         ctl = _controller_proc(c)
         cpu0, me0 = _cpu(ctl), time.process_time()
         url = c.env["SLURMLET_CONTROLLER"]
@@ -574,7 +574,7 @@ def bench_submit(n: int, n_sbatch: int) -> None:
                              f"errors {r.errors[:3]}")
         return r, (_cpu(ctl) - cpu0) / r.elapsed, client / r.elapsed
 
-    def report(name, r, count, busy, client, target="", slurm="", per="") -> None:  # noqa: ANN001
+    def report(name, r, count, busy, client, target="", slurm="", per="") -> None:
         row(name, f"{count / r.elapsed:.0f} jobs/s", target, slurm)
         per_job = busy * r.elapsed / count  # controller CPU seconds per job: steadier than jobs/s here
         print(f"    p50/p99{per} {loadgen.percentile(r.latencies, 50) * 1000:.1f}/"
@@ -634,7 +634,7 @@ def bench_agents(n: int) -> None:
     import loadgen
     c = SimCluster(real=2, sim=100)
 
-    async def probes(cl, ids: str, body: dict, at_least: float = 0.0) -> dict[str, list[float]]:  # noqa: ANN001
+    async def probes(cl, ids: str, body: dict, at_least: float = 0.0) -> dict[str, list[float]]:
         """`n` rounds of the three calls, and more until `at_least` seconds have passed."""
         out: dict[str, list[float]] = {"ping": [], "jobs?ids=": [], "submit": []}
         t0 = time.perf_counter()

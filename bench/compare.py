@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import loadgen  # noqa: E402
+import loadgen
 
 
 def install(tree: Path) -> Path:

@@ -45,7 +45,7 @@ def job_body(workdir: str, *, hold: bool = True, name: str = "load", partition: 
     return body
 
 
-def _signer(key: bytes, uid: int, user: str):  # noqa: ANN202
+def _signer(key: bytes, uid: int, user: str):
     async def sign(request: httpx.Request) -> None:
         binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
         request.headers[cred.HEADER] = cred.sign(key, uid, user, binding)
@@ -72,7 +72,7 @@ class SubmitResult:
 
 
 async def submit(url: str, key: bytes, body: dict | list[dict], n: int, *, concurrency: int = 8, batch: int = 0,
-                 ready=None) -> SubmitResult:  # noqa: ANN001
+                 ready=None) -> SubmitResult:
     """Submit `n` jobs from `concurrency` clients: `n` copies of `body`, or the `n` bodies of a list;
     one job per request, or `batch` jobs per POST /api/v1/jobs/batch when `batch` > 0. The clients
     connect first (a ping each), then `ready()` is called, if given, and the clock starts."""
@@ -112,7 +112,7 @@ async def submit(url: str, key: bytes, body: dict | list[dict], n: int, *, concu
     return res
 
 
-def _submit_child(args: tuple, barrier, out) -> None:  # noqa: ANN001
+def _submit_child(args: tuple, barrier, out) -> None:
     url, key, body, n, concurrency, batch = args
     try:
         r = asyncio.run(submit(url, key, body, n, concurrency=concurrency, batch=batch, ready=barrier.wait))

@@ -78,7 +78,7 @@ def command_options(prog: str, argv: list[str], table: list, usage: str,
     return o, pos
 
 
-def start_thread(target, *args):  # noqa: ANN001, ANN201 - a threading.Thread
+def start_thread(target, *args: object):  # noqa: ANN001, ANN201 - a threading.Thread
     """Start a daemon thread that never takes the process's signals. Linux hands a signal sent to
     the process to any thread not blocking it, and it passes over a main thread that already has one
     pending (a Ctrl-C then a SIGTERM): Python runs its handlers in the main thread only, and one

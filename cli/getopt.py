@@ -3,13 +3,13 @@ Slurm's clients call it: the same permutation, abbreviations and error messages.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing costs start-up time
-    from collections.abc import Iterator
-
 from ..common.grammar import (
     OptError,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs start-up time
+    from collections.abc import Iterator
 
 NO_ARG, REQUIRED_ARG, OPTIONAL_ARG = 0, 1, 2
 _ARITY = {"N": NO_ARG, "R": REQUIRED_ARG, "O": OPTIONAL_ARG}

@@ -30,69 +30,39 @@ from __future__ import annotations
 import os
 
 from ..common.grammar import (
-    BATCH_STEP_ID,
     CSPACE,
     MAX_ARRAY_SIZE,
-    NO_VAL,
-    SIGNALS,
     OptError,
     atoi,
-    compress_indexes,
-    dependency_job_ids,
-    format_array,
     is_ws,
     opt_error,
     parse_array,
     parse_dependency,
     parse_gpus,
     parse_gres,
-    parse_mem,
-    parse_nodes,
     parse_signal,
     refused,
 )
-
 from .getopt import Getopt, Table, table
-from .optvalues import (SALLOC_ENV, SALLOC_USED, SBATCH_ENV, SBATCH_USED, SRUN_ENV, SRUN_USED, Ctx,
-                        State, apply_env, check_counts, resolved_gpus)
+from .optvalues import (
+    SALLOC_ENV,
+    SALLOC_USED,
+    SBATCH_ENV,
+    SBATCH_USED,
+    SRUN_ENV,
+    SRUN_USED,
+    Ctx,
+    State,
+    apply_env,
+    check_counts,
+    resolved_gpus,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
     from collections.abc import Callable
 
     _Validator = Callable[["Ctx", "str | None"], object]
-
-__all__ = [
-    "OptError", "NO_VAL", "BATCH_STEP_ID", "MAX_ARRAY_SIZE",
-    "parse_sbatch", "parse_srun", "build_submit", "export_environment", "directive_args",
-    "parse_time", "parse_begin", "parse_array", "parse_dependency", "dependency_job_ids", "parse_signal",
-    "parse_nodes", "parse_mem", "parse_gres", "parse_gpus",
-    "format_time", "format_elapsed", "format_time_hms", "format_secs_hms", "format_array", "compress_indexes",
-    "default_output", "expand_pattern", "SIGNALS",
-]
-
-# The time and output-file helpers are re-exported on first use (PEP 562): parse_sbatch itself needs
-# neither module, and importing them is a measurable part of every sbatch's start.
-_LAZY = {"format_elapsed": "slurmtime", "format_secs_hms": "slurmtime", "format_time": "slurmtime",
-         "format_time_hms": "slurmtime", "parse_begin": "slurmtime", "parse_time": "slurmtime",
-         "default_output": "patterns", "expand_pattern": "patterns"}
-
-
-def __getattr__(name: str) -> object:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if home == "slurmtime":
-        from ..common import slurmtime as module
-    else:
-        from ..common import patterns as module
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
 
 # ====================================================================== #SBATCH directives
 def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[str] | None = None) -> list[str]:

@@ -19,13 +19,13 @@ from ..common.grammar import (
     parse_signal,
     strtol,
 )
+from .getopt import NO_ARG, Table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
     from collections.abc import Callable
 
     _Validator = Callable[["Ctx", "str | None"], object]
-from .getopt import NO_ARG, Table
 
 
 # ====================================================================== option values

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     Column = tuple[str, int, Callable[[Any], Any]]
 
 
-def pick(fields: dict[str, "Column"], fmt: str | None, default: str, prog: str) -> list["Column"]:
+def pick(fields: dict[str, Column], fmt: str | None, default: str, prog: str) -> list[Column]:
     """Columns from a `format=` list (names case-insensitive, `%W` widths), else the default list."""
     out = []
     for item in (fmt or default).split(","):
@@ -43,7 +44,7 @@ def _cell(value: Any, width: int, mark: bool = True) -> str:
     return text.ljust(w) if width < 0 else text.rjust(w)
 
 
-def lines(cols: list["Column"], rows: list, *, parsable: str | None = None, noheader: bool = False) -> list[str]:
+def lines(cols: list[Column], rows: list, *, parsable: str | None = None, noheader: bool = False) -> list[str]:
     """Header, dashes and one line a row; `parsable`: "p" ('|' after every field) or "P" (between)."""
     out: list[str] = []
     if parsable:

@@ -5,18 +5,16 @@ jobs and their steps. Pure: the API's jobs in, lines out."""
 from __future__ import annotations
 
 from slurmlet.common import fmt as F
+from slurmlet.common.jobfacts import job_exit, job_id_str, job_mem_total, job_reason, job_tres_str, now_or_clock
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
     JobDict = dict[str, Any]
     NodeDict = dict[str, Any]
     PartDict = dict[str, Any]
-
-
-
-from slurmlet.common.jobfacts import job_exit, job_id_str, job_mem_total, job_reason, job_tres_str, now_or_clock
 
 SACCT_DEFAULT_FIELDS = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 SACCT_LONG_FIELDS = (
@@ -136,6 +134,12 @@ def _a_job_alloc_tres(r: ARow) -> str | None:
     return job_tres_str(r.j, sort=True)
 
 
+def _a_secs_long(secs: int) -> str:
+    """A duration as ``[D-]HH:MM:SS`` (the time grammar is imported only by the columns that print one)."""
+    from slurmlet.common.slurmtime import fmt_secs_long
+    return fmt_secs_long(secs)
+
+
 def _a_timelimit(raw: bool) -> Callable[[ARow], Any]:
     """``Timelimit`` (``00:01:00``) or ``TimelimitRaw`` (minutes), ``UNLIMITED`` if none."""
     def get(r: ARow) -> Any:
@@ -144,7 +148,10 @@ def _a_timelimit(raw: bool) -> Callable[[ARow], Any]:
             return "UNLIMITED"
         if mins == 0:
             return None
-        return str(mins) if raw else F.fmt_mins_long(mins)
+        if raw:
+            return str(mins)
+        from slurmlet.common.slurmtime import fmt_mins_long
+        return fmt_mins_long(mins)
     return _a_job_only(get)
 
 
@@ -193,12 +200,12 @@ def _a_kb(key: str) -> Callable[[ARow], str | None]:
     return get
 
 
-def _A_TIME(key: str) -> Callable[[ARow], str]:  # noqa: N802
+def _A_TIME(key: str) -> Callable[[ARow], str]:
     """Getter for a time of the step (step lines) or of the job (job lines)."""
     return lambda r: F.fmt_time((r.s if r.s is not None else r.j).get(key))
 
 
-def _A_BLANK(r: ARow) -> None:  # noqa: N802
+def _A_BLANK(r: ARow) -> None:
     """A column slurmlet has no data for: always empty."""
     return None
 
@@ -224,10 +231,10 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("Constraints", 19, _A_BLANK),
     ("ConsumedEnergy", 14, lambda r: "0"),
     ("ConsumedEnergyRaw", 17, lambda r: 0),
-    ("CPUTime", 10, lambda r: F.fmt_secs_long(_a_elapsed(r) * int((r.s or r.j).get("num_cpus") or 0))),
+    ("CPUTime", 10, lambda r: _a_secs_long(_a_elapsed(r) * int((r.s or r.j).get("num_cpus") or 0))),
     ("CPUTimeRAW", 10, lambda r: _a_elapsed(r) * int((r.s or r.j).get("num_cpus") or 0)),
     ("DerivedExitCode", 15, _a_job_only(lambda r: job_exit(r.j, derived=True))),
-    ("Elapsed", 10, lambda r: F.fmt_secs_long(_a_elapsed(r))),
+    ("Elapsed", 10, lambda r: _a_secs_long(_a_elapsed(r))),
     ("ElapsedRaw", 10, _a_elapsed),
     ("Eligible", 19, _a_both(lambda r: F.fmt_time(r.j.get("eligible_time")), _A_TIME("start_time"))),
     ("End", 19, _A_TIME("end_time")),

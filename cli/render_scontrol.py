@@ -6,17 +6,6 @@ from __future__ import annotations
 
 from slurmlet.cli import hosts
 from slurmlet.common import fmt as F
-
-TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
-if TYPE_CHECKING:
-    from typing import Any
-
-    JobDict = dict[str, Any]
-    NodeDict = dict[str, Any]
-    PartDict = dict[str, Any]
-
-
-
 from slurmlet.common.jobfacts import (
     alloc_node,
     free_mem,
@@ -33,6 +22,14 @@ from slurmlet.common.jobfacts import (
     now_or_clock,
 )
 
+TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
+if TYPE_CHECKING:
+    from typing import Any
+
+    JobDict = dict[str, Any]
+    NodeDict = dict[str, Any]
+    PartDict = dict[str, Any]
+
 
 def _finish(lines: list[str], one_liner: bool, trailing: bool) -> str:
     """Join scontrol lines with Slurm's ``line_end`` and end the record.
@@ -48,11 +45,12 @@ def _finish(lines: list[str], one_liner: bool, trailing: bool) -> str:
 
 def _job_detail_lines(job: JobDict) -> list[str]:
     """``-d`` lines of a job with an allocation: ``JOB_GRES=`` and per-node CPU/Mem/GRES."""
+    from slurmlet.common.grammar import fmt_ranges
     names = job.get("node_list") or hosts.expand_hostlist(job.get("nodes") or "")
     if not names:
         return []
     gpus = job_gpus_total(job)
-    lines = [f"JOB_GRES={'gpu:%d' % gpus if gpus else '(null)'}"]
+    lines = [f"JOB_GRES={f'gpu:{gpus}' if gpus else '(null)'}"]
     per_cpus = job.get("cpus_per_node") or {}
     cpu_ids = job.get("cpu_ids") or {}
     gpu_ids = job.get("gpu_ids") or {}
@@ -62,14 +60,14 @@ def _job_detail_lines(job: JobDict) -> list[str]:
         cpus = int(per_cpus.get(name) or max(int(job.get("num_cpus") or 1) // n, 1))
         ids = cpu_ids.get(name)
         if isinstance(ids, (list, tuple)):
-            ids = F.fmt_ranges(ids)
+            ids = fmt_ranges(ids)
         ids = ids or ("0" if cpus == 1 else f"0-{cpus - 1}")
         if job.get("mem_per_cpu"):
             mem = int(job["mem_per_cpu"]) * cpus
         else:
             mem = int(job.get("mem_per_node") or 0)
         g = gpu_ids.get(name) or []
-        gres = f"gpu:{len(g)}(IDX:{F.fmt_ranges(g)})" if g else ""
+        gres = f"gpu:{len(g)}(IDX:{fmt_ranges(g)})" if g else ""
         desc = (ids, mem, gres)
         if groups and groups[-1][1] == desc:
             groups[-1][0].append(name)
@@ -86,6 +84,7 @@ def scontrol_show_job(job: JobDict, *, one_liner: bool = False, details: bool = 
 
     Returns the full record text including its trailing newline(s).
     """
+    from slurmlet.common.slurmtime import fmt_mins_long, fmt_secs_long
     t = now_or_clock(now)
     j = job
     state = j.get("state") or "PENDING"
@@ -109,8 +108,8 @@ def scontrol_show_job(job: JobDict, *, one_liner: bool = False, details: bool = 
     if details:
         lines.append(f"DerivedExitCode={job_exit(j, derived=True)}")
     limit = j.get("time_limit")
-    lines.append(f"RunTime={F.fmt_secs_long(job_time_used(j, t))} "
-                 f"TimeLimit={F.fmt_mins_long(limit)} TimeMin=N/A")
+    lines.append(f"RunTime={fmt_secs_long(job_time_used(j, t))} "
+                 f"TimeLimit={fmt_mins_long(limit)} TimeMin=N/A")
     lines.append(f"SubmitTime={F.fmt_time(j.get('submit_time'))} "
                  f"EligibleTime={F.fmt_time(j.get('eligible_time'))}")
     lines.append(f"AccrueTime={F.fmt_time(j.get('accrue_time', j.get('eligible_time')))}")
@@ -257,6 +256,7 @@ def scontrol_show_step(job: JobDict, step: dict, *, one_liner: bool = False) -> 
 
 def scontrol_show_partition(part: PartDict, *, one_liner: bool = False) -> str:
     """Render one partition as ``scontrol show partition``, trailing newlines included."""
+    from slurmlet.common.slurmtime import fmt_mins_long
     p = part
     max_time = p.get("max_time")
     default_time = p.get("default_time")
@@ -265,10 +265,10 @@ def scontrol_show_partition(part: PartDict, *, one_liner: bool = False) -> str:
         f"PartitionName={p['name']}",
         "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
         f"AllocNodes=ALL Default={'YES' if p.get('default') else 'NO'} QoS=N/A",
-        f"DefaultTime={'NONE' if default_time is None else F.fmt_mins_long(default_time)} "
+        f"DefaultTime={'NONE' if default_time is None else fmt_mins_long(default_time)} "
         f"DisableRootJobs=NO ExclusiveUser=NO GraceTime={p.get('grace_time') or 0} Hidden=NO",
         f"MaxNodes={'UNLIMITED' if max_nodes is None else max_nodes} "
-        f"MaxTime={F.fmt_mins_long(max_time)} MinNodes={p.get('min_nodes') or 0} LLN=NO "
+        f"MaxTime={fmt_mins_long(max_time)} MinNodes={p.get('min_nodes') or 0} LLN=NO "
         f"MaxCPUsPerNode=UNLIMITED",
     ]
     if p.get("nodes"):

@@ -4,21 +4,21 @@ API's nodes and partitions in, lines out."""
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from slurmlet.cli import hosts
 from slurmlet.common import fmt as F
 from slurmlet.common.fmt import Field, Spec
+from slurmlet.common.jobfacts import free_mem, node_code, node_sct, now_or_clock, null_or
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
     JobDict = dict[str, Any]
     NodeDict = dict[str, Any]
     PartDict = dict[str, Any]
-
-
-
-from slurmlet.common.jobfacts import free_mem, node_code, node_sct, now_or_clock, null_or
 
 SINFO_DEFAULT = "%9P %.5a %.10l %.6D %.6t %N"
 SINFO_LONG = "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
@@ -126,7 +126,10 @@ def _s_minutes(key: str, none: str) -> Callable[[SRec], str]:
         if r.part is None:
             return "n/a"
         mins = r.part.get(key)
-        return none if mins is None else F.fmt_secs_short(int(mins) * 60)
+        if mins is None:
+            return none
+        from slurmlet.common.slurmtime import fmt_secs_short
+        return fmt_secs_short(int(mins) * 60)
     return get
 
 
@@ -300,7 +303,7 @@ def _sinfo_sort(recs: list[SRec], spec: str) -> None:
         if not letter:
             continue
         if letter == "P" and tok.lstrip("+-").startswith("#"):
-            key: Callable[[SRec], Any] = lambda r: r.part_inx
+            key: Callable[[SRec], Any] = attrgetter("part_inx")
         else:
             key = keys.get(letter[0], lambda r: 0)
         recs.sort(key=key, reverse=rev)

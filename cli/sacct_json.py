@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 
 
-
-
 def _exit(code: int, sig: int) -> dict:
     status = "SIGNALED" if sig else ("SUCCESS" if code == 0 else "FAILED")
     out: dict = {"status": status, "return_code": code}

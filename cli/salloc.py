@@ -15,7 +15,8 @@ LIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 
 def main(argv: list[str]) -> int:
     from slurmlet.cli.common import current_user
-    from slurmlet.cli.opts import OptError, parse_salloc
+    from slurmlet.cli.opts import parse_salloc
+    from slurmlet.common.grammar import OptError
     try:
         req = parse_salloc(argv, env=dict(os.environ), cwd=os.getcwd(), user=current_user(),
                            host=os.uname().nodename.split(".")[0])
@@ -173,6 +174,7 @@ class Allocation:
     def run(self, job: dict, submit: dict, command: list[str], kill_signal: int | None) -> int:
         import signal
         import subprocess
+
         from slurmlet.cli.common import start_thread
         env = allocation_environment(job, submit, dict(os.environ))
         hung_up: list[int] = []

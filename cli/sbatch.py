@@ -9,7 +9,8 @@ from slurmlet.cli import http
 
 
 def main(argv: list[str]) -> int:
-    from slurmlet.cli.opts import OptError, parse_sbatch
+    from slurmlet.cli.opts import parse_sbatch
+    from slurmlet.common.grammar import OptError
     try:  # the user, group and host are this process's (parse_sbatch looks them up)
         req = parse_sbatch(argv, env=dict(os.environ), cwd=os.getcwd(), read_stdin=_read_stdin)
     except OptError as e:

@@ -217,7 +217,8 @@ def update(args: list[str]) -> int:
     body: dict = {}
     for k, v in kv.items():
         if k == "timelimit":
-            from slurmlet.cli.opts import OptError, parse_time
+            from slurmlet.common.grammar import OptError
+            from slurmlet.common.slurmtime import parse_time
             try:
                 body["time_limit"] = parse_time(v)
             except OptError:

@@ -11,7 +11,8 @@ from slurmlet.common import streamhead
 
 
 def main(argv: list[str]) -> int:
-    from slurmlet.cli.opts import OptError, parse_srun
+    from slurmlet.cli.opts import parse_srun
+    from slurmlet.common.grammar import OptError
     try:
         req = parse_srun(argv, env=dict(os.environ), cwd=os.getcwd())
     except OptError as e:
@@ -86,12 +87,13 @@ def _winsize() -> tuple[int, int]:
 
 
 def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = None,
-          addr: str | None = None, own: bool = False, intr: "_Interrupt | None" = None) -> int:
+          addr: str | None = None, own: bool = False, intr: _Interrupt | None = None) -> int:
     """A step of the current (or --jobid, or `job_id`'s) allocation: the controller lays its tasks
     out over the job's nodes, their agents start them and stream their output here (to `addr`'s
     host, by default this node's); srun exits with the highest task exit code. `own`: the allocation
     is this srun's, and Ctrl-C cancels it (else the step)."""
     import socket
+
     from slurmlet.cli import http
     o = req["opts"]
     if job_id is None:
@@ -173,7 +175,7 @@ class _Interrupt:
         self.got = False  #: a signal came
         self.cancel = None
         self.done = False  #: cancel() was called
-        self.io: "_StepIO | None" = None
+        self.io: _StepIO | None = None
         for s in (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hangup else ())):
             signal.signal(s, self._signalled)
 
@@ -202,7 +204,7 @@ class _Interrupt:
             pass
 
 
-def _report(io: "_StepIO") -> int:
+def _report(io: _StepIO) -> int:
     """Say which tasks failed, as srun does; the highest exit code (128 + signal for a signal), and
     at least 1 when srun cancelled its step and not every task's end came (none may have started)."""
     _pty_restore()  # (--pty: lines for a terminal that is no longer raw)
@@ -266,8 +268,9 @@ class _StepIO:
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
         import selectors
-        from slurmlet.cli.common import start_thread
         import time
+
+        from slurmlet.cli.common import start_thread
         sel = selectors.DefaultSelector()
         sel.register(self.srv, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
@@ -369,6 +372,7 @@ class _StepIO:
         there in frames (nodeagent/ptyrelay.py), and so does the window's size, now and when it changes."""
         import struct
         import threading
+
         from slurmlet.cli.common import start_thread
         lock = threading.Lock()
 
@@ -470,7 +474,7 @@ def _allocate_and_run(req: dict) -> int:
         if not given_back:
             try:
                 http.request("POST", "/api/v1/jobs/cancel", {"ids": [job_id], "uid": os.getuid()})
-            except Exception:  # noqa: BLE001, S110 - the controller's own checks end it
+            except Exception:  # noqa: BLE001 - the controller's own checks end it
                 pass
     if job.get("state") == "NODE_FAIL":
         down = [n["name"] for n in http.request("GET", "/api/v1/nodes")["nodes"]

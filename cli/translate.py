@@ -13,16 +13,16 @@ counterpart is reported as a warning on stderr.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 import os
 import re
 import sys
 import textwrap
 
 from slurmlet.common.oneline import Parser
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PROG = "slurmlet translate"
 
@@ -55,7 +55,8 @@ def _srun_block(script: str) -> str | None:
 
 def sbatch_to_workload(text: str, model: str = "H100") -> tuple[dict, list[str]]:
     """The workload of a batch script, and warnings for what does not carry over."""
-    from slurmlet.cli.opts import OptError, parse_sbatch
+    from slurmlet.cli.opts import parse_sbatch
+    from slurmlet.common.grammar import OptError
     warnings: list[str] = []
     try:
         parsed = parse_sbatch([], env={}, cwd=os.getcwd(), stdin_text=text)

@@ -20,32 +20,10 @@ import time
 
 TYPE_CHECKING = False  # typing costs ~7 ms to import: only for type checkers
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
-
-    from .grammar import fmt_ranges as fmt_ranges
-    from .slurmtime import fmt_limit_short as fmt_limit_short
-    from .slurmtime import fmt_mins_long as fmt_mins_long
-    from .slurmtime import fmt_secs_long as fmt_secs_long
-    from .slurmtime import fmt_secs_short as fmt_secs_short
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
     Getter = Callable[[Any], Any]
-
-#: the renderers' time and range forms, re-exported from the modules that parse them too (their
-#: grammar): imported when first asked for, since most commands' default output needs none of them
-#: (sacct -j's columns: about half a millisecond of every such call)
-_FROM_GRAMMAR = ("fmt_ranges",)
-_FROM_SLURMTIME = ("fmt_limit_short", "fmt_mins_long", "fmt_secs_long", "fmt_secs_short")
-
-
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - PEP 562: a re-exported function, imported now
-    if name in _FROM_GRAMMAR:
-        from . import grammar as source
-    elif name in _FROM_SLURMTIME:
-        from . import slurmtime as source
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = globals()[name] = getattr(source, name)
-    return value
 
 # ---------------------------------------------------------------------------
 # Field tables and format specifications
@@ -99,7 +77,7 @@ class Spec:
         return hash(self._tuple())
 
     def __repr__(self) -> str:
-        return "Spec(%r, %r, %r, %r)" % self._tuple()
+        return "Spec({!r}, {!r}, {!r}, {!r})".format(*self._tuple())
 
 
 def parse_format(fmt: str) -> list[Spec]:

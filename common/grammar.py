@@ -213,7 +213,7 @@ def parse_gres(value: str, prog: str = "sbatch", *, gres_types: tuple[str, ...] 
     count: int | None = None
     gtype: str | None = None
     for item in value.split(","):
-        if item.startswith("gres:") or item.startswith("gres/"):
+        if item.startswith(("gres:", "gres/")):
             item = item[5:]
         parts = item.split(":")
         name = parts[0]

@@ -10,7 +10,8 @@ from slurmlet.common import fmt as F
 
 TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     JobDict = dict[str, Any]
     NodeDict = dict[str, Any]

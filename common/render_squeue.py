@@ -6,15 +6,6 @@ from __future__ import annotations
 
 from slurmlet.common import fmt as F
 from slurmlet.common.fmt import Field
-
-from slurmlet.common.wire import VIEW_CHARS, VIEW_COLUMNS, VIEW_DEFAULT_WIDTH, VIEW_LINE, VIEW_SORTS
-
-TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
-if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
-
-    JobDict = dict[str, Any]
-
 from slurmlet.common.jobfacts import (
     alloc_node,
     job_end_time,
@@ -29,6 +20,14 @@ from slurmlet.common.jobfacts import (
     now_or_clock,
     null_or,
 )
+from slurmlet.common.wire import VIEW_CHARS, VIEW_COLUMNS, VIEW_DEFAULT_WIDTH, VIEW_LINE, VIEW_SORTS
+
+TYPE_CHECKING = False  # keep typing (~7 ms) out of the CLI's import path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    JobDict = dict[str, Any]
 
 SQUEUE_DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 SQUEUE_LONG = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
@@ -77,7 +76,20 @@ def _q_time_left(r: QRow) -> str:
     limit = r.j.get("time_limit")
     if limit is None:
         return "UNLIMITED"
-    return F.fmt_secs_short(limit * 60 - job_time_used(r.j, r.clock))
+    from slurmlet.common.slurmtime import fmt_secs_short
+    return fmt_secs_short(limit * 60 - job_time_used(r.j, r.clock))
+
+
+def _q_time_limit(r: QRow) -> str:
+    """``%l``: the time limit."""
+    from slurmlet.common.slurmtime import fmt_limit_short
+    return fmt_limit_short(r.j.get("time_limit"))
+
+
+def _q_time(r: QRow) -> str:
+    """``%M``: the time used."""
+    from slurmlet.common.slurmtime import fmt_secs_short
+    return fmt_secs_short(job_time_used(r.j, r.clock))
 
 
 def _q_end(r: QRow) -> str:
@@ -131,10 +143,10 @@ SQUEUE_FIELDS: dict[str, Field] = {
     "J": Field("THREADS_PER_CORE", lambda r: "*"),
     "k": Field("COMMENT", _qg("comment")),
     "K": Field("ARRAY_TASK_ID", _q_task_id),
-    "l": Field("TIME_LIMIT", lambda r: F.fmt_limit_short(r.j.get("time_limit"))),
+    "l": Field("TIME_LIMIT", _q_time_limit),
     "L": Field("TIME_LEFT", _q_time_left),
     "m": Field("MIN_MEMORY", lambda r: job_min_memory(r.j)[1]),
-    "M": Field("TIME", lambda r: F.fmt_secs_short(job_time_used(r.j, r.clock)), cut=False),
+    "M": Field("TIME", _q_time, cut=False),
     "n": Field("REQ_NODES", lambda r: r.j.get("req_nodes") or ""),
     "N": Field("NODELIST", lambda r: r.j.get("nodes") or "", cut=False, hcut=False),
     "o": Field("COMMAND", _qg("command")),
@@ -301,7 +313,8 @@ def collapse_arrays(jobs: list[JobDict], now: float) -> list[QRow]:
             if key is None:
                 continue
             members = groups[key]
-            tasks = F.fmt_ranges(int(m["array_task_id"]) for m in members)
+            from slurmlet.common.grammar import fmt_ranges
+            tasks = fmt_ranges(int(m["array_task_id"]) for m in members)
             throttle = j.get("array_max_tasks")
             if throttle:
                 tasks += f"%{throttle}"

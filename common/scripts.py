@@ -71,7 +71,7 @@ async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> 
         return 1, str(e)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         signal_session(proc.pid, signal.SIGKILL)
         return 1, "timed out"
     return (proc.returncode or 0) if proc.returncode >= 0 else 128 - proc.returncode, out.decode(errors="replace")

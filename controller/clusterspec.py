@@ -26,8 +26,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from slurmlet.controller.config import (ClusterConfig, ConfigError, PartitionConf, _preempt_mode, parse_time_seconds,
-                               read_config_file)
+from slurmlet.controller.config import (
+    ClusterConfig,
+    ConfigError,
+    PartitionConf,
+    _preempt_mode,
+    parse_time_seconds,
+    read_config_file,
+)
 from slurmlet.controller.workload import field_errors
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -124,7 +130,7 @@ class SlurmSpec(_Strict):
 
 
 class ClusterSpec(_Strict):
-    slurmSpec: SlurmSpec  # noqa: N815 - the spec's own spelling
+    slurmSpec: SlurmSpec  # the spec's own spelling
 
 
 def parse_spec(doc: object) -> ClusterSpec:

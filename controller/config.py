@@ -208,7 +208,7 @@ class ClusterConfig:
             out += [n for n in known if n not in out and want.intersection(feats.get(n, ()))]
         return out
 
-    def node_features(self, rows: Iterable) -> dict[str, tuple[str, ...]]:  # noqa: ANN001
+    def node_features(self, rows: Iterable) -> dict[str, tuple[str, ...]]:
         """Each node's features: its slurm.conf Feature= and the pool its agent joined (rows of nodes)."""
         out = {n.name: n.features for n in self.nodes if n.features}
         for r in rows:
@@ -222,7 +222,7 @@ class ClusterConfig:
         paths or globs, run in order); None when unset."""
         return self.raw_value(key, "").strip() or None
 
-    def fixed_changes(self, new: "ClusterConfig") -> list[str]:
+    def fixed_changes(self, new: ClusterConfig) -> list[str]:
         """The parameters set at cluster creation that `new` would change (reconfigure refuses them)."""
         if new.source != self.source:
             return [f"the configuration's kind ({self.source} -> {new.source})"]

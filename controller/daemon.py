@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from slurmlet.controller.app import Settings, create_app
+    from slurmlet.controller.app import create_app
     from slurmlet.controller.clusterspec import load
     from slurmlet.controller.config import ConfigError
+    from slurmlet.controller.runtime import Settings
     from slurmlet.controller.store.engine import sqlite_url
 
     conf_path = args.config or (None if args.spec else os.environ.get("SLURM_CONF"))

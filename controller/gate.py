@@ -26,12 +26,12 @@ import json
 import logging
 import marshal
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Request
+from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 
@@ -126,7 +126,7 @@ async def read_body(receive: Receive, limit: int) -> bytes | int | None:
             return b"".join(parts)
 
 
-def decode(body: bytes, ctype: str | None) -> Any:  # noqa: ANN401 - JSON's values
+def decode(body: bytes, ctype: str | None) -> Any:
     """A request body as the routes take it: JSON's values (None for no body)."""
     if not body:
         return None
@@ -164,7 +164,7 @@ async def parked(request: Request):  # noqa: ANN201
 class GateRequest(Request):
     """The request the routes get: its JSON is what the gate decoded (read once, bounded)."""
 
-    async def json(self) -> Any:  # noqa: ANN401
+    async def json(self) -> Any:
         passed = self.scope.get(PASSED)
         return None if passed is None else passed.body
 
@@ -176,10 +176,10 @@ class GateRequest(Request):
 class GateRoute(APIRoute):
     """Every route's class: its handler takes a GateRequest."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Any]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
-        async def gated(request: Request) -> Any:  # noqa: ANN401
+        async def gated(request: Request) -> Response:
             return await handler(GateRequest(request.scope, request.receive))
 
         return gated
@@ -192,7 +192,7 @@ async def _nothing() -> Message:
 class Gate:
     """The ASGI layer (outermost): see the module's text."""
 
-    def __init__(self, app: Any, ctl: Callable[[], Controller], latency: metrics.Latency) -> None:  # noqa: ANN401
+    def __init__(self, app: Any, ctl: Callable[[], Controller], latency: metrics.Latency) -> None:
         self.app = app
         self.ctl = ctl
         self.latency = latency
@@ -276,7 +276,7 @@ class Gate:
             MARSHAL_WANTED.reset(wanted)
 
 
-def _releasing(send: Send, work: Any) -> Send:  # noqa: ANN401
+def _releasing(send: Send, work: Any) -> Send:
     async def releasing(msg: Message) -> None:
         if msg["type"] == "http.response.start":
             work.done()

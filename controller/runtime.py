@@ -9,8 +9,9 @@ import dataclasses
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from slurmlet.common import render_squeue
 
@@ -271,7 +272,7 @@ class Controller:
         self.notify([node])
         try:
             return await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         finally:
             self.asks.pop(key, None)

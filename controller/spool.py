@@ -93,7 +93,7 @@ class _Bell:
 class Spool:
     """The spool: its bells, the requests being answered and each user's work in flight."""
 
-    def __init__(self, path: str, app: Any, listen: tuple[str, int]) -> None:  # noqa: ANN401 - ASGI
+    def __init__(self, path: str, app: Any, listen: tuple[str, int]) -> None:
         self.path = path
         self.app = app  #: the controller's ASGI app (the gate first), which spooled requests are handed to
         self.server = ("127.0.0.1" if listen[0] in ("", "0.0.0.0") else listen[0], listen[1])
@@ -230,7 +230,7 @@ class Spool:
                         shutil.rmtree(name, dir_fd=fd)
                     else:
                         os.unlink(name, dir_fd=fd)
-                except Exception:  # noqa: BLE001, S112 - the next entry still goes
+                except Exception:  # noqa: BLE001 - the next entry still goes
                     continue
 
         def done(t: asyncio.Future) -> None:
@@ -342,7 +342,7 @@ class Spool:
         work = Work(self, uid)
         try:
             await self._serve(data, work, out)
-        except Exception:  # noqa: BLE001 - whatever a request does, the controller goes on
+        except Exception:
             log.exception("a spooled request failed")
         finally:
             self.busy.discard(name)
@@ -469,6 +469,7 @@ class _Answer:
             loop = asyncio.get_running_loop()
             self.pipe, self.sink = await loop.connect_write_pipe(_Sink, os.fdopen(self.fd, "wb", buffering=0))
             self.sink.gone = self.gone
+        assert self.pipe is not None and self.sink is not None
         self.pipe.write(data)
         await self._drained(self.sink.writable)
 
@@ -477,9 +478,10 @@ class _Answer:
         stops reading is given up (its descriptor closed, what was buffered for it dropped)."""
         try:
             await asyncio.wait_for(event.wait(), IDLE)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.gone.set()
-            self.pipe.abort()
+            if self.pipe is not None:
+                self.pipe.abort()
 
     async def close(self) -> None:
         """The answer's end: written whole (within IDLE seconds of the client's last read), then closed.

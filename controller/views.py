@@ -12,7 +12,7 @@ from slurmlet.controller.core.admit import partition_refusal
 from slurmlet.controller.core.alloc import Free, fit
 from slurmlet.controller.core.model import Node, natural_key
 from slurmlet.controller.errors import InvalidRequest
-from slurmlet.controller.store.jobs import compress, request_of
+from slurmlet.controller.store.base import compress, request_of
 
 NOT_AVAILABLE = "Requested node configuration is not available"
 
@@ -93,7 +93,7 @@ class _NodesView:
         self.features = config.node_features(node_rows)
         self.parts: dict[str, tuple[list[str], list[Node]]] = {}
 
-    def partition(self, part: Any) -> tuple[list[str], list[Node]]:  # noqa: ANN401
+    def partition(self, part: Any) -> tuple[list[str], list[Node]]:
         """A partition's member names, and the capacities of those known."""
         got = self.parts.get(part.name)
         if got is None:

@@ -9,8 +9,8 @@ import json
 import logging
 import os
 import platform
-import signal
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -22,15 +22,12 @@ import psutil
 
 from ..common import cred, scripts
 from ..common.wire import PIECE
-
-from . import envs
-from . import identity, unpack
+from . import envs, identity, syncclient, unpack
+from . import records as records_mod
 from .env import batch_environment, script_environment
 from .fence import fence_after
-from . import records as records_mod
 from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
-from . import syncclient
 
 log = logging.getLogger("slurmlet.agent")
 LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import hashlib
 import logging
 import os
-import glob
 import signal
 import stat
 import struct

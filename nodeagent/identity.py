@@ -274,7 +274,7 @@ def open_null(order: dict, files: list[tuple[str, str]]) -> list:
     return [os.fdopen(os.open(os.devnull, _FLAGS[mode] | os.O_CLOEXEC), _OWN.get(mode, mode)) for _, mode in files]
 
 
-def run_as(order: dict, fn, *args) -> str:  # noqa: ANN001
+def run_as(order: dict, fn, *args: object) -> str:  # noqa: ANN001
     """`str(fn(*args))` from a forked child that has become the job's user (as the agent itself when
     the job is root's or the agent is not root), with the submitter's umask: whatever the job's input
     makes it do happens with the user's rights, and if it fails, even by crashing its process, the

@@ -19,13 +19,13 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from . import identity, ptyrelay
 from ..common import streamhead
 from ..common.grammar import compress_counts
-from .envs import EnvError, activate
 from ..common.scripts import session_pids, signal_session
-from .records import TOKEN, Records, new_token, proc_entry
+from . import identity, ptyrelay
 from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
+from .envs import EnvError, activate
+from .records import TOKEN, Records, new_token, proc_entry
 from .usage import Book, watch
 
 log = logging.getLogger("slurmlet.agent")

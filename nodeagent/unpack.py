@@ -9,7 +9,7 @@ tarfile module's own filters differ between 3.11 releases)."""
 from __future__ import annotations
 
 import gzip  # noqa: F401 - tarfile imports it when it opens the archive: by then the child that unpacks
-import io    # is the job's user, who may not be able to read the interpreter's library
+import io  # is the job's user, who may not be able to read the interpreter's library
 import os
 import shutil
 import tarfile

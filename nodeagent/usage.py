@@ -14,7 +14,6 @@ import psutil
 
 from ..common.scripts import session_pids
 
-
 #: the most points a series keeps: when full, every other one goes and the spacing doubles (a run
 #: of any length keeps its whole course, at most this many points)
 SERIES_MAX = 512
@@ -100,7 +99,7 @@ async def watch(pids: int | Callable[[], list[int]], usage: Usage, done: asyncio
             try:
                 await asyncio.wait_for(done.wait(), interval)
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
     finally:
         usage.running = False

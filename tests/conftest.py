@@ -9,8 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -37,7 +37,7 @@ def wait_until(pred: Callable[[], object], timeout: float = 20.0, interval: floa
     raise AssertionError(f"timed out after {timeout}s waiting for {what or pred}; last value: {last!r}")
 
 
-def signed(key: bytes, uid: int, user: str):  # noqa: ANN201
+def signed(key: bytes, uid: int, user: str):
     """An httpx auth that signs each request with its own credential for (uid, user), bound to the
     request as the CLI binds its own (common/cred.py)."""
     import httpx
@@ -47,7 +47,7 @@ def signed(key: bytes, uid: int, user: str):  # noqa: ANN201
     class _Signed(httpx.Auth):
         requires_request_body = True
 
-        def auth_flow(self, request: httpx.Request):  # noqa: ANN202
+        def auth_flow(self, request: httpx.Request):
             binding = cred.bind(request.method, request.url.raw_path.decode("ascii"), request.content)
             request.headers[cred.HEADER] = cred.sign(key, uid, user, binding)
             yield request
@@ -94,9 +94,10 @@ def store_url(backend: str, tmp_path: Path) -> str:
 
 def reset_pg(url: str = PG_URL) -> None:
     from sqlalchemy import create_engine
+
     from slurmlet.controller.store.engine import normalize_url
-    from slurmlet.controller.store.tables import metadata
     from slurmlet.controller.store.migrate import version_table
+    from slurmlet.controller.store.tables import metadata
     eng = create_engine(normalize_url(url))
     metadata.drop_all(eng)
     version_table.drop(eng, checkfirst=True)  # the schema's revision (Alembic) goes with its tables
@@ -175,7 +176,7 @@ class Cluster:
         self._spawn(f"agent-{name}", [str(BIN / "slurmlet"), "agent", "--controller", self.url, "--name", name,
                                       "--spool", str(self.root / "spool" / name), *pool], self.agent_env)
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         self.start_controller()
         for n in self.node_names:
             self.start_agent(n)

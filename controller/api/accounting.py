@@ -13,11 +13,12 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 
 from slurmlet.controller import auth
+from slurmlet.controller.api.deps import CtlDep
 from slurmlet.controller.api.schemas import Strict
 from slurmlet.controller.core import fairshare
 from slurmlet.controller.core.limits import TRES_ORDER, tres_text
 from slurmlet.controller.errors import InvalidRequest, NotFound
-from slurmlet.controller.api.deps import CtlDep
+from slurmlet.controller.gate import GateRoute
 from slurmlet.controller.loops.scheduler import run_pass
 
 ENTITIES = ("clusters", "accounts", "users", "assocs", "qos")
@@ -29,8 +30,6 @@ class AcctChange(Strict):
     set: dict[str, str] = {}
     commit: bool = True
 
-
-from ..gate import GateRoute
 
 router = APIRouter(route_class=GateRoute)
 

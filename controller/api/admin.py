@@ -10,8 +10,8 @@ from fastapi.responses import PlainTextResponse
 
 from .. import auth
 from ..errors import InvalidRequest
-from ..runtime import VERSION, Stats
 from ..gate import GateRoute
+from ..runtime import VERSION, Stats
 from .deps import CtlDep, caller
 
 log = logging.getLogger("slurmlet.controller")

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from .. import auth
 from slurmlet.common.wire import MARSHAL
 
+from .. import auth
 from ..errors import DomainError, InvalidRequest
 from ..gate import MARSHAL_WANTED
 from ..views import node_public

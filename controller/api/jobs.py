@@ -17,13 +17,25 @@ from .. import auth
 from ..core.model import PendingJob
 from ..core.plan import plan, priorities
 from ..errors import DomainError, InvalidRequest, NotFound
-from ..store.jobs import JobStore, request_of
+from ..gate import GateRoute, parked
+from ..store.base import request_of
+from ..store.jobs import JobStore
 from ..store.queries import only_keys
 from ..views import validate_submit
 from . import limits
-from ..gate import GateRoute, parked
-from .deps import (CtlDep, JobId, Time, as_caller, as_json, as_json_kept, caller, own_code, own_job, parse_ids,
-                   split_list)
+from .deps import (
+    CtlDep,
+    JobId,
+    Time,
+    as_caller,
+    as_json,
+    as_json_kept,
+    caller,
+    own_code,
+    own_job,
+    parse_ids,
+    split_list,
+)
 from .schemas import CancelRequest, CompleteRequest, IdsRequest, JobBatch, JobSubmit, JobUpdate
 
 if TYPE_CHECKING:
@@ -172,11 +184,12 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
     a column squeue does not know. squeue -j: `ids` the jobs (a 404 when none of them is known),
     `shown` the states of those to print, `tasks` the array tasks named (`7_3`, `7_`)."""
     from slurmlet.common import render_squeue as render
+    from slurmlet.common import wire
     view = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
     if not render.view_bounded(fmt, long_fmt, sort):
-        raise InvalidRequest(f"a format of at most {render.VIEW_CHARS} characters, {render.VIEW_COLUMNS} columns "
-                             f"and {render.VIEW_LINE} characters of columns a line, sorted by at most "
-                             f"{render.VIEW_SORTS} keys, is rendered here: render it yourself")
+        raise InvalidRequest(f"a format of at most {wire.VIEW_CHARS} characters, {wire.VIEW_COLUMNS} columns "
+                             f"and {wire.VIEW_LINE} characters of columns a line, sorted by at most "
+                             f"{wire.VIEW_SORTS} keys, is rendered here: render it yourself")
     keys = render.job_keys(**view)
     if keys is None:
         try:
@@ -390,7 +403,7 @@ def _test_only(c: Controller, data: dict) -> dict:
     p = plan(dataclasses.replace(snap, pending=snap.pending + (job,)))
     for s in p.starts:
         if s.job_id == fake_id:
-            from ..store.jobs import compress
+            from ..store.base import compress
             return {"job_id": fake_id, "start_time": now, "nodes": compress(s.node_names),
                     "partition": data["partition"], "cpus": sum(a.cpus for a in s.allocs)}
     reason = p.reasons.get(fake_id)

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Request
 
 from .. import auth
 from ..errors import InvalidRequest
-from ..views import partition_public
 from ..gate import GateRoute, parked
+from ..views import partition_public
 from .deps import CtlDep, as_json, caller, nodes_of
 from .schemas import NodeSync, NodeUpdate
 

@@ -7,13 +7,12 @@ from pydantic import ValidationError
 
 from .. import auth
 from ..errors import InvalidRequest, NotFound
+from ..gate import GateRoute
 from ..views import validate_submit
 from . import limits
-from ..gate import GateRoute
 from .deps import CtlDep, as_caller, as_json, caller, int_field, own_code, read_body
 from .jobs import _replayed
 from .schemas import JobSubmit
-
 
 router = APIRouter(route_class=GateRoute)
 

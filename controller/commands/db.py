@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     except migrate.SchemaError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
-    except Exception as e:  # noqa: BLE001 - a database that cannot be reached: one line, not a traceback
+    except Exception as e:  # a database that cannot be reached: one line, not a traceback
         if type(e).__module__.split(".")[0] not in ("sqlalchemy", "psycopg", "sqlite3"):
             raise
         print(f"{PROG}: error: {str(e).splitlines()[0]}", file=sys.stderr)

@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
     load_s = time.perf_counter() - t0
     try:
         pol = engine.policy(args.policy, trace.jobs, conf)
-    except Exception as e:  # a config helper that rejects its values
+    except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
         return _fail(f"--config: {e}")
     try:
         on = engine.core(args.core)

@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from . import limits as L
 from .alloc import partition_misfit
 from .assoc import Assoc, Qos, Tree
-from .model import Node, Request
-from .model import Reason
+from .model import Node, Reason, Request
 
 ERR_ACCOUNT = "Invalid account or account/partition combination specified"
 ERR_QOS = "Invalid qos specification"

@@ -22,14 +22,26 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Callable
 from itertools import compress, islice, repeat
 from operator import and_, attrgetter, itemgetter, lt, ne, not_
+from typing import Any, Callable
 
 from .alloc import Free, _task_counts, _try_node, fit, partition_misfit
-from .model import (Node, NodeAlloc, Partition, PendingJob, Plan, Preemption, Reason, Request, RunningJob,
-                    Snapshot, Start, natural_key)
 from .limits import alloc_tres, need, request_tres
+from .model import (
+    Node,
+    NodeAlloc,
+    Partition,
+    PendingJob,
+    Plan,
+    Preemption,
+    Reason,
+    Request,
+    RunningJob,
+    Snapshot,
+    Start,
+    natural_key,
+)
 from .priority import Factors, factors
 from .timemap import CountMap, TimeMap
 

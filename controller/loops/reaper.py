@@ -69,7 +69,7 @@ async def reaper_loop(ctl: Any, interval: float = 1.0) -> None:
             ctl.wake.set()
 
 
-def reap_silent(ctl: Any, now: float) -> Any:  # noqa: ANN401 - store.Reaped | None
+def reap_silent(ctl: Any, now: float) -> Any:  # store.Reaped | None
     """End the jobs of nodes silent for SlurmdTimeout (store.reap), unless the controller's own
     outage may explain their silence (`may_reap`). Returns store.reap's answer: None when no job
     changed, else what it did (nodes, jobs, and the nodes whose agents must stop what is left)."""

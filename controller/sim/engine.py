@@ -46,12 +46,14 @@ import heapq
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
-from slurmlet.controller.core import model as py_model, plan as py_plan
-from slurmlet.controller.core.model import Node, SchedConfig
+from slurmlet.controller.core import model as py_model
+from slurmlet.controller.core import plan as py_plan
+from slurmlet.controller.core.model import Node, PendingJob, SchedConfig
 from slurmlet.controller.core.priority import Weights
 
 from . import ranking as py_ranking
@@ -232,7 +234,7 @@ def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None 
 
 
 class Engine:
-    def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),
+    def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),  # noqa: B008 - frozen: one shared default is safe
                  *, exact: bool = False, name: str = "", on: Core | None = None):
         if procs <= 0:
             raise ValueError("the machine needs at least one processor")

@@ -102,7 +102,7 @@ def _header_int(header: dict[str, str], key: str) -> int | None:
 def open_text(path: str) -> io.TextIOBase:
     """Open `path` as text; gzip when the name ends in .gz or the file starts with gzip's magic bytes."""
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        raw = open(path, "rb")  # returned to the caller
     except OSError as e:
         raise SwfError(f"cannot read {path}: {e.strerror or e}") from None
     try:

@@ -16,8 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, delete, func, insert, select, update
 
 from slurmlet.controller.core import limits as L
-from slurmlet.controller.core.admit import (Submission, admit, needs_counts,
-                                             subtree)
+from slurmlet.controller.core.admit import Submission, admit, needs_counts, subtree
 from slurmlet.controller.core.assoc import Assoc, Qos, Tree
 from slurmlet.controller.core.model import Reason
 from slurmlet.controller.errors import InvalidRequest

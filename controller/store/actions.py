@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 from sqlalchemy import func, insert, select, update
+
+from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
 from .base import FINAL_STATES
 from .tables import job_runs as RUNS

@@ -7,8 +7,9 @@ from operator import attrgetter
 from typing import Iterable
 
 import hostlist
-from slurmlet.controller.core.model import Request
 from sqlalchemy import insert
+
+from slurmlet.controller.core.model import Request
 
 from .tables import jobs as J
 from .tables import submit_keys as KEYS

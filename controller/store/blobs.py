@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurmlet.controller.errors import NotFound
 from sqlalchemy import insert, select, update
+
+from slurmlet.controller.errors import NotFound
 
 from .tables import code_blobs as CODE
 from .tables import code_owners as CO

@@ -18,9 +18,10 @@ import logging
 import os
 from typing import Any, Callable
 
-from slurmlet.controller.errors import Unavailable
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import OperationalError
+
+from slurmlet.controller.errors import Unavailable
 
 log = logging.getLogger("slurmlet.controller")
 

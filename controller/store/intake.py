@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+
 from slurmlet.common.grammar import parse_array
 from slurmlet.controller.core.limits import billing, request_tres
 from slurmlet.controller.errors import DomainError, InvalidRequest
-from sqlalchemy import delete, select, update
-from sqlalchemy.exc import IntegrityError
 
 from . import deps
 from .accounts import enforce_flags

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Engine, event
+
 from slurmlet.controller.config import ClusterConfig
 from slurmlet.controller.core.model import Request
-from sqlalchemy import Engine, event
 
 from . import deps
 from .accounts import AccountStore

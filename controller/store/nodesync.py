@@ -8,17 +8,17 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from slurmlet.common.scripts import exit_code_env
-from slurmlet.controller.errors import InvalidRequest, NotFound
 from sqlalchemy import bindparam, insert, select, update
 
+from slurmlet.common.scripts import exit_code_env
+from slurmlet.controller.errors import InvalidRequest, NotFound
+
 from . import scripts, steps
-from .prepared import set_job, set_node
 from .base import KILL_WHY
+from .prepared import set_job, set_node
 from .tables import jobs as J
 from .tables import nodes as N
 from .tables import steps as S
-
 
 #: what each node sync reads (made once: see prepared.py)
 NODE_SEEN = select(N.c.last_seen).where(N.c.name == bindparam("_node_name"))

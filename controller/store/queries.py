@@ -8,12 +8,13 @@ import math
 import os
 from typing import Any, NamedTuple
 
+from sqlalchemy import and_, bindparam, func, or_, select
+
 from slurmlet.common.patterns import default_output, expand_pattern
 from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import NodeAlloc, Request
 from slurmlet.controller.core.plan import requested_cpus
 from slurmlet.controller.errors import NotFound
-from sqlalchemy import and_, bindparam, func, or_, select
 
 from . import steps
 from .base import BY_ID, FINAL_STATES, request_of
@@ -21,7 +22,6 @@ from .tables import clusters as CL
 from .tables import job_runs as RUNS
 from .tables import jobs as J
 from .tables import nodes as N
-
 
 #: the columns a job list reads: all but the script and the environment, kilobytes a job that no
 #: list shows (squeue over 1,000 jobs read megabytes of them)

@@ -7,6 +7,8 @@ import json
 from dataclasses import asdict
 from typing import Any, Iterable
 
+from sqlalchemy import bindparam, func, or_, select, update
+
 from slurmlet.controller.core import fairshare
 from slurmlet.controller.core.admit import per_job_reason
 from slurmlet.controller.core.limits import Counter, alloc_tres, billing, request_tres
@@ -22,14 +24,12 @@ from slurmlet.controller.core.model import (
     natural_key,
 )
 from slurmlet.controller.core.priority import decayed_span
-from sqlalchemy import bindparam, func, or_, select, update
 
 from . import deps
 from .accounts import enforce_flags
 from .base import compress, port_free, request_of
 from .tables import jobs as J
 from .tables import nodes as N
-
 
 # Every pass runs these: made once, with their values bound at each execution (building a statement and
 # its cache key costs more than SQLite takes to run it; see prepared.py)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text,
-                        text)
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text, text
 
 metadata = MetaData()
 

@@ -21,12 +21,12 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 WAIT = 30_000  # ms: generous, every wait ends on what the page shows
 
 
-def shot(page, name: str, where: Path) -> None:  # noqa: ANN001
+def shot(page, name: str, where: Path) -> None:
     where = DOCS if os.environ.get("SLURMLET_SCREENSHOTS") == "docs" else where
     page.screenshot(path=str(where / f"dashboard-{name}.png"), full_page=True)
 
 
-def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path: Path):  # noqa: ANN001
+def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path: Path):
     c = gpu_cluster
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
@@ -90,7 +90,7 @@ def test_follow_a_job_and_cancel_another(browser, gpu_cluster: Cluster, tmp_path
     page.close()
 
 
-def test_a_large_output_is_shown_from_its_end_and_followed_a_piece_at_a_time(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_a_large_output_is_shown_from_its_end_and_followed_a_piece_at_a_time(browser, gpu_cluster: Cluster):
     """An output many pieces long (common/wire.PIECE): the page shows its last lines, says how much
     it does not show, and follows what the job writes next, several pieces at once, without a gap."""
     c = gpu_cluster
@@ -117,7 +117,7 @@ def test_a_large_output_is_shown_from_its_end_and_followed_a_piece_at_a_time(bro
     page.close()
 
 
-def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):
     c = gpu_cluster
     jid = c.sbatch("-H", "--wrap", "true")  # root's, held
     page = browser.new_page()
@@ -143,7 +143,7 @@ def test_another_user_has_no_actions_on_my_job(browser, gpu_cluster: Cluster):  
     page.close()
 
 
-def test_follow_a_two_node_job_its_log_and_memory(browser, gpu_cluster: Cluster, tmp_path: Path):  # noqa: ANN001
+def test_follow_a_two_node_job_its_log_and_memory(browser, gpu_cluster: Cluster, tmp_path: Path):
     """The issue's walk-through: a 2-node job followed from submission to completion, its log and
     each node's memory on its page while it runs."""
     c = gpu_cluster
@@ -174,7 +174,7 @@ def test_follow_a_two_node_job_its_log_and_memory(browser, gpu_cluster: Cluster,
     page.close()
 
 
-def test_queue_collapses_a_pending_array_and_a_job_shows_its_priority(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_queue_collapses_a_pending_array_and_a_job_shows_its_priority(browser, gpu_cluster: Cluster):
     c = gpu_cluster
     blocker = c.sbatch("-N2", "--exclusive", "--wrap", "sleep 300")
     c.wait_state(blocker, "RUNNING", timeout=60)
@@ -204,7 +204,7 @@ timeout_minutes: 5
 """
 
 
-def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_cluster: Cluster):
     c = gpu_cluster
     (c.workdir / "dash-run.yaml").write_text(RUN_YAML)
     r = c.run(["air", "run", "-f", "dash-run.yaml", "--watch"], timeout=180)
@@ -233,7 +233,7 @@ def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_
     page.close()
 
 
-def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):
     c = gpu_cluster
     jid = c.sbatch("--gpus=1", "--wrap", "sleep 2")  # allocated time in the window, and a pass that started it
     c.wait_state(jid, "COMPLETED", timeout=60)
@@ -264,7 +264,7 @@ def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):  # noqa:
     page.close()
 
 
-def test_a_long_queue_is_drawn_a_window_at_a_time(browser, gpu_cluster: Cluster):  # noqa: ANN001
+def test_a_long_queue_is_drawn_a_window_at_a_time(browser, gpu_cluster: Cluster):
     """1,000 jobs would be 12,000 cells to lay out: the page draws the rows in sight (and some
     around them), and scrolling brings the others."""
     c = gpu_cluster
@@ -287,7 +287,7 @@ def test_a_long_queue_is_drawn_a_window_at_a_time(browser, gpu_cluster: Cluster)
     assert page.locator(f'#queue tr[data-job="{ids[0]}"]').count() == 0
     # the scroll position outlives the next redraw (a change in the queue)
     c.run(f"scancel {ids[0]}")
-    page.wait_for_selector(".count:text-matches('^{} jobs')".format(before - 1), timeout=WAIT)
+    page.wait_for_selector(f".count:text-matches('^{before - 1} jobs')", timeout=WAIT)
     assert page.locator(f'#queue tr[data-job="{ids[-1]}"]').count() == 1
     # scrolled far down, a filter leaves a few: they show
     page.fill('input[data-filter="name"]', "long39")  # long39, long390..long399

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port, wait_until
 from tests.compose.engine import Engine, compose_command, prepare_images
+from tests.conftest import ROOT, free_port, wait_until
 
 PROJECT = "slurmlet-compose-test"  # apart from a user's own `docker compose up` in this folder
 

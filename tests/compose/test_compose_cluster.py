@@ -17,25 +17,25 @@ from tests.conftest import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.compose]
 
 
-def sacct_rows(c, job_id: int) -> list[list[str]]:  # noqa: ANN001
+def sacct_rows(c, job_id: int) -> list[list[str]]:
     r = c.login("sacct", "-j", str(job_id), "-D", "-n", "-P", "-o", "JobID,State,NodeList,User")
     assert r.returncode == 0, r.stderr
     return [line.split("|") for line in r.stdout.splitlines() if line]
 
 
-def test_sinfo_lists_both_nodes_idle(compose_cluster) -> None:  # noqa: ANN001
+def test_sinfo_lists_both_nodes_idle(compose_cluster) -> None:
     r = compose_cluster.login("sinfo")
     assert r.returncode == 0, r.stderr
     assert re.search(r"^debug\*\s+up\s+infinite\s+2\s+idle\s+c\[1-2\]$", r.stdout, re.M), r.stdout
 
 
-def test_controller_port_is_the_configured_one(compose_cluster) -> None:  # noqa: ANN001
+def test_controller_port_is_the_configured_one(compose_cluster) -> None:
     """SLURMLET_PORT moves the host's side of the controller's port (6817 may be taken on the host)."""
     r = httpx.get(f"http://127.0.0.1:{compose_cluster.port}/api/v1/ping", timeout=30)
     assert r.status_code == 200
 
 
-def test_batch_job_runs_a_step_on_each_node(compose_cluster) -> None:  # noqa: ANN001
+def test_batch_job_runs_a_step_on_each_node(compose_cluster) -> None:
     c = compose_cluster
     r = c.login("sbatch", "-N2", "--wait", "-o", "/data/hostnames-%j.out", "--wrap", "srun hostname")
     assert r.returncode == 0, r.stderr
@@ -44,13 +44,13 @@ def test_batch_job_runs_a_step_on_each_node(compose_cluster) -> None:  # noqa: A
     assert sorted(out.stdout.split()) == ["c1", "c2"], out.stdout
 
 
-def test_srun_streams_output_to_login_over_the_network(compose_cluster) -> None:  # noqa: ANN001
+def test_srun_streams_output_to_login_over_the_network(compose_cluster) -> None:
     r = compose_cluster.login("srun", "-N2", "-l", "hostname")
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.splitlines()) == ["0: c1", "1: c2"], (r.stdout, r.stderr)
 
 
-def test_an_ordinary_user_runs_as_themself(compose_cluster) -> None:  # noqa: ANN001
+def test_an_ordinary_user_runs_as_themself(compose_cluster) -> None:
     c = compose_cluster
     r = c.login("sbatch", "--wait", "-N2", "-o", "alice-%j.out", "--wrap",
                 "id -un; srun bash -c 'echo $(id -un) on $(hostname) > /data/alice-$SLURM_NODEID.txt'",
@@ -76,7 +76,7 @@ def test_an_ordinary_user_runs_as_themself(compose_cluster) -> None:  # noqa: AN
     c.wait_state(bobs, {"CANCELLED"})
 
 
-def test_the_migration_guides_example_trains_across_both_nodes(compose_cluster) -> None:  # noqa: ANN001
+def test_the_migration_guides_example_trains_across_both_nodes(compose_cluster) -> None:
     """llama-sft.sbatch with gloo over the container network: 2 nodes x 2 processes, the loss falls,
     a checkpoint lands in /data."""
     c = compose_cluster
@@ -104,7 +104,7 @@ def test_the_migration_guides_example_trains_across_both_nodes(compose_cluster) 
     assert "ckpt-20.pt" in c.sh("ls /data/llama-sft/air-ckpt").stdout
 
 
-def test_a_killed_controller_comes_back_with_its_queue(compose_cluster) -> None:  # noqa: ANN001
+def test_a_killed_controller_comes_back_with_its_queue(compose_cluster) -> None:
     c = compose_cluster
     done = c.sbatch("--wrap", "true")
     c.wait_state(done, {"COMPLETED"})
@@ -126,7 +126,7 @@ def test_a_killed_controller_comes_back_with_its_queue(compose_cluster) -> None:
     c.wait_nodes_idle({"c1", "c2"})
 
 
-def test_a_stopped_node_fails_its_job_which_runs_again_when_the_node_is_back(compose_cluster) -> None:  # noqa: ANN001
+def test_a_stopped_node_fails_its_job_which_runs_again_when_the_node_is_back(compose_cluster) -> None:
     c = compose_cluster
     job = c.sbatch("-N2", "--requeue", "-o", "/data/requeue-%j.out", "--wrap",
                    'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then srun sleep 600; else srun hostname; fi')
@@ -143,7 +143,7 @@ def test_a_stopped_node_fails_its_job_which_runs_again_when_the_node_is_back(com
     c.wait_nodes_idle({"c1", "c2"})
 
 
-def test_scaled_nodes_register_and_run_jobs(compose_cluster) -> None:  # noqa: ANN001
+def test_scaled_nodes_register_and_run_jobs(compose_cluster) -> None:
     c = compose_cluster
     c("--profile", "scale", "up", "-d", "--scale", "cx=2", "cx")
     wait_until(lambda: len([s for s in c.node_states().values() if s == "idle"]) == 4, timeout=180, interval=1,

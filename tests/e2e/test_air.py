@@ -26,7 +26,7 @@ def air_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from serve(Cluster(tmp_path_factory.mktemp("air"), nodes=2, cpus=4, gpus=2))
 
 
-def air(c: Cluster, *args: str, timeout: float = 120):  # noqa: ANN201 - a CompletedProcess
+def air(c: Cluster, *args: str, timeout: float = 120):  # a CompletedProcess
     return c.run(["air", *args], timeout=timeout)
 
 

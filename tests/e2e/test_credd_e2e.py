@@ -98,6 +98,7 @@ def test_another_user_gets_a_credential_for_themself_only(cc: Cluster, credd: Pa
     """A process of uid 65534 (nobody), which cannot read the key, gets a credential naming 65534,
     whatever it claims; the job it submits with it is nobody's and root's scancel rights are not its."""
     import pwd
+
     import httpx
     nobody = pwd.getpwuid(65534).pw_name
     as_nobody = httpx.Request("POST", f"{cc.url}/api/v1/jobs", json={

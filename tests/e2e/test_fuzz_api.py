@@ -31,12 +31,12 @@ def fuzz_cluster(tmp_path_factory: pytest.TempPathFactory):
     yield from serve(Cluster(tmp_path_factory.mktemp("fuzz"), nodes=1))
 
 
-def _cred(c: Cluster):  # noqa: ANN202
+def _cred(c: Cluster):
     """A requests auth (schemathesis calls with requests) signing each request as this process's user."""
     from slurmlet.common import cred
     key = cred.read_key(str(c.key_file))
 
-    def sign(r):  # noqa: ANN001, ANN202
+    def sign(r):
         body = r.body or b""
         body = body.encode() if isinstance(body, str) else body
         r.headers[cred.HEADER] = cred.sign(key, *cred.current_user(), cred.bind(r.method, r.path_url, body))
@@ -44,7 +44,7 @@ def _cred(c: Cluster):  # noqa: ANN202
     return sign
 
 
-def _no_waits(case) -> None:  # noqa: ANN001
+def _no_waits(case) -> None:
     for part in (case.query, case.body):
         if isinstance(part, dict):
             for k in WAITS:
@@ -64,7 +64,7 @@ def test_openapi_no_5xx(fuzz_cluster: Cluster) -> None:
             @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None, derandomize=True,
                       phases=[Phase.explicit, Phase.generate],
                       suppress_health_check=list(HealthCheck))
-            def one(case) -> None:  # noqa: ANN001
+            def one(case) -> None:
                 _no_waits(case)
                 r = case.call(base_url=c.url, auth=_cred(c), timeout=15)
                 if r.status_code >= 500:

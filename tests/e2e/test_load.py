@@ -37,7 +37,7 @@ CONF = (f"ClusterName=test\nNodeName=node[1-2] CPUs=4 RealMemory=8000\n"
         f"KillWait=2\nMinJobAge=300\nSlurmletRequeueDelay=0\n")
 
 
-def _cluster(root: Path, db_url: str | None = None):  # noqa: ANN202
+def _cluster(root: Path, db_url: str | None = None):
     # real agents for node1 and node2 only: the sim nodes are played by loadgen.SimAgents
     yield from serve(Cluster(root, nodes=2, conf=CONF, db_url=db_url))
 
@@ -103,7 +103,7 @@ def _load(c: Cluster) -> None:
     assert growth < RSS_GROWTH_MAX, f"controller RSS grew {growth / 2**20:.1f} MiB ({rss})"
 
 
-def _check(c: Cluster, warm_ids: list[int], acked: list[int], sim_names: list[str], all_idle) -> None:  # noqa: ANN001
+def _check(c: Cluster, warm_ids: list[int], acked: list[int], sim_names: list[str], all_idle) -> None:
     # no lost, no duplicate job: every acknowledged id is a distinct job
     assert len(acked) == LOAD and len(set(acked)) == LOAD
     assert len(warm_ids) == WARMUP and not set(acked) & set(warm_ids)

@@ -11,7 +11,7 @@ from tests.conftest import Cluster, pg_available, pg_schema_url, wait_until
 pytestmark = pytest.mark.e2e
 
 
-def script(path, body: str):  # noqa: ANN001, ANN201
+def script(path, body: str):
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return path
@@ -122,8 +122,8 @@ def test_prolog_slurmctld_and_epilog_slurmctld_run_on_the_controller(fresh_clust
     j = wait_until(lambda: (j := c.job(jid2))["restarts"] >= 1 and j, what="the job requeued")
     assert j["held"] is None and not (tmp_path / "ran.txt").exists()
     states = c.run("sinfo -h -N -o %t").stdout.split()
-    assert len(states) == 2 and not any(st.startswith("drain") or st.startswith("drng") for st in states)
-    assert "prolog_slurmctld JobId=%d prolog exit status 1:0" % jid2 in (c.root / "controller.log").read_text()
+    assert len(states) == 2 and not any(st.startswith(("drain", "drng")) for st in states)
+    assert f"prolog_slurmctld JobId={jid2} prolog exit status 1:0" in (c.root / "controller.log").read_text()
     flag.unlink()
     c.wait_state(jid2, "COMPLETED", timeout=60)
     assert (tmp_path / "ran.txt").read_text() == "ran\n"

@@ -7,7 +7,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-
 import pytest
 
 from tests.conftest import Cluster, serve, wait_until

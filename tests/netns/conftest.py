@@ -144,7 +144,7 @@ class NetnsCluster:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failed test shows what the daemons logged (their last lines, the HTTP access lines left out):
     a failure seen only in CI can be read from its output."""
     outcome = yield

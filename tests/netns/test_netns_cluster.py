@@ -18,14 +18,14 @@ from tests.netns.conftest import AGENTS, SLURMD_TIMEOUT
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 
 
-def sacct(c, job_id: int) -> list[list[str]]:  # noqa: ANN001
+def sacct(c, job_id: int) -> list[list[str]]:
     """Every run and step of the job: JobID, State, NodeList (sacct -D keeps the requeued runs)."""
     r = c.cli("sacct", "-j", str(job_id), "-D", "-n", "-P", "-o", "JobID,State,NodeList")
     assert r.returncode == 0, r.stderr
     return [line.split("|") for line in r.stdout.splitlines() if line]
 
 
-def job_procs(c, host: str, job_id: int) -> list[int]:  # noqa: ANN001
+def job_procs(c, host: str, job_id: int) -> list[int]:
     """Processes in the host's namespace that belong to the job (SLURM_JOB_ID in their environment)."""
     out = []
     for pid in c.topo.pids(host):
@@ -39,7 +39,7 @@ def job_procs(c, host: str, job_id: int) -> list[int]:  # noqa: ANN001
     return out
 
 
-def test_hosts_have_their_own_addresses(netns_cluster) -> None:  # noqa: ANN001
+def test_hosts_have_their_own_addresses(netns_cluster) -> None:
     c = netns_cluster
     for name, octet in AGENTS.items():
         node = c.show("node", name)
@@ -49,7 +49,7 @@ def test_hosts_have_their_own_addresses(netns_cluster) -> None:  # noqa: ANN001
     assert r.returncode == 1 and "127.0.0.1:6817" in r.stderr, (r.returncode, r.stderr)
 
 
-def test_state_is_in_postgres_on_its_own_host(netns_cluster) -> None:  # noqa: ANN001
+def test_state_is_in_postgres_on_its_own_host(netns_cluster) -> None:
     c = netns_cluster
     if c.no_pg:
         pytest.skip(f"SQLite on the controller host instead: {c.no_pg}")
@@ -57,7 +57,7 @@ def test_state_is_in_postgres_on_its_own_host(netns_cluster) -> None:  # noqa: A
     assert not (c.state / "slurmlet.db").exists() and not list(c.state.glob("*.db"))
 
 
-def test_job_across_two_hosts(netns_cluster) -> None:  # noqa: ANN001
+def test_job_across_two_hosts(netns_cluster) -> None:
     """sbatch -N2 from login: one task on each agent host, each in its own network namespace."""
     c = netns_cluster
     script = "#!/bin/sh\nsrun sh -c 'echo $SLURMD_NODENAME $(ip -4 -o addr show dev eth0 | cut -d\" \" -f7)'\n"
@@ -72,7 +72,7 @@ def test_job_across_two_hosts(netns_cluster) -> None:  # noqa: ANN001
     assert [line for line in out if line] == ["c1 10.77.0.11/24", "c2 10.77.0.12/24"]
 
 
-def test_killed_node(netns_cluster) -> None:  # noqa: ANN001
+def test_killed_node(netns_cluster) -> None:
     """kill -9 of c2's agent while jobs run there: after SlurmdTimeout c2 is DOWN (Not responding), the
     --no-requeue job ends NODE_FAIL, the --requeue job (-w c2) is pending again; the agent started
     again re-registers, c2 is back by itself and the job's second run goes there."""
@@ -81,7 +81,7 @@ def test_killed_node(netns_cluster) -> None:  # noqa: ANN001
                     "$SLURMD_NODENAME; [ $SLURM_RESTART_COUNT -gt 0 ] || sleep 300")
     lose = c.sbatch("-w", "c2", "--no-requeue", "--wrap", "sleep 300")
     for jid in (keep, lose):
-        wait_until(lambda: c.show("job", jid).get("JobState") == "RUNNING", 20, 0.1, f"job {jid} running")
+        wait_until(lambda jid=jid: c.show("job", jid).get("JobState") == "RUNNING", 20, 0.1, f"job {jid} running")
     c.topo.kill("c2", "agent")  # SIGKILL: the job's processes stay behind, as after a crash
     killed = time.monotonic()
     node = wait_until(lambda: (n := c.show("node", "c2")).get("State", "").startswith("DOWN") and n,
@@ -107,7 +107,7 @@ def test_killed_node(netns_cluster) -> None:  # noqa: ANN001
         os.kill(pid, signal.SIGKILL)
 
 
-def test_restarted_agent_stops_what_it_left_behind(netns_cluster) -> None:  # noqa: ANN001
+def test_restarted_agent_stops_what_it_left_behind(netns_cluster) -> None:
     """kill -9 of c2's agent and a new one at once (before SlurmdTimeout): the new agent finds the
     job's processes its predecessor left running (recorded in its spool), kills them before it
     registers, and the --no-requeue job ends NODE_FAIL."""
@@ -125,7 +125,7 @@ def test_restarted_agent_stops_what_it_left_behind(netns_cluster) -> None:  # no
             os.kill(pid, signal.SIGKILL)
 
 
-def test_cut_off_node(netns_cluster) -> None:  # noqa: ANN001
+def test_cut_off_node(netns_cluster) -> None:
     """c1 unplugged while a job runs there: DOWN after SlurmdTimeout and the job requeued to c2; once
     plugged in again, c1's agent finds the controller by itself, stops the job's stale run and c1
     is idle (no `scontrol update state=resume` needed)."""
@@ -152,7 +152,7 @@ def test_cut_off_node(netns_cluster) -> None:  # noqa: ANN001
     c.wait_idle(*AGENTS)
 
 
-def test_cut_off_node_job_waits_for_it(netns_cluster) -> None:  # noqa: ANN001
+def test_cut_off_node_job_waits_for_it(netns_cluster) -> None:
     """A job that can only run on the cut-off node (-w c1) is pending again while c1 is away; when c1
     is back, its stale first run is stopped and the second run (SLURM_RESTART_COUNT=1) runs there."""
     c = netns_cluster
@@ -173,7 +173,7 @@ def test_cut_off_node_job_waits_for_it(netns_cluster) -> None:  # noqa: ANN001
     c.wait_idle(*AGENTS)
 
 
-def test_restarted_controller_gives_agents_time(netns_cluster) -> None:  # noqa: ANN001
+def test_restarted_controller_gives_agents_time(netns_cluster) -> None:
     """The controller killed for longer than SlurmdTimeout and started again: the agents' silence
     counts from its start, so they sync in time and the running job keeps running."""
     c = netns_cluster

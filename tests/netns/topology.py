@@ -94,7 +94,7 @@ class Topology:
         _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
         _ip("-n", self.switch, "link", "set", "br0", "up")
 
-    def __enter__(self) -> "Topology":
+    def __enter__(self) -> Topology:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,11 +12,11 @@ from tests.conftest import store_url
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.pg)]
 
 
-def store_fixture(conf: ClusterConfig, defaults: bool = False):  # noqa: ANN201 - a pytest fixture
+def store_fixture(conf: ClusterConfig, defaults: bool = False):  # a pytest fixture
     """A fixture giving a fresh JobStore with `conf` on SQLite and on PostgreSQL (`defaults`: with
     the accounting database's root account, user and normal QOS)."""
     @pytest.fixture(params=BACKENDS)
-    def store(request, tmp_path):  # noqa: ANN001, ANN202
+    def store(request, tmp_path):
         s = JobStore(make_engine(store_url(request.param, tmp_path)), conf)
         if defaults:
             s.accounts.ensure_defaults(0.0)

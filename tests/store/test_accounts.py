@@ -331,7 +331,7 @@ def test_a_tree_read_while_a_write_lands_is_not_kept(store: JobStore, monkeypatc
         def __init__(self) -> None:
             self.c = connect()
 
-        def __enter__(self):  # noqa: ANN204
+        def __enter__(self):
             return self.c.__enter__()
 
         def __exit__(self, *exc) -> None:

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import MetaData, create_engine, inspect, insert, text
+from sqlalchemy import MetaData, create_engine, insert, inspect, text
 
 from slurmlet.controller.config import parse_slurm_conf
 from slurmlet.controller.core.plan import plan
@@ -58,7 +58,7 @@ def old_metadata(commit: str) -> MetaData:
     return mod.metadata
 
 
-def raw_engine(url: str):  # noqa: ANN201
+def raw_engine(url: str):
     return create_engine(normalize_url(url))
 
 
@@ -235,7 +235,7 @@ def test_a_failed_upgrade_leaves_the_database_as_it_was(db_url: str, monkeypatch
     old_database(db_url, "30d1ff0")
     upgrade = migrate._upgrade
 
-    def upgrade_then_fail(conn, start):  # noqa: ANN001
+    def upgrade_then_fail(conn, start):
         upgrade(conn, start)
         raise RuntimeError("the power went out")
     monkeypatch.setattr(migrate, "_upgrade", upgrade_then_fail)
@@ -274,7 +274,7 @@ def test_concurrent_starts_make_or_upgrade_the_database_once(db_url: str, old: s
         try:
             go.wait()
             make_engine(db_url).dispose()
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
     threads = [threading.Thread(target=start) for _ in range(4)]
     for t in threads:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
+from slurmlet.controller.config import parse_slurm_conf
 from slurmlet.controller.core.plan import plan
 from slurmlet.controller.errors import InvalidRequest
 from slurmlet.controller.store.jobs import JobStore
 from slurmlet.controller.store.tables import jobs as J
-from slurmlet.controller.config import parse_slurm_conf
 from tests.store.conftest import store_fixture
 from tests.store.test_accounts import BASE, ENFORCE, body, register, team
 

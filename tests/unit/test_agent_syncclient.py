@@ -90,12 +90,12 @@ class Server:
         await self.server.wait_closed()
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
 @contextlib.asynccontextmanager
-async def serving(**kw):  # noqa: ANN003, ANN201
+async def serving(**kw):
     """A Server and a client of it (`kw`: SyncClient's own; connect 5 s, timeout 30 s by default)."""
     s = Server()
     c = SyncClient(await s.start(), **dict({"connect": 5, "timeout": 30}, **kw))
@@ -108,7 +108,7 @@ async def serving(**kw):  # noqa: ANN003, ANN201
         await s.stop()
 
 
-async def _until(pred, what: str) -> None:  # noqa: ANN001
+async def _until(pred, what: str) -> None:
     for _ in range(6000):
         if pred():
             return

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurmlet.cli import getopt, opts
-from slurmlet.cli.opts import OptError
+from slurmlet.common.grammar import OptError
 from slurmlet.controller import workload as wl
 from slurmlet.controller.api.schemas import JobSubmit
 from slurmlet.controller.errors import InvalidRequest
@@ -171,8 +171,9 @@ def test_workload_yaml_files_never_crash(tmp_path_factory: pytest.TempPathFactor
                        ANY, max_size=4))
 def test_air_run_request_fields_are_4xx(tmp_path_factory: pytest.TempPathFactory, extra: dict) -> None:
     """POST /api/v1/runs with a valid workload and any values in its other fields: never a 500."""
-    from slurmlet.controller.app import Settings, create_app
+    from slurmlet.controller.app import create_app
     from slurmlet.controller.config import parse_slurm_conf
+    from slurmlet.controller.runtime import Settings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient

@@ -37,7 +37,7 @@ def test_an_agent_stopped_mid_launch_kills_the_gated_shell(tmp_path: Path, monke
     assert launcher.cgroups is not None
     gated: list[int] = []
 
-    async def never_adopted(self, pid: int, cpus=None, timeout: float = 10.0) -> bool:  # noqa: ANN001
+    async def never_adopted(self, pid: int, cpus=None, timeout: float = 10.0) -> bool:
         gated.append(pid)  # the agent is told to stop while it would move the shell
         await asyncio.Event().wait()
         return True

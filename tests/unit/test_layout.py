@@ -80,7 +80,7 @@ def test_no_room_imports_another_room(room: str) -> None:
 def test_common_and_the_scheduling_core_are_stdlib_only() -> None:
     bad = []
     for name, path in ALL.items():
-        if not (name.startswith("slurmlet.common") or name.startswith("slurmlet.controller.core")):
+        if not (name.startswith(("slurmlet.common", "slurmlet.controller.core"))):
             continue
         for m in imports(name, path):
             top = m.split(".")[0]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from slurmlet.cli.opts import OptError, parse_salloc
+from slurmlet.cli.opts import parse_salloc
 from slurmlet.cli.salloc import allocation_environment
+from slurmlet.common.grammar import OptError
 
 
 def parse(*argv: str, **env: str) -> dict:

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text)
+from sqlalchemy import Boolean, Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 

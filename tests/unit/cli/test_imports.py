@@ -25,8 +25,8 @@ def test_cli_commands_import_nothing_heavy():
 
 
 def test_sacct_s_default_columns_load_no_time_or_range_grammar():
-    """sacct -j's default columns need no duration, limit or range forms: common/fmt re-exports
-    those lazily, and sacct in a loop does not load the modules that parse them."""
+    """sacct -j's default columns need no duration, limit or range forms: their columns import
+    those where used, and sacct in a loop does not load the modules that parse them."""
     code = ("import sys\n"
             "from slurmlet.cli import render_sacct\n"
             "job = {'job_id': 7, 'name': 'wrap', 'partition': 'debug', 'account': 'root', 'num_cpus': 1,\n"
@@ -36,7 +36,8 @@ def test_sacct_s_default_columns_load_no_time_or_range_grammar():
             "lines = render_sacct.sacct_lines([job], now=3.0)\n"
             "print(len(lines), sorted(m for m in sys.modules if m in\n"
             "      ('slurmlet.common.slurmtime', 'slurmlet.common.grammar')))\n"
-            "from slurmlet.common.fmt import fmt_secs_long, fmt_ranges\n"
+            "from slurmlet.common.grammar import fmt_ranges\n"
+            "from slurmlet.common.slurmtime import fmt_secs_long\n"
             "print(fmt_secs_long(3700), fmt_ranges([1, 2, 3, 5]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -13,10 +13,12 @@ import sys
 import time
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slurmlet.cli import helptext, opts
-from slurmlet.cli.opts import OptError
+from slurmlet.common import grammar, patterns, slurmtime
+from slurmlet.common.grammar import OptError
 
 CWD = "/home/u/work"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "SLURM_CONF": "/etc/slurm.conf", "LANG": "C.UTF-8"}
@@ -177,22 +179,22 @@ class TestTime:
         ("0:0:1", 1), ("100000-0", 834424),  # C int overflow, as Slurm computes it
     ])
     def test_forms(self, spec, minutes):
-        assert opts.parse_time(spec) == minutes
+        assert slurmtime.parse_time(spec) == minutes
 
     @pytest.mark.parametrize("spec", ["0", "00", "-0", "UNLIMITED", "unlimited", "INFINITE", "infinite", "-1"])
     def test_no_limit(self, spec):
-        assert opts.parse_time(spec) is None
+        assert slurmtime.parse_time(spec) is None
 
     @pytest.mark.parametrize("spec", ["-5", "-2", "24856-0"])
     def test_accepted_like_slurm_but_invalid_limits_mean_no_limit(self, spec):
         # Slurm accepts these and shows TimeLimit INVALID; slurmlet treats them as no limit
-        assert opts.parse_time(spec) is None
+        assert slurmtime.parse_time(spec) is None
 
     @pytest.mark.parametrize("spec", ["abc", "", "1:2:", "1::2", " 5", "+5", "5.5", "1-2-3", ":5", "1:", "-",
                                       "1-:2", "1:2:3:4", "1h", "5 "])
     def test_invalid(self, spec):
         with pytest.raises(OptError) as e:
-            opts.parse_time(spec)
+            slurmtime.parse_time(spec)
         assert (e.value.lines, e.value.code) == (["sbatch: error: Invalid --time specification"], 255)
 
     def test_via_sbatch(self):
@@ -208,37 +210,37 @@ class TestTime:
         (1563, "1-02:03:00"), (365 * 1440, "365-00:00:00"), (365 * 1440 + 1, "INVALID"), (-5, "INVALID"),
     ])
     def test_format_time_as_squeue(self, minutes, text):
-        assert opts.format_time(minutes) == text
+        assert slurmtime.format_time(minutes) == text
 
     @pytest.mark.parametrize("seconds, text", [
         (0, "0:00"), (4, "0:04"), (59.9, "0:59"), (3723, "1:02:03"), (2 * 86400 + 3600, "2-01:00:00"),
         (-1, "INVALID"),
     ])
     def test_format_elapsed_as_squeue(self, seconds, text):
-        assert opts.format_elapsed(seconds) == text
+        assert slurmtime.format_elapsed(seconds) == text
 
     def test_scontrol_style(self):
-        assert opts.format_time_hms(None) == "UNLIMITED"
-        assert opts.format_time_hms(10) == "00:10:00"
-        assert opts.format_time_hms(1563) == "1-02:03:00"
-        assert opts.format_secs_hms(5) == "00:00:05"
-        assert opts.format_secs_hms(86400 * 3 + 1) == "3-00:00:01"
+        assert slurmtime.format_time_hms(None) == "UNLIMITED"
+        assert slurmtime.format_time_hms(10) == "00:10:00"
+        assert slurmtime.format_time_hms(1563) == "1-02:03:00"
+        assert slurmtime.format_secs_hms(5) == "00:00:05"
+        assert slurmtime.format_secs_hms(86400 * 3 + 1) == "3-00:00:01"
 
     @given(st.integers(0, 400), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
     def test_round_trip_days_hours_minutes_seconds(self, d, h, m, s):
         spec = f"{d}-{h}:{m:02d}:{s:02d}"
         secs = ((d * 24 + h) * 60 + m) * 60 + s
         expect = -(-secs // 60) or None
-        assert opts.parse_time(spec) == expect
+        assert slurmtime.parse_time(spec) == expect
 
     @given(st.integers(1, 365 * 1440))
     def test_round_trip_through_both_displays(self, minutes):
-        assert opts.parse_time(opts.format_time(minutes)) == minutes
-        assert opts.parse_time(opts.format_time_hms(minutes)) == minutes
+        assert slurmtime.parse_time(slurmtime.format_time(minutes)) == minutes
+        assert slurmtime.parse_time(slurmtime.format_time_hms(minutes)) == minutes
 
     @given(st.integers(0, 10 ** 6), st.integers(0, 10 ** 4))
     def test_minutes_seconds_round_up(self, m, s):
-        assert opts.parse_time(f"{m}:{s}") == ((m * 60 + s + 59) // 60 or None)
+        assert slurmtime.parse_time(f"{m}:{s}") == ((m * 60 + s + 59) // 60 or None)
 
 
 # ============================================================ --begin
@@ -270,7 +272,7 @@ class TestBegin:
         ("2027-02-30", at(2027, 3, 2)),
     ])
     def test_forms(self, spec, expect):
-        assert opts.parse_begin(spec, NOW) == expect
+        assert slurmtime.parse_begin(spec, NOW) == expect
 
     @pytest.mark.parametrize("spec, pos", [
         ("now+", 3), ("now+abc", 3), ("4pm", 1), ("25:00", 0), ("elevenses", 0), ("2027-1-5", 0),
@@ -278,14 +280,14 @@ class TestBegin:
     ])
     def test_invalid_with_slurms_position(self, spec, pos):
         with pytest.raises(OptError) as e:
-            opts.parse_begin(spec, NOW)
+            slurmtime.parse_begin(spec, NOW)
         assert e.value.lines == [f"Invalid time specification (pos={pos}): {spec}",
                                  "sbatch: error: Invalid --begin specification"]
         assert e.value.code == 255
 
     def test_empty(self):
         with pytest.raises(OptError) as e:
-            opts.parse_begin("", NOW)
+            slurmtime.parse_begin("", NOW)
         assert e.value.lines == ["sbatch: error: Invalid --begin specification"]
 
     def test_via_sbatch(self):
@@ -303,7 +305,7 @@ class TestCounts:
         ("-1", (1, 1)), ("5-0", (5, 0)), (" 4", (4, 4)), ("4 ", (4, 4)),
     ])
     def test_nodes(self, spec, expect):
-        assert opts.parse_nodes(spec) == expect
+        assert grammar.parse_nodes(spec) == expect
 
     @pytest.mark.parametrize("spec, line", [
         ("abc", '"abc" is not a valid node count'), ("", '"" is not a valid node count'),
@@ -369,7 +371,7 @@ class TestCounts:
         (" 5", 5), ("+5", 5),
     ])
     def test_mem(self, spec, mb):
-        assert opts.parse_mem(spec) == mb
+        assert grammar.parse_mem(spec) == mb
         assert wrap(f"--mem={spec}")["mem_per_node"] == mb
 
     @pytest.mark.parametrize("spec", ["1.5G", "abc", "-1", "", "G", "1P", "5 ", "5Gx", "2GiB", "2B",
@@ -411,7 +413,7 @@ class TestGpus:
         ("gres:gpu:8", 8, None), ("gpu:0", 0, None), ("none", None, None), ("gpu:2k", 2048, None),
     ])
     def test_gres(self, spec, count, gtype):
-        assert opts.parse_gres(spec) == (count, gtype)
+        assert grammar.parse_gres(spec) == (count, gtype)
 
     @pytest.mark.parametrize("spec", ["tpu:1", "gpu:2,tpu:1", "gpu:a100:x", "gpu:2x", "", "gpu:a:b:c"])
     def test_gres_refused(self, spec):
@@ -577,7 +579,7 @@ class TestOptions:
         ("SIGKILL@0", (9, 0, "")), ("XCPU@65535", (24, 65535, "")), ("65", (65, 60, "")), ("USR1@ 5", (10, 5, "")),
     ])
     def test_parse_signal(self, spec, parsed):
-        assert opts.parse_signal(spec) == parsed
+        assert grammar.parse_signal(spec) == parsed
 
 
 # ============================================================ --array
@@ -591,7 +593,7 @@ class TestArray:
         ("", [], None), ("%4", [], 4),
     ])
     def test_forms(self, spec, ids, throttle):
-        assert opts.parse_array(spec) == (ids, throttle)
+        assert grammar.parse_array(spec) == (ids, throttle)
 
     @pytest.mark.parametrize("spec", ["0-abc", "0-100000", "1001", "5-3", "1-7:0", "1-7:-1", "-1", "1 ", "0x3",
                                       "1:2", "1-5:2:3", "1-"])
@@ -601,9 +603,9 @@ class TestArray:
             ["sbatch: error: Batch job submission failed: Invalid job array specification"], 1)
 
     def test_max_array_size(self):
-        assert opts.parse_array("0-9", max_size=10)[0] == list(range(10))
+        assert grammar.parse_array("0-9", max_size=10)[0] == list(range(10))
         with pytest.raises(OptError):
-            opts.parse_array("10", max_size=10)
+            grammar.parse_array("10", max_size=10)
         with pytest.raises(OptError):
             sb(["--array=0-10", "--wrap", "true"], max_array_size=10)
 
@@ -617,12 +619,12 @@ class TestArray:
         ([3], None, "[3]"), ([0, 1, 3, 4, 5, 9], None, "[0-1,3-5,9]"), ([2, 1, 2], None, "[1-2]"),
     ])
     def test_format(self, ids, throttle, text):
-        assert opts.format_array(ids, throttle) == text
-        assert opts.compress_indexes(ids, throttle) == text[1:-1]
+        assert grammar.format_array(ids, throttle) == text
+        assert grammar.compress_indexes(ids, throttle) == text[1:-1]
 
     @given(st.sets(st.integers(0, 1000), min_size=1))
     def test_format_round_trip(self, ids):
-        assert opts.parse_array(opts.compress_indexes(sorted(ids))) == (sorted(ids), None)
+        assert grammar.parse_array(grammar.compress_indexes(sorted(ids))) == (sorted(ids), None)
 
 
 # ============================================================ --dependency
@@ -647,7 +649,7 @@ class TestDependency:
         ("afterokay:1", [("afterok", ["1"])], False),   # Slurm matches the type by prefix
     ])
     def test_forms(self, spec, items, any_of):
-        assert opts.parse_dependency(spec) == (items, any_of)
+        assert grammar.parse_dependency(spec) == (items, any_of)
 
     @pytest.mark.parametrize("spec", ["bogus:1", "afterok", "afterok:", "afterok:abc", "afterok:0", "afterok:1,",
                                       "afterok:1,afterany:2?afterok:3", "singletonx", "aft:1", "afterok:1x",
@@ -659,8 +661,8 @@ class TestDependency:
     def test_submit_and_ids(self):
         assert wrap("-d", "afterok:999999")["dependency"] == "afterok:999999"   # accepted, as in the reference
         assert wrap()["dependency"] is None
-        items, _ = opts.parse_dependency("afterok:5_2:6+3,afterany:7")
-        assert opts.dependency_job_ids(items) == [5, 6, 7]
+        items, _ = grammar.parse_dependency("afterok:5_2:6+3,afterany:7")
+        assert grammar.dependency_job_ids(items) == [5, 6, 7]
 
 
 # ============================================================ --export
@@ -1085,18 +1087,18 @@ class TestSrun:
 class TestPatterns:
     def test_reference_file_names(self):
         # from the reference run: -o 'pat-j%j-A%A-a%a-x%x-N%N-u%u.out' (plain job) and an array task
-        assert opts.expand_pattern("pat-j%j-A%A-a%a-x%x-N%N-u%u.out", job_id=7905, name="pat", node="node1",
+        assert patterns.expand_pattern("pat-j%j-A%A-a%a-x%x-N%N-u%u.out", job_id=7905, name="pat", node="node1",
                                    user="root") == "pat-j7905-A7905-a4294967294-xpat-Nnode1-uroot.out"
-        assert opts.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7908, array_job_id=7906, array_task_id=0,
+        assert patterns.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7908, array_job_id=7906, array_task_id=0,
                                    name="patarr", node="node1") == "pa-j7908-A7906-a0-xpatarr-Nnode1.out"
-        assert opts.expand_pattern("step-%j-%s-%t-%n-%N.out", job_id=7911, step_id=0, task_id=1, node_index=1,
+        assert patterns.expand_pattern("step-%j-%s-%t-%n-%N.out", job_id=7911, step_id=0, task_id=1, node_index=1,
                                    node="node3") == "step-7911-0-1-1-node3.out"
-        assert opts.expand_pattern(opts.default_output(False), job_id=7868) == "slurm-7868.out"
-        assert opts.expand_pattern(opts.default_output(True), job_id=7886, array_job_id=7885,
+        assert patterns.expand_pattern(patterns.default_output(False), job_id=7868) == "slurm-7868.out"
+        assert patterns.expand_pattern(patterns.default_output(True), job_id=7886, array_job_id=7885,
                                    array_task_id=2) == "slurm-7885_2.out"
 
     def test_default_output(self):
-        assert (opts.default_output(False), opts.default_output(True)) == ("slurm-%j.out", "slurm-%A_%a.out")
+        assert (patterns.default_output(False), patterns.default_output(True)) == ("slurm-%j.out", "slurm-%A_%a.out")
 
     @pytest.mark.parametrize("pattern, out", [
         ("job%4j.out", "job0042.out"), ("%%j", "%j"), ("100%%", "100%"), ("%12j", "0000000042"),
@@ -1106,12 +1108,12 @@ class TestPatterns:
         ("a\\%j", "a%j"), ("c:\\\\x%j", "c:\\x%j"),
     ])
     def test_specifiers(self, pattern, out):
-        assert opts.expand_pattern(pattern, job_id=42, name="nm", node="n1", user="user") == out
+        assert patterns.expand_pattern(pattern, job_id=42, name="nm", node="n1", user="user") == out
 
     def test_step_and_workdir(self):
-        assert opts.expand_pattern("%J", job_id=42, step_id=3) == "42.3"
-        assert opts.expand_pattern("o-%j", job_id=1, workdir="/w/") == "/w/o-1"
-        assert opts.expand_pattern("/abs/o-%j", job_id=1, workdir="/w") == "/abs/o-1"
+        assert patterns.expand_pattern("%J", job_id=42, step_id=3) == "42.3"
+        assert patterns.expand_pattern("o-%j", job_id=1, workdir="/w/") == "/w/o-1"
+        assert patterns.expand_pattern("/abs/o-%j", job_id=1, workdir="/w") == "/abs/o-1"
 
 
 # ============================================================ import cost

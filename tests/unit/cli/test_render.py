@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from slurmlet.common import fmt as F
 from slurmlet.cli import render_sacct, render_scontrol, render_sinfo
-from slurmlet.common import render_squeue
+from slurmlet.common import fmt as F
+from slurmlet.common import grammar, render_squeue, slurmtime
 
 ANCHOR = "$ANCHOR"
 WD = f"{ANCHOR}/var/formats-run"
@@ -1104,22 +1104,22 @@ def test_sacct_long_list_job_row():
 # --------------------------------------------------------------------------- fmt helpers
 
 def test_fmt_helpers():
-    assert F.fmt_secs_short(4) == "0:04"
-    assert F.fmt_secs_short(3723) == "1:02:03"
-    assert F.fmt_secs_short(86400) == "1-00:00:00"
-    assert F.fmt_secs_long(5) == "00:00:05"
-    assert F.fmt_secs_long(86400) == "1-00:00:00"
-    assert F.fmt_limit_short(None) == "UNLIMITED"
-    assert F.fmt_limit_short(10) == "10:00"
-    assert F.fmt_limit_short(60) == "1:00:00"
-    assert F.fmt_limit_short(1440) == "1-00:00:00"
-    assert F.fmt_mins_long(1) == "00:01:00"
+    assert slurmtime.fmt_secs_short(4) == "0:04"
+    assert slurmtime.fmt_secs_short(3723) == "1:02:03"
+    assert slurmtime.fmt_secs_short(86400) == "1-00:00:00"
+    assert slurmtime.fmt_secs_long(5) == "00:00:05"
+    assert slurmtime.fmt_secs_long(86400) == "1-00:00:00"
+    assert slurmtime.fmt_limit_short(None) == "UNLIMITED"
+    assert slurmtime.fmt_limit_short(10) == "10:00"
+    assert slurmtime.fmt_limit_short(60) == "1:00:00"
+    assert slurmtime.fmt_limit_short(1440) == "1-00:00:00"
+    assert slurmtime.fmt_mins_long(1) == "00:01:00"
     assert F.fmt_time(None) == "Unknown"
     assert F.fmt_time(None, "N/A") == "N/A"
     assert F.convert_num(128000) == "125G"
     assert F.convert_num(32000) == "32000M"
     assert F.convert_num(2048) == "2G"
-    assert F.fmt_ranges([0, 2, 3]) == "0,2-3"
+    assert grammar.fmt_ranges([0, 2, 3]) == "0,2-3"
     assert F.fmt_cpu_time(0) == "00:00:00"
     assert F.fmt_cpu_time(1.5) == "00:01.500"
     assert [F.job_state_compact(s) for s in ("PENDING", "RUNNING", "COMPLETING", "COMPLETED", "CANCELLED",

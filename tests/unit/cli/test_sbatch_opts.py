@@ -15,11 +15,13 @@ import sys
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmlet.cli import argv as getopt
 from slurmlet.cli import opts
-from slurmlet.cli.opts import OptError
+from slurmlet.common import grammar, patterns, slurmtime
+from slurmlet.common.grammar import OptError
 
 CWD = "/home/u/work"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "LANG": "C.UTF-8"}
@@ -79,17 +81,17 @@ class TestTime:
         ("2-3:04:05", 3065), ("0-0:0:1", 1), ("1-00:00:00", 1440),            # days-hours:minutes:seconds
     ])
     def test_forms(self, spec, minutes):
-        assert opts.parse_time(spec) == minutes
+        assert slurmtime.parse_time(spec) == minutes
         assert wrapped(f"--time={spec}")["time_limit"] == minutes
 
     @pytest.mark.parametrize("spec", ["UNLIMITED", "unlimited", "INFINITE", "Infinite", "-1", "0", "0:00"])
     def test_no_limit(self, spec):
-        assert opts.parse_time(spec) is None
+        assert slurmtime.parse_time(spec) is None
         assert wrapped("-t", spec)["time_limit"] is None
 
     def test_negative_days_are_accepted_like_slurm_and_mean_no_limit(self):
         # reference: `sbatch --time=-5` is submitted; squeue then shows an INVALID limit
-        assert opts.parse_time("-5") is None
+        assert slurmtime.parse_time("-5") is None
         assert wrapped("--time=-5")["time_limit"] is None
 
     @pytest.mark.parametrize("spec", [
@@ -99,7 +101,7 @@ class TestTime:
     def test_invalid(self, spec):
         assert refused(["--time", spec, "--wrap", "true"]) == (["sbatch: error: Invalid --time specification"], 255)
         with pytest.raises(OptError) as e:
-            opts.parse_time(spec)
+            slurmtime.parse_time(spec)
         assert (e.value.lines, e.value.code) == (["sbatch: error: Invalid --time specification"], 255)
 
     def test_srun_names_itself(self):
@@ -112,22 +114,22 @@ class TestTime:
         (1439, "23:59:00"), (1440, "1-00:00:00"), (1500, "1-01:00:00"), (3065, "2-03:05:00"),
     ])
     def test_format_time_is_squeues(self, minutes, shown):
-        assert opts.format_time(minutes) == shown
+        assert slurmtime.format_time(minutes) == shown
 
     @pytest.mark.parametrize("secs, shown", [(0, "0:00"), (4, "0:04"), (3723, "1:02:03"), (176400, "2-01:00:00")])
     def test_format_elapsed(self, secs, shown):
-        assert opts.format_elapsed(secs) == shown
+        assert slurmtime.format_elapsed(secs) == shown
 
     @given(st.integers(min_value=1, max_value=365 * 1440))
     def test_format_time_round_trips_through_parse_time(self, minutes):
-        assert opts.parse_time(opts.format_time(minutes)) == minutes
+        assert slurmtime.parse_time(slurmtime.format_time(minutes)) == minutes
 
     @given(st.integers(min_value=0, max_value=99), st.integers(min_value=0, max_value=23),
            st.integers(min_value=0, max_value=59), st.integers(min_value=0, max_value=59))
     def test_seconds_always_round_up(self, d, h, m, s):
         total = ((d * 24 + h) * 60 + m) * 60 + s
         expect = -(-total // 60) or None
-        assert opts.parse_time(f"{d}-{h}:{m}:{s}") == expect
+        assert slurmtime.parse_time(f"{d}-{h}:{m}:{s}") == expect
 
 
 # ======================================================================= getopt
@@ -819,7 +821,7 @@ class TestBegin:
         ("12/25-10:00", local(2026, 12, 25, 10)), ("uts1800000000", 1800000000),
     ])
     def test_forms(self, spec, when):
-        assert opts.parse_begin(spec, NOW) == when
+        assert slurmtime.parse_begin(spec, NOW) == when
         assert wrapped(f"--begin={spec}", now=NOW)["begin_time"] == when
 
     @pytest.mark.parametrize("spec, pos", [("now+5x", 4), ("4pm", 1), ("bogus", 0), ("25:00", 0),
@@ -846,7 +848,7 @@ class TestArray:
         ("0-15%abc", list(range(16)), None), ("0-9:3%2", [0, 3, 6, 9], 2),
     ])
     def test_specs(self, spec, indexes, throttle):
-        assert opts.parse_array(spec) == (indexes, throttle)
+        assert grammar.parse_array(spec) == (indexes, throttle)
         assert wrapped(f"--array={spec}")["array"] == spec
 
     @pytest.mark.parametrize("spec", ["0-abc", "0-100000", "0-1001", "1001", "-1", "5-1", "1:2", "1-3:0", "1-3:-1",
@@ -855,29 +857,29 @@ class TestArray:
         expected = (["sbatch: error: Batch job submission failed: Invalid job array specification"], 1)
         assert refused(["-a", spec, "--wrap", "true"]) == expected
         with pytest.raises(OptError) as e:
-            opts.parse_array(spec)
+            grammar.parse_array(spec)
         assert (e.value.lines, e.value.code) == expected
 
     def test_max_array_size(self):
-        assert opts.parse_array("0-9", max_size=10)[0] == list(range(10))
+        assert grammar.parse_array("0-9", max_size=10)[0] == list(range(10))
         with pytest.raises(OptError):
-            opts.parse_array("0-10", max_size=10)
+            grammar.parse_array("0-10", max_size=10)
 
     def test_default_output_names(self):
-        assert opts.default_output(False) == "slurm-%j.out"
-        assert opts.default_output(True) == "slurm-%A_%a.out"
+        assert patterns.default_output(False) == "slurm-%j.out"
+        assert patterns.default_output(True) == "slurm-%A_%a.out"
 
     @pytest.mark.parametrize("ids, throttle, text", [
         ([1, 3, 5, 7, 9], 2, "1,3,5,7,9%2"), ([0, 1, 2, 3], None, "0-3"), ([5, 3, 4, 9], None, "3-5,9"),
         ([7], None, "7"), ([0, 1, 3, 4, 6], None, "0-1,3-4,6"), ([2, 2, 3], 0, "2-3"),
     ])
     def test_compress_indexes(self, ids, throttle, text):
-        assert opts.compress_indexes(ids, throttle) == text
+        assert grammar.compress_indexes(ids, throttle) == text
 
     @given(st.sets(st.integers(min_value=0, max_value=1000), min_size=1))
     @settings(max_examples=200)
     def test_compress_round_trips_through_parse_array(self, ids):
-        assert opts.parse_array(opts.compress_indexes(sorted(ids))) == (sorted(ids), None)
+        assert grammar.parse_array(grammar.compress_indexes(sorted(ids))) == (sorted(ids), None)
 
 
 # ======================================================================= --dependency
@@ -892,7 +894,7 @@ class TestDependency:
         ("AFTEROK:7", [("afterok", ["7"])], False), ("afterok:999999", [("afterok", ["999999"])], False),
     ])
     def test_types(self, spec, items, any_of):
-        assert opts.parse_dependency(spec) == (items, any_of)
+        assert grammar.parse_dependency(spec) == (items, any_of)
         assert wrapped(f"--dependency={spec}")["dependency"] == spec
 
     @pytest.mark.parametrize("spec", ["bogus:1", "afterok", "afterok:", "afterok:abc", "afterok:0", "afterok:1:",
@@ -905,18 +907,18 @@ class TestDependency:
 # ======================================================================= file name patterns
 class TestPatterns:
     def test_reference_file_names(self):
-        assert opts.expand_pattern("pat-j%j-A%A-a%a-x%x-N%N-u%u.out", job_id=7905, name="pat", node="node1",
+        assert patterns.expand_pattern("pat-j%j-A%A-a%a-x%x-N%N-u%u.out", job_id=7905, name="pat", node="node1",
                                    user="root") == "pat-j7905-A7905-a4294967294-xpat-Nnode1-uroot.out"
-        assert opts.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7908, array_job_id=7906, array_task_id=0,
+        assert patterns.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7908, array_job_id=7906, array_task_id=0,
                                    name="patarr", node="node1") == "pa-j7908-A7906-a0-xpatarr-Nnode1.out"
-        assert opts.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7906, array_job_id=7906, array_task_id=1,
+        assert patterns.expand_pattern("pa-j%j-A%A-a%a-x%x-N%N.out", job_id=7906, array_job_id=7906, array_task_id=1,
                                    name="patarr", node="node1") == "pa-j7906-A7906-a1-xpatarr-Nnode1.out"
-        assert opts.expand_pattern("step-%j-%s-%t-%n-%N.out", job_id=7911, step_id=0, task_id=0, node_index=0,
+        assert patterns.expand_pattern("step-%j-%s-%t-%n-%N.out", job_id=7911, step_id=0, task_id=0, node_index=0,
                                    node="node2") == "step-7911-0-0-0-node2.out"
-        assert opts.expand_pattern("pct-%j.out", job_id=7911) == "pct-7911.out"
-        assert opts.expand_pattern("e-%j.err", job_id=7910) == "e-7910.err"
-        assert opts.expand_pattern(opts.default_output(False), job_id=7868) == "slurm-7868.out"
-        assert opts.expand_pattern(opts.default_output(True), job_id=7887, array_job_id=7885,
+        assert patterns.expand_pattern("pct-%j.out", job_id=7911) == "pct-7911.out"
+        assert patterns.expand_pattern("e-%j.err", job_id=7910) == "e-7910.err"
+        assert patterns.expand_pattern(patterns.default_output(False), job_id=7868) == "slurm-7868.out"
+        assert patterns.expand_pattern(patterns.default_output(True), job_id=7887, array_job_id=7885,
                                    array_task_id=2) == "slurm-7885_2.out"
 
     @pytest.mark.parametrize("pattern, out", [
@@ -927,24 +929,24 @@ class TestPatterns:
         ("%J", "42.4294967291"), ("%u-%x-%j", "user-nm-42"),
     ])
     def test_specifiers(self, pattern, out):
-        assert opts.expand_pattern(pattern, job_id=42, name="nm", node="n1", user="user") == out
+        assert patterns.expand_pattern(pattern, job_id=42, name="nm", node="n1", user="user") == out
 
     def test_array_task(self):
         kw = dict(job_id=101, array_job_id=100, array_task_id=7)
-        assert opts.expand_pattern("%A_%a-%j-%3a", **kw) == "100_7-101-007"
+        assert patterns.expand_pattern("%A_%a-%j-%3a", **kw) == "100_7-101-007"
 
     def test_step_task_node(self):
-        assert opts.expand_pattern("%J-%s-%2t-%n", job_id=9, step_id=3, task_id=1, node_index=2) == "9.3-3-01-2"
+        assert patterns.expand_pattern("%J-%s-%2t-%n", job_id=9, step_id=3, task_id=1, node_index=2) == "9.3-3-01-2"
 
     @pytest.mark.parametrize("pattern, out", [
         ("a\\%j.out", "a%j.out"), ("\\slurm-%j.out", "slurm-%j.out"), ("c:\\\\x%j", "c:\\x%j"),
     ])
     def test_a_backslash_turns_expansion_off(self, pattern, out):
-        assert opts.expand_pattern(pattern, job_id=42) == out
+        assert patterns.expand_pattern(pattern, job_id=42) == out
 
     def test_workdir(self):
-        assert opts.expand_pattern("o-%j", job_id=1, workdir="/w") == "/w/o-1"
-        assert opts.expand_pattern("/abs/o-%j", job_id=1, workdir="/w") == "/abs/o-1"
+        assert patterns.expand_pattern("o-%j", job_id=1, workdir="/w") == "/w/o-1"
+        assert patterns.expand_pattern("/abs/o-%j", job_id=1, workdir="/w") == "/abs/o-1"
 
 
 # ======================================================================= srun

@@ -47,7 +47,7 @@ def test_exports_partition_and_module_loads():
     assert any("module load" in w for w in warnings) and any("--partition" in w for w in warnings)
 
 
-def run(*args: str, cwd: Path):  # noqa: ANN201
+def run(*args: str, cwd: Path):
     return subprocess.run([sys.executable, "-c", "import sys; from slurmlet.cli.main import slurmlet; sys.argv = ['slurmlet', "
                            "'translate'] + sys.argv[1:]; sys.exit(slurmlet())", *args], capture_output=True, text=True,
                           cwd=cwd, env={"PYTHONPATH": str(Path(__file__).resolve().parents[3]), "PATH": "/usr/bin:/bin"})

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmlet.controller.app import Settings, create_app
+from slurmlet.controller.app import create_app
 from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.runtime import Settings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

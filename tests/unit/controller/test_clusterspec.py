@@ -10,9 +10,9 @@ import os
 
 import pytest
 
+from slurmlet.common.scripts import exit_code_env, run_scripts, script_paths
 from slurmlet.controller.clusterspec import load, load_spec, parse_spec, spec_config
 from slurmlet.controller.config import ConfigError, parse_slurm_conf
-from slurmlet.common.scripts import exit_code_env, run_scripts, script_paths
 
 SPEC = {"slurmSpec": {
     "partitions": [{"id": "a4", "node_pool_ids": ["a4"]}],

@@ -70,7 +70,7 @@ class Lock:
 
     def __init__(self, c: Controller, path: Path):
         @event.listens_for(c.store.engine, "connect")
-        def _impatient(conn, _record) -> None:  # noqa: ANN001 - after the engine's own pragmas
+        def _impatient(conn, _record) -> None:  # after the engine's own pragmas
             conn.execute("PRAGMA busy_timeout=50")
         c.store.engine.dispose()
         self.conn = sqlite3.connect(path)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from slurmlet.controller.store.deps import Target, evaluate as _evaluate, parse
+from slurmlet.controller.store.deps import Target, parse
+from slurmlet.controller.store.deps import evaluate as _evaluate
 
 NOW = 1000.0
 
 
-def evaluate(dep, targets: dict, singleton_blocked: bool, now: float):  # noqa: ANN001, ANN201
+def evaluate(dep, targets: dict, singleton_blocked: bool, now: float):
     """Jobs by id; a list value is an array's tasks."""
-    def lookup(it):  # noqa: ANN001, ANN202
+    def lookup(it):
         got = targets.get(it.target)
         if isinstance(got, dict):
             return [got[it.task]] if it.task is not None else list(got.values())

@@ -7,15 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
 from slurmlet.common import cred, wire
 from slurmlet.controller import gate, metrics
 from slurmlet.controller.api import limits
-from slurmlet.controller.app import Settings, create_app
+from slurmlet.controller.app import create_app
 from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.runtime import Settings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx
@@ -38,7 +38,7 @@ class Run:
     """One request through a Gate in front of a recording app: what the client sent that the gate
     read, what it answered, and what reached the app."""
 
-    def __init__(self, app, method: str, path: str, headers: list[tuple[bytes, bytes]],  # noqa: ANN001
+    def __init__(self, app, method: str, path: str, headers: list[tuple[bytes, bytes]],
                  chunks: list[bytes], local: int | None = None) -> None:
         self.read = 0
         self.reached: list[dict] = []
@@ -46,7 +46,7 @@ class Run:
         ctl = app.state.ctl
         latency = metrics.Latency()
 
-        async def inner(scope, receive, send) -> None:  # noqa: ANN001
+        async def inner(scope, receive, send) -> None:
             self.reached.append({"caller": scope["state"]["caller"], "body": scope[gate.PASSED].body})
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": b"{}"})
@@ -92,7 +92,7 @@ def _signed(method: str, path: str, body: bytes, key: bytes = KEY) -> bytes:
 
 
 @pytest.mark.parametrize("credential", [None, b"v2:bogus", "signed"])
-def test_both_framing_headers_are_refused_before_anything_is_read(app, credential) -> None:  # noqa: ANN001
+def test_both_framing_headers_are_refused_before_anything_is_read(app, credential) -> None:
     headers = [(b"content-length", b"5"), (b"transfer-encoding", b"chunked"), (b"content-type", b"application/json")]
     if credential is not None:
         headers.append((cred.HEADER.lower().encode(), _signed("POST", "/api/v1/jobs", BODY)
@@ -103,7 +103,7 @@ def test_both_framing_headers_are_refused_before_anything_is_read(app, credentia
 
 
 @pytest.mark.parametrize("length", [None, str(400 * MIB).encode(), b"5"])
-def test_a_change_by_nobody_is_refused_before_its_body_is_read(app, length) -> None:  # noqa: ANN001
+def test_a_change_by_nobody_is_refused_before_its_body_is_read(app, length) -> None:
     headers = [(b"content-type", b"application/json"), (cred.HEADER.lower().encode(), b"v2:1:a:2:n:b:forged")]
     headers.append((b"transfer-encoding", b"chunked") if length is None else (b"content-length", length))
     r = Run(app[0], "POST", "/api/v1/jobs", headers, HOSTILE)
@@ -111,7 +111,7 @@ def test_a_change_by_nobody_is_refused_before_its_body_is_read(app, length) -> N
     assert r.latency.codes == {("POST", metrics.UNMATCHED, 401): 1}  # (timed like every request)
 
 
-def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:  # noqa: ANN001
+def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:
     """A known caller's oversized body: refused at its Content-Length without a read, or, chunked,
     as soon as it passes the limit (what follows is read and dropped for LINGER seconds at most, here
     until the client stops)."""
@@ -133,7 +133,7 @@ def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:  # noq
     assert limits.body_limit("POST", "/api/v1/jobs") == limits.MAX_BODY
 
 
-def test_a_credential_is_for_its_own_request_and_good_once(app) -> None:  # noqa: ANN001
+def test_a_credential_is_for_its_own_request_and_good_once(app) -> None:
     c = _signed("POST", "/api/v1/jobs", BODY)
     headers = [(b"content-length", str(len(BODY)).encode()), (b"content-type", b"application/json"),
                (cred.HEADER.lower().encode(), c)]
@@ -149,7 +149,7 @@ def test_a_credential_is_for_its_own_request_and_good_once(app) -> None:  # noqa
     assert (r.status, r.reached) == (401, [])
 
 
-def test_a_spooled_request_is_its_uid_and_json_is_the_one_format(app) -> None:  # noqa: ANN001
+def test_a_spooled_request_is_its_uid_and_json_is_the_one_format(app) -> None:
     headers = [(b"content-length", str(len(BODY)).encode()), (b"content-type", b"application/json")]
     r = Run(app[0], "POST", "/api/v1/jobs", headers, [BODY], local=4242)
     assert r.status == 200 and r.reached[0]["caller"].uid == 4242
@@ -162,7 +162,7 @@ def test_a_spooled_request_is_its_uid_and_json_is_the_one_format(app) -> None:  
     assert r.status == 200 and r.reached[0]["body"] is None
 
 
-def test_marshal_is_for_spooled_requests_that_ask(app) -> None:  # noqa: ANN001
+def test_marshal_is_for_spooled_requests_that_ask(app) -> None:
     _, client = app
     want = {"Accept": f"{wire.MARSHAL}, {wire.JSON}"}
     r = client.get("/api/v1/ping", headers=want)  # (over TCP: JSON whatever it asks)
@@ -188,7 +188,7 @@ def test_marshal_is_for_spooled_requests_that_ask(app) -> None:  # noqa: ANN001
     assert marshal.loads(sent[1]["body"]) == client.get("/api/v1/partitions").json()
 
 
-def test_every_route_is_behind_the_gate(app) -> None:  # noqa: ANN001
+def test_every_route_is_behind_the_gate(app) -> None:
     """Routes are GateRoutes (their handlers take the body the gate decoded) and the gate is the one
     middleware: a route or a middleware added another way fails here."""
     from starlette.routing import Route

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmlet.controller.app import Settings, create_app
+from slurmlet.controller.app import create_app
 from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.runtime import Settings
 from tests.store.test_accounts import ENFORCE, team
 
 with warnings.catch_warnings():
@@ -34,7 +35,7 @@ def job(**kw) -> dict:
             "workdir": "/tmp", "hold": True, **kw}
 
 
-def post(client: TestClient, body: dict, key: str):  # noqa: ANN201 - a response
+def post(client: TestClient, body: dict, key: str):  # a response
     return client.post("/api/v1/jobs", json=body, headers={"Idempotency-Key": key})
 
 

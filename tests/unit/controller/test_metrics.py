@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from slurmlet.controller.api import limits
-from slurmlet.controller.app import Settings, create_app
+from slurmlet.controller.api.schemas import MAX_SCRIPT
+from slurmlet.controller.app import create_app
 from slurmlet.controller.config import parse_slurm_conf
+from slurmlet.controller.runtime import Settings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx
@@ -78,7 +80,7 @@ def client(tmp_path: Path):
         yield c
 
 
-def _until(pred, timeout: float = 10.0):  # noqa: ANN001, ANN202
+def _until(pred, timeout: float = 10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = pred()
@@ -176,14 +178,14 @@ def _count(client: TestClient) -> int:
 
 def test_script_over_max_script_size_is_413_and_changes_nothing(client: TestClient) -> None:
     before = _count(client)
-    big = "#!/bin/sh\n" + "#" * limits.MAX_SCRIPT  # one line over 4 MiB
+    big = "#!/bin/sh\n" + "#" * MAX_SCRIPT  # one line over 4 MiB
     r = client.post("/api/v1/jobs", json={"script": big})
     assert r.status_code == 413
     d = r.json()["detail"]
     assert d["error"] == "Pathname of a file, directory or other parameter too long"
     assert d["limit"] == 4 * 2**20 and d["size"] == len(big)
     assert _count(client) == before
-    ok = "#!/bin/sh\n" + "#" * (limits.MAX_SCRIPT - 11) + "\n"  # exactly at the limit
+    ok = "#!/bin/sh\n" + "#" * (MAX_SCRIPT - 11) + "\n"  # exactly at the limit
     assert client.post("/api/v1/jobs", json={"script": ok, "hold": True}).status_code == 201
     assert _count(client) == before + 1
     # bytes, not characters: 2**20 + 1 four-byte characters are over the limit
@@ -208,7 +210,7 @@ def test_body_over_the_limit_is_413_before_it_is_read(client: TestClient) -> Non
     assert r.status_code == 413
     assert r.json()["detail"]["error"] == limits.TOO_LONG and r.json()["detail"]["limit"] == limits.MAX_BODY
 
-    def chunks():  # noqa: ANN202
+    def chunks():
         for _ in range(limits.MAX_BODY // 2**20 + 1):
             yield b"x" * 2**20
     r = client.post("/api/v1/jobs", content=chunks(), headers={"content-type": "application/json"})
@@ -220,7 +222,7 @@ def test_body_over_the_limit_is_413_before_it_is_read(client: TestClient) -> Non
 
 
 def test_chunked_body_under_the_limit_is_passed_on(client: TestClient) -> None:
-    def chunks():  # noqa: ANN202
+    def chunks():
         yield b'{"script": "#!/bin/sh\\n'
         yield b'true\\n", "hold": true}'
     r = client.post("/api/v1/jobs", content=chunks(), headers={"content-type": "application/json"})
@@ -323,7 +325,7 @@ def _one_poll_per_node(client: TestClient) -> None:
         t = threading.Thread(target=lambda: answers.append(client.post(sync, json={"wait": 30}).json()))
         t.start()
         threads.append(t)
-        _until(lambda: len(answers) == i and polls() == 1)  # the one before has its (empty) answer
+        _until(lambda i=i: len(answers) == i and polls() == 1)  # the one before has its (empty) answer
     assert client.post(sync, json={"wait": 0}).json() == {"orders": []}
     for t in threads:
         t.join(10)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slurmlet.controller.api.schemas import JobSubmit
 from slurmlet.controller.config import parse_slurm_conf

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slurmlet.controller.core.admit import ERR_ACCOUNT, ERR_POLICY, ERR_QOS, Submission, admit, needs_counts
 from slurmlet.controller.core.assoc import Assoc, Qos, Tree

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from slurmlet.controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Reason, Request, RunningJob, SchedConfig,
-                                   Snapshot)
+from slurmlet.controller.core.model import (
+    Node,
+    NodeAlloc,
+    Partition,
+    PendingJob,
+    Reason,
+    Request,
+    RunningJob,
+    SchedConfig,
+    Snapshot,
+)
 from slurmlet.controller.core.plan import plan
 
 NOW = 1000.0

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from slurmlet.controller.core.model import (Node, NodeAlloc, Partition, PendingJob, Preemption, Reason, Request, RunningJob,
-                                   SchedConfig, Snapshot)
+from slurmlet.controller.core.model import (
+    Node,
+    NodeAlloc,
+    Partition,
+    PendingJob,
+    Preemption,
+    Reason,
+    Request,
+    RunningJob,
+    SchedConfig,
+    Snapshot,
+)
 from slurmlet.controller.core.plan import plan
 
 NOW = 1000.0

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurmlet.controller.core.alloc import Free, fit
-from slurmlet.controller.core.model import Node, NodeAlloc, Partition, PendingJob, Request, RunningJob, SchedConfig, Snapshot
+from slurmlet.controller.core.model import (
+    Node,
+    NodeAlloc,
+    Partition,
+    PendingJob,
+    Request,
+    RunningJob,
+    SchedConfig,
+    Snapshot,
+)
 from slurmlet.controller.core.plan import plan
 
 NOW = 10_000.0
@@ -74,7 +83,7 @@ def scenarios(draw, preempt: bool = True, partitions: bool = True, force: bool =
                     config=cfg)
 
 
-def _used_after(snap: Snapshot, p) -> dict[str, list]:  # noqa: ANN001
+def _used_after(snap: Snapshot, p) -> dict[str, list]:
     """CPUs, memory and GPU ids each node holds once the plan is carried out."""
     suspended_now = {x.victim for x in p.preemptions if x.mode == "SUSPEND"}
     resumed = set(p.resumes)
