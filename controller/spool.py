@@ -208,17 +208,17 @@ class Spool:
         set) removed, in a thread (the spool may hold many), one sweep at a time; what cannot be
         removed (a directory nested too deep) is left and the others go."""
         self.swept = time.monotonic()
-        if self.sweeping:
+        if self.sweeping or self.fd is None:
             return
         self.sweeping = True
-        fd = self.fd
+        fd = os.dup(self.fd)  # (its own: stop() may close the spool's meanwhile, and its number be reused)
 
         def sweep() -> None:
             now = _now()
             try:
                 names = os.listdir(fd)
             except OSError:
-                return
+                names = []
             for name in names:
                 if name == wire.BELL or (name.startswith(wire.BELL + ".") and name[len(wire.BELL) + 1:].isdigit()):
                     continue
@@ -232,6 +232,7 @@ class Spool:
                         os.unlink(name, dir_fd=fd)
                 except Exception:  # noqa: BLE001 - the next entry still goes
                     continue
+            os.close(fd)
 
         def done(t: asyncio.Future) -> None:
             self.sweeping = False
