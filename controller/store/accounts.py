@@ -121,6 +121,7 @@ class AccountStore:
                              time_limit=time_limit, tres=tres, bill=bill, n_jobs=n_jobs), t, active)
         if v.error is not None:
             raise InvalidRequest(v.error, pre=list(v.pre))
+        assert v.account is not None and v.qos is not None  # (admitted: both are decided)
         return v.account, v.qos, v.time_limit
 
     def _active_counts(self) -> dict[tuple[str, str, str], int]:
