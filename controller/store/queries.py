@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from typing import Any, NamedTuple
@@ -14,7 +13,7 @@ from slurmlet.controller.errors import NotFound
 from sqlalchemy import ColumnElement, and_, bindparam, event, func, or_, select
 
 from . import steps
-from .guard import wrote
+from .guard import data_version, wrote
 from .base import BY_ID, FINAL_STATES, Part, Shared, pattern_path, request_of
 from .tables import clusters as CL
 from .tables import job_runs as RUNS
@@ -25,12 +24,10 @@ from .tables import nodes as N
 #: the columns a job list reads: all but the script and the environment, kilobytes a job that no
 #: list shows (squeue over 1,000 jobs read megabytes of them)
 LISTED = tuple(c for c in J.c if c.name not in ("script", "environment"))
+#: what submit-time checks read of the nodes (capacity_rows)
+CAPACITY = select(N.c.name, N.c.cpus, N.c.memory, N.c.gpus, N.c.gpu_type, N.c.pool)
 #: what `listed` reads first: which jobs, and whether each changed since the last list
 HEADS = (J.c.id, J.c.rev, J.c.submit_time)
-
-
-#: serial numbers of DBAPI connections (a PRAGMA data_version compares only within one connection)
-_SERIALS = itertools.count(1)
 
 
 class _Listed(NamedTuple):
@@ -65,8 +62,9 @@ class Queries(Part):
         #: `listed` may give the list it made last again without reading
         self.commits = 0
         event.listen(self.engine, "commit", self._committed)
-        #: node rows for submit-time checks (capacity_rows); None: read them again
-        self.capacity: list[Any] | None = None
+        #: node rows for submit-time checks (capacity_rows) and the data_version they were read at;
+        #: None: read them again (a node registered here)
+        self.capacity: tuple[tuple[int, int] | None, list[Any]] | None = None
 
     # ---------------------------------------------------------------- jobs: reads
     def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
@@ -221,17 +219,11 @@ class Queries(Part):
         cut[None] = _Listed(asked, out, heads, ends, after)
         return out
 
-    def _writes(self, c: Any) -> tuple[int, int, int] | None:  # noqa: ANN401 - a Connection
-        """What changes whenever the database is written: this process's commits and, on SQLite, the
-        connection's `PRAGMA data_version`, which moves with every commit of another connection (another
-        process's too). None where nothing so cheap tells (PostgreSQL): then the jobs are read again."""
-        if self.engine.dialect.name != "sqlite":
-            return None
-        info = c.connection.info  # (kept with the DBAPI connection while it lives: its serial number)
-        serial = info.get("serial")
-        if serial is None:
-            serial = info["serial"] = next(_SERIALS)
-        return serial, c.connection.dbapi_connection.execute("PRAGMA data_version").fetchone()[0], self.commits
+    def _writes(self, c: Any) -> tuple[tuple[int, int], int] | None:  # noqa: ANN401 - a Connection
+        """What changes whenever the database is written: another connection's commits (data_version)
+        and this engine's; None where nothing so cheap tells (PostgreSQL): then the jobs are read again."""
+        mark = data_version(c)
+        return None if mark is None else (mark, self.commits)
 
     def _committed(self, conn: Any) -> None:  # noqa: ANN401 - a Connection
         if wrote(conn):
@@ -362,12 +354,19 @@ class Queries(Part):
         return out, created
 
     def capacity_rows(self) -> list[Any]:
-        """Node rows for submit-time checks, which read a node's name, capacity, GPUs and pool only:
-        kept between submissions (not one query each) and read again after a node registers, the
-        one change to those columns. Their heartbeat columns (last_seen, ...) may be stale."""
-        rows = self.capacity
-        if rows is None:
-            rows = self.capacity = self.node_rows()
+        """The nodes' names, capacities, GPUs and pools, for submit-time checks: kept between
+        submissions and read again after a node registers here or another process wrote (SQLite's
+        data_version; on PostgreSQL they are read each time). The same list is given again while they
+        are unchanged (views.py works out what a list of them allows once)."""
+        with self.engine.connect() as c:
+            mark = data_version(c)
+            kept = self.capacity
+            if kept is not None and mark is not None and kept[0] == mark:
+                return kept[1]
+            rows = list(c.execute(CAPACITY))
+        if kept is not None and kept[1] == rows:
+            rows = kept[1]
+        self.capacity = (mark, rows)
         return rows
 
     def active_allocs(self) -> list[Any]:

@@ -311,6 +311,22 @@ def test_a_write_by_another_process_shows_in_the_next_job_list(store: JobStore):
                                                                              ("renamed", "PENDING")]
 
 
+def test_a_node_registered_by_another_process_is_known_at_the_next_submission(store: JobStore):
+    """The nodes kept for submit-time checks are read again once another process wrote: a node it
+    registered is known, and while nothing changes the same list is given again."""
+    store.node_sync("node1", {"resources": RES, "running": [], "finished": []}, 1.0)
+    assert [r.name for r in store.capacity_rows()] == ["node1"]
+    kept = store.capacity_rows()
+    store.submit(body(), 2.0)
+    assert store.capacity_rows() is kept
+    other = JobStore(make_engine(store.engine.url.render_as_string(hide_password=False)), store.config)
+    try:
+        other.node_sync("node2", {"resources": RES, "running": [], "finished": []}, 3.0)
+    finally:
+        other.engine.dispose()
+    assert [r.name for r in store.capacity_rows()] == ["node1", "node2"]
+
+
 def test_a_job_list_asked_again_without_a_write_reads_nothing(store: JobStore):
     """squeue in a loop: while nothing is written, the list made last for the same keys and filters is
     given again, at a later time too (within the listed jobs' earliest end), on SQLite without a
