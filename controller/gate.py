@@ -185,10 +185,6 @@ class GateRoute(APIRoute):
         return gated
 
 
-async def _nothing() -> Message:
-    return {"type": "http.request", "body": b"", "more_body": False}
-
-
 class Gate:
     """The ASGI layer (outermost): see the module's text."""
 
@@ -266,12 +262,14 @@ class Gate:
         scope.setdefault("state", {})["caller"] = who
         if passed.work is not None:  # (the answer's start ends the request's work: its user may send more)
             send = _releasing(send, passed.work)
+        # (the routes read the body the gate decoded: what they may still receive is the client's leaving,
+        # which a streamed answer listens for)
         if not passed.marshal:
-            await self.app(scope, _nothing, send)
+            await self.app(scope, receive, send)
             return
         wanted = MARSHAL_WANTED.set(True)
         try:
-            await self.app(scope, _nothing, _marshalling(send))
+            await self.app(scope, receive, _marshalling(send))
         finally:
             MARSHAL_WANTED.reset(wanted)
 

@@ -55,14 +55,14 @@ def run_pass(ctl: Controller, backfill: bool = False) -> PassResult:
     now = ctl.clock()
     snap = store.snapshot(now)
     p = plan(snap, backfill=backfill)
-    woken = store.apply(p, now)
-    if store._dep_kill or p.starts or p.preemptions:  # jobs cancelled because their dependency can never be satisfied, or
+    done = store.apply(p, now)
+    if done.cancelled or p.starts or p.preemptions:  # jobs cancelled because their dependency can never be satisfied, or
         ctl.jobs_changed()  # started (an srun waits for its allocation)
     future = [j.begin_time for j in snap.pending if j.begin_time and j.begin_time > now and not j.held]
-    if store.next_dep_time is not None:  # an after:ID+minutes dependency comes due
-        future.append(store.next_dep_time)
+    if done.next_dep_time is not None:  # an after:ID+minutes dependency comes due
+        future.append(done.next_dep_time)
     ctl.next_begin = min(future) if future else None
-    ctl.notify(woken | store.take_notify())
+    ctl.notify(done.woken | store.take_notify())
     ctl.run_controller_scripts()
     us = int((time.perf_counter() - t0) * 1e6)
     s = ctl.stats

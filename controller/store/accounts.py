@@ -21,6 +21,7 @@ from slurmlet.controller.core.assoc import Assoc, Qos, Tree
 from slurmlet.controller.core.model import Reason
 from slurmlet.controller.errors import InvalidRequest
 
+from .guard import data_version
 from .tables import accounts as A
 from .tables import assocs as AS
 from .tables import clusters as CL
@@ -61,7 +62,8 @@ class AccountStore:
         self.engine = engine
         self.cluster = cluster
         self._tree: Tree | None = None
-        self.version = 0  #: bumped by every write: caches derived from the tree compare it
+        self._mark: tuple[int, int] | None = None  #: the data_version the tree was read at
+        self.version = 0  #: bumped by every change of the tree: caches derived from it compare it
 
     # ---------------------------------------------------------------- set-up
     def ensure_defaults(self, now: float) -> None:
@@ -91,22 +93,32 @@ class AccountStore:
         self.version += 1
 
     def tree(self) -> Tree:
-        t = self._tree
-        if t is None:
+        """The accounting tables in memory: kept while nothing was written to them here and no other
+        process wrote to the database (SQLite's data_version; on PostgreSQL they are read each time, the
+        tree given again while they are unchanged)."""
+        with self.engine.connect() as c:
+            mark = data_version(c)
+            kept = self._tree
+            if kept is not None and mark is not None and mark == self._mark:
+                return kept
             version = self.version
-            with self.engine.connect() as c:
-                assocs = [Assoc(r.id, r.account, r.user, r.partition, r.shares, r.priority,
-                                [q for q in r.qos.split(",") if q] if r.qos is not None else None,
-                                r.default_qos, _json(r.limits)) for r in c.execute(select(AS).order_by(AS.c.id))]
-                qos = {r.name: Qos(r.id, r.name, r.description, r.priority, [p for p in r.preempt.split(",") if p],
-                                   r.preempt_mode, r.preempt_exempt_time, r.grace_time,
-                                   [f for f in r.flags.split(",") if f], r.usage_factor, _json(r.limits))
-                       for r in c.execute(select(Q).order_by(Q.c.id))}
-                t = Tree(clusters=[r.name for r in c.execute(select(CL.c.name).order_by(CL.c.name))],
-                         accounts={r.name: r for r in c.execute(select(A))},
-                         users={r.name: r for r in c.execute(select(U))}, assocs=assocs, qos=qos)
-            if self.version == version:  # (not when a write came meanwhile: this read may predate it)
-                self._tree = t
+            assocs = [Assoc(r.id, r.account, r.user, r.partition, r.shares, r.priority,
+                            [q for q in r.qos.split(",") if q] if r.qos is not None else None,
+                            r.default_qos, _json(r.limits)) for r in c.execute(select(AS).order_by(AS.c.id))]
+            qos = {r.name: Qos(r.id, r.name, r.description, r.priority, [p for p in r.preempt.split(",") if p],
+                               r.preempt_mode, r.preempt_exempt_time, r.grace_time,
+                               [f for f in r.flags.split(",") if f], r.usage_factor, _json(r.limits))
+                   for r in c.execute(select(Q).order_by(Q.c.id))}
+            t = Tree(clusters=[r.name for r in c.execute(select(CL.c.name).order_by(CL.c.name))],
+                     accounts={r.name: r for r in c.execute(select(A))},
+                     users={r.name: r for r in c.execute(select(U))}, assocs=assocs, qos=qos)
+        if self.version != version:  # (not kept when a write came meanwhile: this read may predate it)
+            return t
+        if kept is not None and t == kept:
+            t = kept  # (unchanged: what was worked out from it holds)
+        elif kept is not None:  # another process changed it
+            self.version += 1
+        self._tree, self._mark = t, mark
         return t
 
     # ---------------------------------------------------------------- admission
@@ -120,6 +132,7 @@ class AccountStore:
                              time_limit=time_limit, tres=tres, bill=bill, n_jobs=n_jobs), t, active)
         if v.error is not None:
             raise InvalidRequest(v.error, pre=list(v.pre))
+        assert v.account is not None and v.qos is not None  # (admitted: both are decided)
         return v.account, v.qos, v.time_limit
 
     def _active_counts(self) -> dict[tuple[str, str, str], int]:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
 
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
-from .base import FINAL_STATES
+from .base import FINAL_STATES, Part, Shared
 from .tables import job_runs as RUNS
 from .tables import jobs as J
+
+if TYPE_CHECKING:  # (queries -> steps -> actions)
+    from .queries import Queries
 
 
 def relinquish(c: Any, job_id: int, state: str, exit_code: int, now: float) -> None:
@@ -22,7 +25,25 @@ def relinquish(c: Any, job_id: int, state: str, exit_code: int, now: float) -> N
         exit_code=exit_code, exit_signal=0, end_time=now, pending_action="cancel"))
 
 
-class Actions:
+def archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int = 0) -> None:
+    """Keep the run that just ended for sacct -D before the job goes back to the queue."""
+    if r.start_time is None or c.execute(select(RUNS.c.run).where(RUNS.c.job_id == r.id,
+                                                                  RUNS.c.run == r.restarts)).first():
+        return
+    c.execute(insert(RUNS).values(job_id=r.id, run=r.restarts, state=state, start_time=r.start_time,
+                                  end_time=now, exit_code=code, exit_signal=0, nodes=r.nodes or "",
+                                  alloc=r.alloc, batch_host=r.batch_host, batch_state="CANCELLED" if sig else
+                                  ("FAILED" if code else "COMPLETED"), batch_exit_code=code,
+                                  batch_exit_signal=sig))
+
+
+class Actions(Part):
+    """What users and operators do to jobs."""
+
+    def __init__(self, shared: Shared, queries: Queries):
+        super().__init__(shared)
+        self.queries = queries  #: (sacct -D shows earlier runs as it shows jobs)
+
     # ---------------------------------------------------------------- user actions
     def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:
         """scancel. Returns the batch host to notify, if any."""
@@ -135,20 +156,8 @@ class Actions:
                 c.execute(update(J).where(J.c.id == job_id, J.c.active.is_(True)).values(
                     pending_action=action, state="RUNNING"))
                 return row.batch_host
-            c.execute(update(J).where(J.c.id == job_id).values(**self._requeued_values(now, hold)))
+            c.execute(update(J).where(J.c.id == job_id).values(**self.shared.requeued_values(now, hold)))
             return None
-
-    @staticmethod
-    def _archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int = 0) -> None:
-        """Keep the run that just ended for sacct -D before the job goes back to the queue."""
-        if r.start_time is None or c.execute(select(RUNS.c.run).where(RUNS.c.job_id == r.id,
-                                                                      RUNS.c.run == r.restarts)).first():
-            return
-        c.execute(insert(RUNS).values(job_id=r.id, run=r.restarts, state=state, start_time=r.start_time,
-                                      end_time=now, exit_code=code, exit_signal=0, nodes=r.nodes or "",
-                                      alloc=r.alloc, batch_host=r.batch_host, batch_state="CANCELLED" if sig else
-                                      ("FAILED" if code else "COMPLETED"), batch_exit_code=code,
-                                      batch_exit_signal=sig))
 
     def earlier_runs(self, rows: list[Any]) -> dict[int, list[dict]]:
         """sacct -D: the earlier runs of these jobs, as job dicts (oldest first)."""
@@ -167,16 +176,8 @@ class Actions:
                     setattr(fake, k, getattr(run, k))
                 fake.restarts, fake.active, fake.reason = run.run, False, "None"
                 fake.batch_max_rss = fake.batch_user_cpu = fake.batch_system_cpu = None  # not kept per run
-                out.setdefault(run.job_id, []).append(self.public(fake))
+                out.setdefault(run.job_id, []).append(self.queries.public(fake))
         return out
-
-    def _requeued_values(self, now: float, hold: bool) -> dict:
-        begin = now + self.config.requeue_delay
-        return dict(state="PENDING", reason="JobHeldAdmin" if hold else "BeginTime", active=False,
-                    alloc=None, nodes="", batch_host=None, start_time=None, end_time=None,
-                    begin_time=begin, eligible_time=begin, restarts=J.c.restarts + 1, pending_action=None,
-                    held="admin" if hold else None, exit_code=0, exit_signal=0, pending_signal=None,
-                    suspend_time=None, est_start=None)
 
     def update_job(self, job_id: int, changes: dict) -> None:
         with self.engine.begin() as c:

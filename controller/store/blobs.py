@@ -12,12 +12,15 @@ from sqlalchemy import insert, select, update
 
 from slurmlet.controller.errors import NotFound
 
+from .base import Part
 from .tables import code_blobs as CODE
 from .tables import code_owners as CO
 from .tables import secrets as SEC
 
 
-class CodeAndSecrets:
+class CodeAndSecrets(Part):
+    """Air runs' code and secrets."""
+
     # ---------------------------------------------------------------- air runs' code
     def put_code(self, data: bytes, now: float, uid: int) -> str:
         import hashlib
@@ -71,15 +74,15 @@ class CodeAndSecrets:
             have = {(r.scope, r.key) for r in c.execute(select(SEC.c.scope, SEC.c.key).where(SEC.c.owner.in_(owners)))}
         return [name for name, ref in refs.items() if tuple(ref.split("/", 1)) not in have]
 
-    @staticmethod
-    def _resolve_secrets(c: Any, refs: dict[str, str], owners: list[str]) -> dict[str, str]:
-        """Each reference's value: the first of `owners` (in order) that has it."""
-        out = {}
-        for name, ref in refs.items():
-            scope, _, key = ref.partition("/")
-            got = {r.owner: r.value for r in c.execute(select(SEC.c.owner, SEC.c.value).where(
-                SEC.c.scope == scope, SEC.c.key == key, SEC.c.owner.in_(owners)))}
-            value = next((got[o] for o in owners if o in got), None)
-            if value is not None:
-                out[name] = value
-        return out
+
+def resolve_secrets(c: Any, refs: dict[str, str], owners: list[str]) -> dict[str, str]:
+    """Each reference's value: the first of `owners` (in order) that has it."""
+    out = {}
+    for name, ref in refs.items():
+        scope, _, key = ref.partition("/")
+        got = {r.owner: r.value for r in c.execute(select(SEC.c.owner, SEC.c.value).where(
+            SEC.c.scope == scope, SEC.c.key == key, SEC.c.owner.in_(owners)))}
+        value = next((got[o] for o in owners if o in got), None)
+        if value is not None:
+            out[name] = value
+    return out

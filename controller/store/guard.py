@@ -14,6 +14,7 @@ must stay the one it opened.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from typing import Any, Callable
@@ -79,6 +80,24 @@ def wrote(conn: Any) -> bool:  # noqa: ANN401 - a SQLAlchemy Connection
     """Whether the transaction a commit ends wrote anything: a SQLite connection is in a transaction
     only once it wrote (a read's commit changes nothing); other databases' commits all count."""
     return getattr(conn.connection.dbapi_connection, "in_transaction", True)
+
+
+#: serial numbers of DBAPI connections (a PRAGMA data_version compares only within one connection)
+_SERIALS = itertools.count(1)
+
+
+def data_version(c: Any) -> tuple[int, int] | None:  # noqa: ANN401 - a SQLAlchemy Connection
+    """What moves whenever another connection, another process's too, commits to the database, read on
+    the connection `c`: SQLite's PRAGMA data_version, with the connection's serial number (the pragma's
+    values compare only within one connection). This connection's own commits do not move it. None where
+    nothing so cheap tells (PostgreSQL): what was kept must be read again."""
+    if c.dialect.name != "sqlite":
+        return None
+    info = c.connection.info  # (kept with the DBAPI connection while it lives)
+    serial = info.get("serial")
+    if serial is None:
+        serial = info["serial"] = next(_SERIALS)
+    return serial, c.connection.dbapi_connection.execute("PRAGMA data_version").fetchone()[0]
 
 
 def watch(engine: Engine, failed: Callable[[str], None], worked: Callable[[], None],

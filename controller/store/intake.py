@@ -14,12 +14,14 @@ from slurmlet.controller.errors import DomainError, InvalidRequest
 
 from . import deps
 from .accounts import enforce_flags
-from .base import INSERT_JOB, INSERT_JOB_IDS, INSERT_KEY, SPEC_KEYS, request_of
+from .base import INSERT_JOB, INSERT_JOB_IDS, INSERT_KEY, SPEC_KEYS, Part, request_of
 from .tables import jobs as J
 from .tables import submit_keys as KEYS
 
 
-class Intake:
+class Intake(Part):
+    """New jobs: admitted, then written."""
+
     # ---------------------------------------------------------------- jobs: intake
     def job_for_key(self, user: str, key: str, digest: str | None = None) -> int | None:
         """The job a submission with this idempotency key made (None: none did). With the
@@ -101,10 +103,10 @@ class Intake:
                 n_jobs = len(parse_array(body["array"], self.config.max_array_size)[0])
             except ValueError:
                 pass  # refused below, with its own message
-        account, qos, time_limit = self.accounts.admit(
+        account, qos, time_limit = self.shared.accounts.admit(
             user=body["user"], account=body.get("account"), partition=part, qos=body.get("qos"),
             enforce=enforce_flags(self.config), time_limit=time_limit, tres=tres,
-            bill=billing(tres, self.billing_weights(part)), n_jobs=n_jobs + before)
+            bill=billing(tres, self.shared.billing_weights(part)), n_jobs=n_jobs + before)
         requeue = body.get("requeue")
         dep_text = None
         if body.get("dependency"):

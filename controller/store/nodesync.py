@@ -14,8 +14,11 @@ from slurmlet.common.scripts import exit_code_env
 from slurmlet.controller.errors import InvalidRequest, NotFound
 
 from . import scripts, steps
-from .base import KILL_WHY
+from .actions import archive_run
+from .base import KILL_WHY, Part, Shared
+from .blobs import resolve_secrets
 from .prepared import set_job, set_node
+from .queries import Queries
 from .tables import jobs as J
 from .tables import nodes as N
 from .tables import steps as S
@@ -42,7 +45,13 @@ class Reaped:
         return f"{', '.join(sorted(self.silent))} not responding: jobs {fates}"
 
 
-class NodeSync:
+class NodeSync(Part):
+    """The agents' side of the store."""
+
+    def __init__(self, shared: Shared, queries: Queries):
+        super().__init__(shared)
+        self.queries = queries  #: (whose node rows for submissions a registration makes stale)
+
     # ---------------------------------------------------------------- nodes
     def node_sync(self, name: str, body: dict, now: float) -> list[dict]:
         """One agent round trip: register/heartbeat, apply its reports, return its orders."""
@@ -105,7 +114,7 @@ class NodeSync:
                     refs = json.loads(r.spec).get("secrets")
                     if refs:  # resolved at launch only: they are stored nowhere else
                         owners = [f"user:{r.user}"] + ([f"account:{r.account}"] if r.account else [])
-                        order["environment"] = {**order["environment"], **self._resolve_secrets(c, refs, owners)}
+                        order["environment"] = {**order["environment"], **resolve_secrets(c, refs, owners)}
                     alloc_nodes = [a["node"] for a in order["alloc"]]
                     order["node_addrs"] = dict(c.execute(NODE_ADDRS, {"_names": alloc_nodes}).all())
                     orders.append(order)
@@ -119,7 +128,7 @@ class NodeSync:
     def _upsert_node(self, c: Any, name: str, body: dict, now: float, exists: bool) -> None:
         res = body.get("resources")
         if exists and not res:
-            vals = {"last_seen": now}
+            vals: dict[str, Any] = {"last_seen": now}
             if body.get("cpu_load") is not None:
                 vals["cpu_load"] = body["cpu_load"]
             if body.get("free_mem") is not None:
@@ -142,7 +151,7 @@ class NodeSync:
             version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
             pool=res.get("pool"),
         )
-        self._capacity_rows = None  # a node (re)registers: its capacity may change
+        self.queries.capacity = None  # a node (re)registers: its capacity may change
         if exists:
             c.execute(update(N).where(N.c.name == name).values(registered_at=now, **vals))
         else:
@@ -187,17 +196,17 @@ class NodeSync:
             c.execute(update(N).where(N.c.name == node).values(admin_state="DRAIN", reason=f"{what} error",
                                                              reason_time=now))
         if fin.get("prolog_failed"):  # the job never ran: back to the queue, held, as slurmctld does
-            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**self._requeued_values(now, True)))
+            c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**self.shared.requeued_values(now, True)))
             return
         code, sig = int(fin.get("exit_code") or 0), int(fin.get("signal") or 0)
         self._end_scripts(c, r, code, sig, now)
         end = fin.get("end_time") or now
         action = r.pending_action
         if action in ("requeue", "requeue_hold", "preempt_requeue"):
-            self._archive_run(c, r, "PREEMPTED" if action == "preempt_requeue" else "REQUEUED", now,
+            archive_run(c, r, "PREEMPTED" if action == "preempt_requeue" else "REQUEUED", now,
                               int(fin.get("exit_code") or 0), int(fin.get("signal") or 0))
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
-                **self._requeued_values(now, action == "requeue_hold")))
+                **self.shared.requeued_values(now, action == "requeue_hold")))
             return
         vals: dict = dict(active=False, pending_action=None, pending_signal=None,
                           batch_exit_code=code, batch_exit_signal=sig, batch_max_rss=fin.get("max_rss"),
@@ -211,8 +220,8 @@ class NodeSync:
         elif (fin.get("timeout") or fin.get("oom") or sig or code or fin.get("launch_failed")) and \
                 r.restarts < (json.loads(r.spec).get("max_retries") or 0):
             # an air run's failed attempt: run it again under the same id (the attempt counter is restarts)
-            self._archive_run(c, r, "TIMEOUT" if fin.get("timeout") else "FAILED", now, code, sig)
-            retry = self._requeued_values(now, False)
+            archive_run(c, r, "TIMEOUT" if fin.get("timeout") else "FAILED", now, code, sig)
+            retry = self.shared.requeued_values(now, False)
             retry.update(begin_time=now, eligible_time=now, reason="None")
             c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(**retry))
             return
@@ -237,7 +246,7 @@ class NodeSync:
         set_node(c, node, {"last_busy": now})
         set_job(c, r.id, vals, active=True)
 
-    def _start_prologs(self, c: Any, job_id: int, now: float) -> list[str]:
+    def start_prologs(self, c: Any, job_id: int, now: float) -> list[str]:
         """A job just started: Prolog rows for each of its nodes, PrologSlurmctld's for the controller.
         Returns the nodes to wake (their agents have a prolog to run)."""
         prolog, ctld = self.config.script_list("prolog"), self.config.script_list("prologslurmctld")
@@ -251,7 +260,7 @@ class NodeSync:
         if ctld:
             env = scripts.controller_environment(r, "prolog_slurmctld", self.config.cluster_name)
             scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "prolog_slurmctld", {"env": env, "script": ctld}, now)
-            self.controller_scripts = True
+            self.shared.controller_scripts = True
         return nodes if prolog else []
 
     def _end_scripts(self, c: Any, r: Any, code: int, sig: int, now: float) -> None:
@@ -263,12 +272,12 @@ class NodeSync:
         if epilog and others:
             order = dict(self._launch_order(r, ""), script="", exit_code=code, signal=sig)
             scripts.add(c, r.id, r.restarts, others, "epilog", order, now)
-            self.notify_hosts.update(others)
+            self.shared.notify_hosts.update(others)
         if ctld:
             env = dict(scripts.controller_environment(r, "epilog_slurmctld", self.config.cluster_name),
                        **exit_code_env(code, sig))
             scripts.add(c, r.id, r.restarts, [scripts.CONTROLLER], "epilog_slurmctld", {"env": env, "script": ctld}, now)
-            self.controller_scripts = True
+            self.shared.controller_scripts = True
 
     def _scripts_done(self, c: Any, node: str, reports: list[dict], now: float) -> None:
         """Prologs and epilogs that ended on `node` (or the controller): a failing one drains its
@@ -293,17 +302,17 @@ class NodeSync:
                 ctld = rep["kind"] == "prolog_slurmctld"
                 if ctld:
                     row = c.execute(select(J).where(J.c.id == r.id)).first()
-                    self._archive_run(c, row, "REQUEUED", now)
+                    archive_run(c, row, "REQUEUED", now)
                 c.execute(update(J).where(J.c.id == r.id, J.c.active.is_(True)).values(
-                    **self._requeued_values(now, not ctld)))
+                    **self.shared.requeued_values(now, not ctld)))
             elif not scripts.prologs_pending(c, r.id, rep["run"]):
-                self.notify_hosts.add(r.batch_host)
+                self.shared.notify_hosts.add(r.batch_host)
 
     def claim_controller_scripts(self) -> list[Any]:
         """PrologSlurmctld/EpilogSlurmctld runs waiting for the controller (marked running)."""
-        if not self.controller_scripts:
+        if not self.shared.controller_scripts:
             return []
-        self.controller_scripts = False
+        self.shared.controller_scripts = False
         with self.engine.begin() as c:
             return scripts.claim_controller(c)
 
@@ -320,20 +329,21 @@ class NodeSync:
                     if r.pool is None and r.name not in names and r.name not in held]
             if gone:
                 c.execute(N.delete().where(N.c.name.in_(gone)))
-        self._capacity_rows = None
+        self.queries.capacity = None
         return gone
 
     def reset_controller_scripts(self) -> None:
         with self.engine.begin() as c:
             scripts.reset_controller(c)
-        self.controller_scripts = True
+        self.shared.controller_scripts = True
 
     def controller_script_done(self, report: dict, now: float) -> None:
         with self.engine.begin() as c:
             self._scripts_done(c, scripts.CONTROLLER, [report], now)
 
     def take_notify(self) -> set[str]:
-        out, self.notify_hosts = self.notify_hosts, set()
+        out = set(self.shared.notify_hosts)
+        self.shared.notify_hosts.clear()
         return out
 
     def _node_failed(self, c: Any, r: Any, now: float) -> str:
@@ -352,8 +362,8 @@ class NodeSync:
             return "PREEMPTED"
         if r.requeue and r.pending_action != "requeue_hold" or r.pending_action in ("requeue",
                                                                                   "preempt_requeue"):
-            self._archive_run(c, r, "NODE_FAIL", now, 0, 9)
-            c.execute(update(J).where(J.c.id == r.id).values(**self._requeued_values(now, False)))
+            archive_run(c, r, "NODE_FAIL", now, 0, 9)
+            c.execute(update(J).where(J.c.id == r.id).values(**self.shared.requeued_values(now, False)))
             return "requeued"
         c.execute(update(J).where(J.c.id == r.id).values(
             state="NODE_FAIL", reason="NodeDown", active=False, end_time=now, pending_action=None,
@@ -378,7 +388,7 @@ class NodeSync:
         elif r.batch_host != node or (rep.get("restarts") is not None and rep["restarts"] != r.restarts):
             return
         self._node_failed(c, r, now)
-        self.notify_hosts.update(nodes - {node})  # their agents stop what is left of it
+        self.shared.notify_hosts.update(nodes - {node})  # their agents stop what is left of it
 
     def reap(self, now: float) -> Reaped | None:
         """Jobs on a node whose agent has been silent for SlurmdTimeout lose it: requeued when allowed,

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import os
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, and_, bindparam, event, func, or_, select
 
-from slurmlet.common.patterns import default_output, expand_pattern
 from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import NodeAlloc, Request
 from slurmlet.controller.core.plan import requested_cpus
 from slurmlet.controller.errors import NotFound
 
 from . import steps
-from .base import BY_ID, FINAL_STATES, request_of
+from .base import BY_ID, FINAL_STATES, Part, Shared, pattern_path, request_of
+from .guard import data_version, wrote
 from .tables import clusters as CL
 from .tables import job_runs as RUNS
 from .tables import jobs as J
@@ -26,6 +24,8 @@ from .tables import nodes as N
 #: the columns a job list reads: all but the script and the environment, kilobytes a job that no
 #: list shows (squeue over 1,000 jobs read megabytes of them)
 LISTED = tuple(c for c in J.c if c.name not in ("script", "environment"))
+#: what submit-time checks read of the nodes (capacity_rows)
+CAPACITY = select(N.c.name, N.c.cpus, N.c.memory, N.c.gpus, N.c.gpu_type, N.c.pool)
 #: what `listed` reads first: which jobs, and whether each changed since the last list
 HEADS = (J.c.id, J.c.rev, J.c.submit_time)
 
@@ -40,7 +40,32 @@ class _Listed(NamedTuple):
     after: float  #: the `shown_after` it was made with: a smaller one may show more
 
 
-class Queries:
+class _Kept(NamedTuple):
+    """The public views `public_list` keeps, and the lists `listed` cut from them."""
+
+    config: Any  #: the configuration they were made under (a new one makes them anew)
+    views: dict[int, tuple[tuple[int, float], dict]]  #: job id -> ((rev, submit time), view)
+    cuts: dict[tuple[tuple[str, ...], bool], dict[Any, Any]]  #: (keys, nulls) -> {job id: (stamp, cut), None: _Listed}
+
+
+class Queries(Part):
+    """Reads for the API; the job views it worked out, kept while their rows are unchanged."""
+
+    #: the most jobs public_list keeps the answers of
+    PUBLIC_KEPT = 20000
+
+    def __init__(self, shared: Shared):
+        super().__init__(shared)
+        self._selects_made: dict[tuple[int, tuple[str, ...]], tuple[tuple, Any]] = {}
+        self._public_kept: _Kept | None = None
+        #: writes committed on this engine so far: with SQLite's data_version (_writes), whether
+        #: `listed` may give the list it made last again without reading
+        self.commits = 0
+        event.listen(self.engine, "commit", self._committed)
+        #: node rows for submit-time checks (capacity_rows) and the data_version they were read at;
+        #: None: read them again (a node registered here)
+        self.capacity: tuple[tuple[int, int] | None, list[Any]] | None = None
+
     # ---------------------------------------------------------------- jobs: reads
     def job_rows(self, *, ids: list[int] | None = None, states: list[str] | None = None,
                  users: list[str] | None = None, partitions: list[str] | None = None,
@@ -60,7 +85,7 @@ class Queries:
         job ids), their values bound at execution: made once for each set of filters (building a
         statement and its cache key cost more than SQLite takes to run it: sacct -j, scontrol show job)."""
         which = (id(columns), tuple(sorted(params)))
-        made = self.__dict__.setdefault("_selects_made", {})
+        made = self._selects_made
         hit = made.get(which)
         if hit is None or hit[0] is not columns:
             if len(made) >= 64:
@@ -115,9 +140,6 @@ class Queries:
             raise NotFound()
         return row
 
-    #: the most jobs public_list keeps the answers of
-    PUBLIC_KEPT = 20000
-
     def public_list(self, rows: list[Any], keys: list[str] | None = None, nulls: bool = True) -> list[dict]:
         """`public` of each row (LISTED columns), each a new dict (its nested values, such as the batch
         step's dict in `steps`, are shared between answers: replace them, never change them in place),
@@ -141,33 +163,35 @@ class Queries:
         1,000 jobs reads their ids and revs, not 1,000 rows of fifty columns. With `keys`, the dicts
         are shared with other answers: send them, never change them."""
         params = self._filter_params(**filters)
-        # the list made last for these keys is given again, read from nowhere, while nothing was written
-        # since under the same filters (the clock's only moves `shown_after`, which shows no job more as
+        # the list made last for these keys is given again, reading no job, while nothing was written
+        # since by any process (`_writes`: on SQLite only) under the same filters (the clock's only moves `shown_after`, which shows no job more as
         # it grows, and none fewer while it stays within the listed jobs' earliest end; a clock set back
         # below the `shown_after` the list was made with reads again): squeue in a loop
         after = params.get("shown_after", -math.inf)
-        asked = (self.commits, repr(sorted((k, v) for k, v in params.items() if k != "shown_after")),
-                 "shown_after" in params)
-        kept = getattr(self, "_public_kept", None)
-        last = None
-        if keys is not None and kept is not None and kept[0] is self.config:
-            last = kept[2].get((tuple(keys), nulls), {}).get(None)
-            if last is not None and last.asked == asked and last.after <= after <= last.ends:
-                return last.out
         with self.engine.connect() as c:
+            writes = self._writes(c)
+            asked = (writes, repr(sorted((k, v) for k, v in params.items() if k != "shown_after")),
+                     "shown_after" in params)
+            kept = self._public_kept
+            last = None
+            if keys is not None and kept is not None and kept.config is self.config:
+                last = kept.cuts.get((tuple(keys), nulls), {}).get(None)
+                if writes is not None and last is not None and last.asked == asked and last.after <= after <= last.ends:
+                    return last.out
             # (id, rev, submit time) as plain tuples, by id: a Row's attributes cost more than its items
             heads = sorted(map(tuple, c.execute(self._select(HEADS, params), params).all()))
             if len(heads) > self.PUBLIC_KEPT:
                 return self.public_list(sorted(c.execute(self._select(LISTED, params), params), key=BY_ID), keys,
                                         nulls)
-            if last is not None and last.heads == heads:  # nothing changed (a write elsewhere): the same list
-                kept[2][(tuple(keys), nulls)][None] = last._replace(asked=asked, after=after)
+            if last is not None and kept is not None and keys is not None and last.heads == heads:
+                # nothing changed (a write elsewhere): the same list
+                kept.cuts[(tuple(keys), nulls)][None] = last._replace(asked=asked, after=after)
                 return last.out
             cache = self._kept([h[0] for h in heads])
             stale = [jid for jid, rev, sub in heads if (hit := cache.get(jid)) is None or hit[0] != (rev, sub)]
             fresh = set()
             # (with the filters again: a job changed since the first read may no longer match them)
-            changed = self._select(LISTED, {**params, "among": stale}) if stale else None
+            changed = self._select(LISTED, {**params, "among": stale})
             for i in range(0, len(stale), 500):
                 for r in c.execute(changed, {**params, "among": stale[i:i + 500]}):
                     cache[r.id] = ((r.rev, r.submit_time), self.public(r))
@@ -180,7 +204,8 @@ class Queries:
         # stamp of the view it was cut from; and the last list itself, with the heads it was made
         # from: the same heads again (nothing changed: squeue in a loop) give the same list object
         # (GET /jobs then sends the answer it made of it before)
-        cuts, which = self._public_kept[2], (tuple(keys), nulls)
+        assert self._public_kept is not None  # (made by _kept above)
+        cuts, which = self._public_kept.cuts, (tuple(keys), nulls)
         if which not in cuts and len(cuts) >= 8:
             cuts.clear()
         cut = cuts.setdefault(which, {})
@@ -194,15 +219,25 @@ class Queries:
         cut[None] = _Listed(asked, out, heads, ends, after)
         return out
 
+    def _writes(self, c: Any) -> tuple[tuple[int, int], int] | None:  # noqa: ANN401 - a Connection
+        """What changes whenever the database is written: another connection's commits (data_version)
+        and this engine's; None where nothing so cheap tells (PostgreSQL): then the jobs are read again."""
+        mark = data_version(c)
+        return None if mark is None else (mark, self.commits)
+
+    def _committed(self, conn: Any) -> None:  # noqa: ANN401 - a Connection
+        if wrote(conn):
+            self.commits += 1
+
     def _kept(self, ids: list[int]) -> dict:
         """The public views kept (job id -> ((rev, submit time), view)), begun anew under a new
         configuration or before the jobs `ids` would take them past PUBLIC_KEPT (with the cuts of
         them `listed` keeps)."""
-        kept = getattr(self, "_public_kept", None)
-        if kept is None or kept[0] is not self.config or \
-                len(kept[1]) + sum(1 for i in ids if i not in kept[1]) > self.PUBLIC_KEPT:
-            kept = self._public_kept = (self.config, {}, {})
-        return kept[1]
+        kept = self._public_kept
+        if kept is None or kept.config is not self.config or \
+                len(kept.views) + sum(1 for i in ids if i not in kept.views) > self.PUBLIC_KEPT:
+            kept = self._public_kept = _Kept(self.config, {}, {})
+        return kept.views
 
     def public(self, row: Any) -> dict:
         spec = json.loads(row.spec)
@@ -253,8 +288,8 @@ class Queries:
             "exit_code": row.exit_code, "exit_signal": row.exit_signal,
             "derived_exit_code": 0, "derived_exit_signal": 0,
             "workdir": spec.get("workdir"), "submit_dir": spec.get("submit_dir"),
-            "stdout": row.stdout or self._pattern_path(row, spec, "stdout"),
-            "stderr": row.stderr or self._pattern_path(row, spec, "stderr"),
+            "stdout": row.stdout or pattern_path(row, spec, "stdout"),
+            "stderr": row.stderr or pattern_path(row, spec, "stderr"),
             "stdin": spec.get("stdin") or "/dev/null",
             "comment": row.comment, "dependency": row.dependency, "command": None,
             "requeue": bool(row.requeue), "restarts": row.restarts, "batch": not interactive,
@@ -274,23 +309,13 @@ class Queries:
 
     def _billing_of(self, partition: str, alloc: list, req: Request) -> int:
         """The job's billing TRES (TRESBillingWeights of its partition; its CPUs without them)."""
-        weights = self.billing_weights(partition)
+        weights = self.shared.billing_weights(partition)
         if alloc:
             tres = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
                                for a in alloc])
         else:
             tres = request_tres(req, self.config.def_mem_per_cpu or 0)
         return int(billing(tres, weights) + 1e-9)
-
-    def _pattern_path(self, row: Any, spec: dict, which: str, node: str | None = None) -> str:
-        pattern = spec.get(which)
-        if which == "stderr" and not pattern:
-            pattern = spec.get("stdout")
-        if not pattern:
-            pattern = default_output(row.array_task_id is not None)
-        return _output_path(pattern, row.id, row.array_job_id or row.id, row.array_task_id, row.name,
-                            node or row.batch_host or "", row.user, spec.get("workdir") or "/")
-
 
     def node_rows(self) -> list[Any]:
         with self.engine.connect() as c:
@@ -313,28 +338,35 @@ class Queries:
             owners = {r.id: (r.user, r.account) for r in rows}
             missing = {r.job_id for r in runs} - set(owners)
             if missing:
-                for r in c.execute(select(J.c.id, J.c.user, J.c.account).where(J.c.id.in_(missing))):
-                    owners[r.id] = (r.user, r.account)
+                for o in c.execute(select(J.c.id, J.c.user, J.c.account).where(J.c.id.in_(missing))):
+                    owners[o.id] = (o.user, o.account)
         for r in rows:
             alloc = json.loads(r.alloc) if r.alloc else []
             if alloc:
                 out.append(Used(r.user, r.account or r.user, sum(a["cpus"] for a in alloc), r.start_time,
                                 None if r.active else (r.end_time or r.start_time), _gpus(alloc)))
-        for r in runs:
-            alloc = json.loads(r.alloc) if r.alloc else []
-            user, account = owners.get(r.job_id, ("", ""))
+        for run in runs:
+            alloc = json.loads(run.alloc) if run.alloc else []
+            user, account = owners.get(run.job_id, ("", ""))
             if alloc:
-                out.append(Used(user, account or user, sum(a["cpus"] for a in alloc), r.start_time,
-                                r.end_time or r.start_time, _gpus(alloc)))
+                out.append(Used(user, account or user, sum(a["cpus"] for a in alloc), run.start_time,
+                                run.end_time or run.start_time, _gpus(alloc)))
         return out, created
 
     def capacity_rows(self) -> list[Any]:
-        """Node rows for submit-time checks, which read a node's name, capacity, GPUs and pool only:
-        kept between submissions (not one query each) and read again after a node registers, the
-        one change to those columns. Their heartbeat columns (last_seen, ...) may be stale."""
-        rows = self._capacity_rows
-        if rows is None:
-            rows = self._capacity_rows = self.node_rows()
+        """The nodes' names, capacities, GPUs and pools, for submit-time checks: kept between
+        submissions and read again after a node registers here or another process wrote (SQLite's
+        data_version; on PostgreSQL they are read each time). The same list is given again while they
+        are unchanged (views.py works out what a list of them allows once)."""
+        with self.engine.connect() as c:
+            mark = data_version(c)
+            kept = self.capacity
+            if kept is not None and mark is not None and kept[0] == mark:
+                return kept[1]
+            rows = list(c.execute(CAPACITY))
+        if kept is not None and kept[1] == rows:
+            rows = kept[1]
+        self.capacity = (mark, rows)
         return rows
 
     def active_allocs(self) -> list[Any]:
@@ -354,7 +386,7 @@ class Queries:
                 elif r.alloc:
                     gpus = sum(len(a["gpu_ids"]) for a in json.loads(r.alloc)) or "-"
                 else:
-                    req = self._requests.get(r.id) or request_of(json.loads(r.spec))
+                    req = self.shared.requests.get(r.id) or request_of(json.loads(r.spec))
                     gpus = (req.gpus_per_node or 0) * req.nodes_min or req.gpus or "-"
                 out.append([r.id, r.name, r.state, str(gpus), r.submit_time, r.start_time, r.end_time])
             return out
@@ -399,7 +431,7 @@ _ONE_OF = (("states", J.c.state), ("users", J.c.user), ("partitions", J.c.partit
 def _conditions(params: dict) -> list:
     """The conditions of the filters `params` names (Queries._filter_params), each value a bound
     parameter of that name."""
-    conds = []
+    conds: list[ColumnElement[bool]] = []
     if "among" in params:
         conds.append(J.c.id.in_(bindparam("among", expanding=True)))
     if "ids" in params:  # (a job, or an array's tasks by the array's id)
@@ -433,15 +465,6 @@ def _batch_memory(row: Any) -> dict:
 
 def _gpus(alloc: list[dict]) -> int:
     return sum(len(a.get("gpu_ids") or ()) for a in alloc)
-
-
-@functools.lru_cache(maxsize=16384)
-def _output_path(pattern: str, job_id: int, array_job_id: int, array_task_id: int | None, name: str, node: str,
-                 user: str, workdir: str) -> str:
-    """A pending job's output file as it would be named (every list shows it again: kept)."""
-    path = expand_pattern(pattern, job_id=job_id, array_job_id=array_job_id, array_task_id=array_task_id,
-                          name=name, node=node, user=user)
-    return path if os.path.isabs(path) else os.path.join(workdir, path)
 
 
 def only_keys(job: dict, keys: list[str] | None, nulls: bool = True) -> dict:

@@ -4,8 +4,8 @@ dependencies, usage and fair share) and `apply`, which writes a plan in one tran
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import Any, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import AbstractSet, Any, Iterable
 
 from sqlalchemy import bindparam, func, or_, select, update
 
@@ -27,7 +27,8 @@ from slurmlet.controller.core.priority import decayed_span
 
 from . import deps
 from .accounts import enforce_flags
-from .base import compress, port_free, request_of
+from .base import Part, Shared, compress, pattern_path, port_free, request_of
+from .nodesync import NodeSync
 from .tables import jobs as J
 from .tables import nodes as N
 
@@ -55,48 +56,89 @@ _PRIORITY = update(J).where(J.c.id == bindparam("jid")).values(priority=bindpara
 _EST_START = update(J).where(J.c.id == bindparam("jid"), J.c.state == "PENDING").values(est_start=bindparam("t"))
 
 
-class Scheduling:
+@dataclass(frozen=True)
+class Applied:
+    """What `apply` wrote that the scheduling loop acts on."""
+
+    woken: set[str]  #: the batch hosts that got work (their agents have orders)
+    cancelled: tuple[int, ...]  #: pending jobs cancelled because their dependency can never be satisfied
+    next_dep_time: float | None  #: when an after:ID+minutes dependency comes due (None: none waits)
+
+
+@dataclass
+class _Pass:
+    """What `snapshot` found that `apply` writes with the plan: the pending jobs' reasons, priorities
+    and expected starts as the database has them (only changes are written), and their dependencies'
+    verdicts."""
+
+    reasons: dict[int, str] = field(default_factory=dict)
+    priorities: dict[int, int] = field(default_factory=dict)
+    est_starts: dict[int, float | None] = field(default_factory=dict)
+    dep_updates: dict[int, str | None] = field(default_factory=dict)  #: job -> the dependency squeue shows now
+    dep_kill: list[int] = field(default_factory=list)  #: jobs to cancel: their dependency can never be satisfied
+    next_dep_time: float | None = None
+
+
+class Scheduling(Part):
+    """The scheduling pass's snapshot and the writing of its plan; usage and fair share."""
+
+    def __init__(self, shared: Shared, nodes: NodeSync):
+        super().__init__(shared)
+        self.nodes = nodes  #: (a started job's prologs)
+        self._pass = _Pass()
+        self._deps: dict[int, tuple[deps.Dependency, bool]] = {}  #: parsed once per pending job
+        self._usage_at: float | None = None  #: when per-association usage was last computed
+        self._assoc_usage: dict[tuple[str, str], float] = {}
+        #: (accounts version, usage time, keys) -> fair-share factors
+        self._fs: tuple[tuple[int, float | None, frozenset[tuple[str, str]]],
+                        dict[tuple[str, str], tuple[float, float]]] | None = None
+
+    def forget_usage(self) -> None:
+        """Work usage out anew at the next pass (a new configuration)."""
+        self._usage_at = None
+
     # ---------------------------------------------------------------- scheduling
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
             pend = list(c.execute(_PENDING))
             # a job's request never changes after submission: parse each spec once
-            missing = [r.id for r in pend if r.id not in self._requests]
+            missing = [r.id for r in pend if r.id not in self.shared.requests]
             for i in range(0, len(missing), 500):
                 for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
-                    self._requests[jid] = request_of(json.loads(spec))
-            blocked = self._dependencies(c, [r for r in pend if r.dependency], now)
+                    self.shared.requests[jid] = request_of(json.loads(spec))
+            self._pass = found = _Pass()
+            blocked = self._dependencies(c, [r for r in pend if r.dependency], now, found)
             blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
             act = list(c.execute(_ACTIVE))
             node_rows = list(c.execute(_NODES))
         live = {r.id for r in pend}
-        if len(self._requests) > 2 * len(live) + 1000:
-            self._requests = {k: v for k, v in self._requests.items() if k in live}
+        if len(self.shared.requests) > 2 * len(live) + 1000:
+            self.shared.requests = {k: v for k, v in self.shared.requests.items() if k in live}
         if len(self._deps) > 2 * len(live) + 1000:
             self._deps = {k: v for k, v in self._deps.items() if k in live}
         fs: dict[tuple[str, str], tuple[float, float]] = {}
-        if self.weights.fairshare:
+        if self.shared.weights.fairshare:
             fs = self.fairshare_factors(now, {(r.account, r.user) for r in pend})
-        tree = self.accounts.tree()
+        tree = self.shared.accounts.tree()
         qos_top = max((q.priority for q in tree.qos.values()), default=0)
         qos_factor = {name: q.priority / qos_top for name, q in tree.qos.items()} if qos_top > 0 else {}
         counters, charges = self._limits(tree, pend, act, blocked)
         pending = tuple(PendingJob(
-            job_id=r.id, partition=r.partition, request=self._requests[r.id], priority=r.priority,
+            job_id=r.id, partition=r.partition, request=self.shared.requests[r.id], priority=r.priority,
             submit_time=r.submit_time, time_limit=r.time_limit, begin_time=r.begin_time, held=r.held,
             nice=r.nice, eligible_time=r.eligible_time,
             fs_factor=fs[(r.account, r.user)][0] if fs else None, site=r.site_factor or 0,
             blocked_reason=blocked.get(r.id), qos=r.qos, qos_factor=qos_factor.get(r.qos, 0.0),
             limits=charges.get(r.id, ()))
             for r in pend)
-        self._last_reasons = {r.id: r.reason for r in pend}
-        self._last_priority = {r.id: r.priority for r in pend}
-        self._last_est = {r.id: r.est_start for r in pend}
+        found.reasons = {r.id: r.reason for r in pend}
+        found.priorities = {r.id: r.priority for r in pend}
+        found.est_starts = {r.id: r.est_start for r in pend}
         running = tuple(self._running_job(r) for r in act if r.alloc)
         return Snapshot(now=now, nodes=self._sched_nodes(node_rows, act, now),
                         partitions=self._sched_partitions(node_rows), pending=pending,
-                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.weights,
-                        running=running, config=self.sched, counters=counters,
+                        def_mem_per_cpu=self.config.def_mem_per_cpu or 0, weights=self.shared.weights,
+                        running=running, config=self.shared.sched, counters=counters,
                         qos_preempt={n: tuple(q.preempt) for n, q in tree.qos.items() if q.preempt},
                         qos_preempt_mode={n: self._qos_mode(q) for n, q in tree.qos.items()})
 
@@ -108,12 +150,8 @@ class Scheduling:
 
     def admin_level(self, user: str) -> int:
         """sacctmgr AdminLevel of a user: 0 None, 1 Operator, 2 Administrator."""
-        row = self.accounts.tree().users.get(user)
+        row = self.shared.accounts.tree().users.get(user)
         return {"Operator": 1, "Administrator": 2}.get(row.admin_level, 0) if row is not None else 0
-
-    def billing_weights(self, partition: str) -> dict[str, float]:
-        p = self.config.partition(partition)
-        return dict(p.billing_weights) if p is not None else {}
 
     def _limits(self, tree: Any, pend: list[Any], act: list[Any], blocked: dict[int, Reason]
                 ) -> tuple[dict[str, Counter], dict[int, tuple[str, ...]]]:
@@ -127,7 +165,7 @@ class Scheduling:
             key = (user, account, partition, qos)
             got = memo.get(key)
             if got is None:
-                got = memo[key] = self.accounts.job_limits(tree, user=user, account=account, partition=partition,
+                got = memo[key] = self.shared.accounts.job_limits(tree, user=user, account=account, partition=partition,
                                                            qos=qos)
             return got
         counters: dict[str, Counter] = {}
@@ -140,7 +178,7 @@ class Scheduling:
                 continue
             amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
                                   for a in json.loads(r.alloc)])
-            bill = billing(amounts, self.billing_weights(r.partition))
+            bill = billing(amounts, self.shared.billing_weights(r.partition))
             for key, tres, _cap, _why in lims:
                 used[key] = used.get(key, 0.0) + (1 if tres == "jobs" else bill if tres == "billing"
                                                   else amounts.get(tres, 0))
@@ -150,12 +188,12 @@ class Scheduling:
         for r in pend:
             lims, a, q = of(r.user, r.account, r.partition, r.qos)
             if a is not None and r.id not in blocked:
-                req = self._requests[r.id]
+                req = self.shared.requests[r.id]
                 vkey = (r.user, r.account, r.partition, r.qos, req, r.time_limit)
                 if vkey not in verdicts:
                     tres = request_tres(req, def_mem)
                     verdicts[vkey] = per_job_reason(
-                        tree, a, q, tres, billing(tres, self.billing_weights(r.partition)), r.time_limit)
+                        tree, a, q, tres, billing(tres, self.shared.billing_weights(r.partition)), r.time_limit)
                 why = verdicts[vkey]
                 if why is not None:
                     blocked[r.id] = why
@@ -185,12 +223,9 @@ class Scheduling:
                 out[r.id] = Reason.ARRAY_TASK_LIMIT
         return out
 
-    def _dependencies(self, c: Any, rows: list[Any], now: float) -> dict[int, Reason]:
+    def _dependencies(self, c: Any, rows: list[Any], now: float, verdicts: _Pass) -> dict[int, Reason]:
         """Evaluate the dependencies of pending jobs: their blocking reasons; what changed in what
-        squeue shows, and the jobs to cancel, are kept for `apply`."""
-        self._dep_updates: dict[int, str | None] = {}
-        self._dep_kill: list[int] = []
-        self.next_dep_time: float | None = None
+        squeue shows, the jobs to cancel and when to look again go in `verdicts`, for `apply`."""
         if not rows:
             return {}
         parsed = {}
@@ -218,6 +253,8 @@ class Scheduling:
                     arrays.setdefault(t.array_job_id, {})[t.array_task_id] = tgt
 
         def lookup(it: deps.Item) -> list[deps.Target]:
+            if it.target is None:  # (singleton: no target)
+                return []
             tasks = arrays.get(it.target)
             if tasks is None:
                 return [by_id[it.target]] if it.target in by_id else []
@@ -237,15 +274,15 @@ class Scheduling:
             dep, kill = parsed[r.id]
             verdict, shown, wake = deps.evaluate(dep, lookup, first.get((r.user, r.name), r.id) < r.id, now)
             if shown != r.dependency:
-                self._dep_updates[r.id] = shown
+                verdicts.dep_updates[r.id] = shown
             if verdict == "never":
                 out[r.id] = Reason.DEPENDENCY_NEVER
                 if kill or kill_all:
-                    self._dep_kill.append(r.id)
+                    verdicts.dep_kill.append(r.id)
             elif verdict == "wait":
                 out[r.id] = Reason.DEPENDENCY
             if wake is not None:
-                self.next_dep_time = wake if self.next_dep_time is None else min(self.next_dep_time, wake)
+                verdicts.next_dep_time = wake if verdicts.next_dep_time is None else min(verdicts.next_dep_time, wake)
         return out
 
     def assoc_usage(self, now: float) -> dict[tuple[str, str], float]:
@@ -254,8 +291,8 @@ class Scheduling:
         PriorityDecayHalfLife second by second. Recomputed every PriorityCalcPeriod."""
         if self._usage_at is not None and now - self._usage_at < self.config.priority_calc_period():
             return self._assoc_usage
-        half = self.weights.decay_half_life
-        factor = {n: q.usage_factor for n, q in self.accounts.tree().qos.items()}
+        half = self.shared.weights.decay_half_life
+        factor = {n: q.usage_factor for n, q in self.shared.accounts.tree().qos.items()}
         use: dict[tuple[str, str], float] = {}
         with self.engine.connect() as c:
             rows = c.execute(select(J.c.user, J.c.account, J.c.qos, J.c.partition, J.c.alloc, J.c.start_time,
@@ -265,7 +302,7 @@ class Scheduling:
                 end = r.end_time or now
                 amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
                                       for a in json.loads(r.alloc)])
-                rate = billing(amounts, self.billing_weights(r.partition)) * factor.get(r.qos, 1.0)
+                rate = billing(amounts, self.shared.billing_weights(r.partition)) * factor.get(r.qos, 1.0)
                 # suspended time is not used: count it off the start
                 start = min(end, r.start_time + (r.suspended_secs or 0.0))
                 key = (r.account, r.user)
@@ -284,18 +321,18 @@ class Scheduling:
                 if not r.time_limit or r.start_time is None:
                     continue
                 left = max(0.0, r.time_limit * 60 - (now - r.start_time - (r.suspended_secs or 0.0))) / 60
-                amounts = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
-                                      for a in json.loads(r.alloc)])
-                amounts["billing"] = billing(amounts, self.billing_weights(r.partition))
+                tres = alloc_tres([NodeAlloc(a["node"], a["cpus"], a["memory"], tuple(a["gpu_ids"]), a["tasks"])
+                                   for a in json.loads(r.alloc)])
+                amounts: dict[str, float] = {**tres, "billing": billing(tres, self.shared.billing_weights(r.partition))}
                 mine = out.setdefault((r.account, r.user), {})
                 for k, v in amounts.items():
                     mine[k] = mine.get(k, 0.0) + v * left
         return out
 
-    def share_tree(self, now: float, extra: set[tuple[str, str]] = frozenset()) -> fairshare.ShareNode:
+    def share_tree(self, now: float, extra: AbstractSet[tuple[str, str]] = frozenset()) -> fairshare.ShareNode:
         """The fair-share tree with usage and factors. Users with jobs but no association (no
         AccountingStorageEnforce) join their account, else root, with one share each."""
-        tree = self.accounts.tree()
+        tree = self.shared.accounts.tree()
         usage = self.assoc_usage(now)
         users: dict[tuple[str, str], int] = {}
         for a in tree.assocs:
@@ -304,7 +341,7 @@ class Scheduling:
         for acct, user in set(usage) | set(extra):
             if (acct, user) not in users:
                 users[(acct if acct in tree.accounts else "root", user)] = 1
-        accounts = {name: (row.parent, a.shares if (a := tree.by_key.get((name, "", ""))) else 1)
+        accounts = {name: (row.parent, top.shares if (top := tree.by_key.get((name, "", ""))) else 1)
                     for name, row in tree.accounts.items()}
         if usage:  # implicit users filed under root: their usage follows them there
             usage = {(k[0] if k[0] in tree.accounts else "root", k[1]): v for k, v in usage.items()}
@@ -314,11 +351,11 @@ class Scheduling:
     def fairshare_factors(self, now: float, keys: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
         """(account, user) -> (fair-share factor, NormShares), for the priority of pending jobs."""
         self.assoc_usage(now)  # recomputed every PriorityCalcPeriod: the memo below follows it
-        memo_key = (self.accounts.version, self._usage_at, frozenset(keys))
+        memo_key = (self.shared.accounts.version, self._usage_at, frozenset(keys))
         if self._fs is not None and self._fs[0] == memo_key:
             return self._fs[1]
         got = fairshare.factors(self.share_tree(now, keys))
-        tree = self.accounts.tree()
+        tree = self.shared.accounts.tree()
         out = {}
         for acct, user in keys:
             k = (acct, user) if acct in tree.accounts else ("root", user)
@@ -393,22 +430,23 @@ class Scheduling:
                                max_nodes=p.max_nodes)
                      for p in self.config.partitions)
 
-    def apply(self, plan: Plan, now: float) -> set[str]:
-        """Write a plan in one transaction; returns the batch hosts that got work."""
+    def apply(self, plan: Plan, now: float) -> Applied:
+        """Write a plan (of the last `snapshot`) in one transaction."""
         woken: set[str] = set()
-        last = self._last_reasons
+        found = self._pass
+        last = found.reasons
         with self.engine.begin() as c:
             ports = {p for (p,) in c.execute(_PORTS)} if plan.starts else set()
-            for jid, shown in self._dep_updates.items():
+            for jid, shown in found.dep_updates.items():
                 vals: dict = {"dependency": shown}
                 if shown is None:  # all satisfied: the job becomes eligible (the age factor starts)
                     vals["eligible_time"] = func.coalesce(J.c.eligible_time, now)
                 c.execute(update(J).where(J.c.id == jid, J.c.state == "PENDING").values(**vals))
-            for jid in self._dep_kill:
+            for jid in found.dep_kill:
                 c.execute(update(J).where(J.c.id == jid, J.c.state == "PENDING").values(
                     state="CANCELLED", reason="DependencyNeverSatisfied", start_time=now, end_time=now))
             for s in plan.starts:
-                row = c.execute(_TO_START, {"jid": s.job_id}).first()
+                row = c.execute(_TO_START, {"jid": s.job_id}).one()
                 spec = json.loads(row.spec)
                 host = s.allocs[0].node
                 port = 29500 + s.job_id % 1000  # a port per job: no two running jobs share one
@@ -418,18 +456,18 @@ class Scheduling:
                 res = c.execute(_START, {
                     "jid": s.job_id, "master_port": port, "now": now, "batch_host": host,
                     "alloc": json.dumps([asdict(a) for a in s.allocs]), "nodes": compress(s.node_names),
-                    "stdout": self._pattern_path(row, spec, "stdout", host),
-                    "stderr": self._pattern_path(row, spec, "stderr", host)})
+                    "stdout": pattern_path(row, spec, "stdout", host),
+                    "stderr": pattern_path(row, spec, "stderr", host)})
                 if res.rowcount == 1:
                     woken.add(host)
-                    woken.update(self._start_prologs(c, s.job_id, now))
+                    woken.update(self.nodes.start_prologs(c, s.job_id, now))
             changed = [{"jid": jid, "r": r.value} for jid, r in plan.reasons.items() if last.get(jid) != r.value]
             if changed:
                 c.execute(_REASON, changed)
-            prio = [{"jid": jid, "p": p} for jid, p in plan.priorities.items() if self._last_priority.get(jid) != p]
+            prio = [{"jid": jid, "p": p} for jid, p in plan.priorities.items() if found.priorities.get(jid) != p]
             if prio:
                 c.execute(_PRIORITY, prio)
-            est = [{"jid": jid, "t": t} for jid, t in plan.start_times.items() if self._last_est.get(jid) != t]
+            est = [{"jid": jid, "t": t} for jid, t in plan.start_times.items() if found.est_starts.get(jid) != t]
             if est:
                 c.execute(_EST_START, est)
             for p in plan.preemptions:
@@ -444,15 +482,15 @@ class Scheduling:
                                     .values(pending_action=action, preempt_time=now,
                                             preempt_grace=p.grace_time))
                 if res.rowcount:
-                    woken.add(c.execute(select(J.c.batch_host).where(J.c.id == p.victim)).scalar())
+                    woken.add(c.execute(select(J.c.batch_host).where(J.c.id == p.victim)).scalar_one())
             for jid in plan.resumes:
-                row = c.execute(select(J.c.suspend_time, J.c.batch_host).where(
+                held = c.execute(select(J.c.suspend_time, J.c.batch_host).where(
                     J.c.id == jid, J.c.state == "SUSPENDED", J.c.active.is_(True))).first()
-                if row is None:
+                if held is None:
                     continue
                 c.execute(update(J).where(J.c.id == jid, J.c.state == "SUSPENDED").values(
                     state="RUNNING", suspend_time=None,
-                    suspended_secs=J.c.suspended_secs + max(0.0, now - (row.suspend_time or now))))
-                woken.add(row.batch_host)
-        return woken
+                    suspended_secs=J.c.suspended_secs + max(0.0, now - (held.suspend_time or now))))
+                woken.add(held.batch_host)
+        return Applied(woken, tuple(found.dep_kill), found.next_dep_time)
 

@@ -241,17 +241,17 @@ def memory_stats(usage: dict[str, dict]) -> dict:
     """sacct's memory figures of a step from what each node reported ({node: usage}): MaxRSS and
     MaxVMSize are its largest task's, with that task's node and rank; AveRSS and AveVMSize the mean
     over its tasks of each one's largest (KB). Nodes whose report has no task figures count as one task."""
-    tasks = [(node, int(rank), rss or 0, vms or 0) for node, u in sorted(usage.items())
+    tasks: list[tuple[str, int | None, int, int]] = [(node, int(rank), rss or 0, vms or 0) for node, u in sorted(usage.items())
              for rank, (rss, vms) in sorted((u.get("tasks") or {}).items(), key=lambda kv: int(kv[0]))]
     tasks += [(node, None, u.get("max_rss") or 0, u.get("max_vms") or 0)
               for node, u in sorted(usage.items()) if not u.get("tasks")]
     if not tasks:
         return {"max_rss": None}
-    out = {}
-    for key, i in (("rss", 2), ("vmsize", 3)):
-        top = max(tasks, key=lambda t: t[i])
-        out.update({f"max_{key}": top[i], f"max_{key}_node": top[0], f"max_{key}_task": top[1],
-                    f"ave_{key}": sum(t[i] for t in tasks) / len(tasks)})
+    out: dict[str, Any] = {}
+    for key, values in (("rss", [t[2] for t in tasks]), ("vmsize", [t[3] for t in tasks])):
+        top = max(range(len(tasks)), key=values.__getitem__)  # (the first of the largest)
+        out.update({f"max_{key}": values[top], f"max_{key}_node": tasks[top][0], f"max_{key}_task": tasks[top][1],
+                    f"ave_{key}": sum(values) / len(values)})
     return out
 
 

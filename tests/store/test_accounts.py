@@ -342,3 +342,21 @@ def test_a_tree_read_while_a_write_lands_is_not_kept(store: JobStore, monkeypatc
     monkeypatch.setattr(a.engine, "connect", Racing)
     assert "alice" not in a.tree().users  # read before the write
     assert "alice" in a.tree().users
+
+
+def test_an_account_added_by_another_process_is_known_at_the_next_submission(store: JobStore):
+    """The accounting tables kept in memory are read again once another process wrote to the database:
+    a user added through another engine on it may submit at once (AccountingStorageEnforce)."""
+    register(store)
+    with pytest.raises(InvalidRequest):
+        store.submit(body("dave"), 10.0)
+    version = store.accounts.version
+    other = JobStore(make_engine(store.engine.url.render_as_string(hide_password=False)), store.config)
+    try:
+        other.accounts.add("account", ["ml"], {}, 11.0)
+        other.accounts.add("user", ["dave"], {"account": "ml"}, 11.0)
+    finally:
+        other.engine.dispose()
+    jid = store.submit(body("dave"), 12.0)
+    assert store.public(store.get_row(jid))["account"] == "ml"
+    assert store.accounts.version > version  # (what is worked out from the tree, fair share, follows it)

@@ -17,7 +17,7 @@ def _inspector() -> sa.Inspector:
     return sa.inspect(op.get_bind())
 
 
-def create_table(name: str, *items: sa.SchemaItem) -> None:
+def create_table(name: str, *items: sa.schema.SchemaItem) -> None:
     if not _inspector().has_table(name):
         op.create_table(name, *items)
 
