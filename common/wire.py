@@ -10,6 +10,12 @@ JSON = "application/json"
 #: in its Accept: it then loads no JSON decoder (`json` brings `re` and `enum`: milliseconds a command)
 MARSHAL = "application/x-marshal"
 
+#: the largest request body the controller reads (bytes; a read carries none, the code upload has a
+#: larger limit of its own: controller/api/limits.py), which every client's request must fit
+MAX_BODY = 32 * 2**20
+#: the most bytes of answers (output pieces, usage series) an agent puts in one sync: far under MAX_BODY
+ANSWERS_BYTES = 4 << 20
+
 #: the environment variable naming the controller's request spool on this host (`slurmlet up` exports it)
 SPOOL_ENV = "SLURMLET_SPOOL"
 #: the spool's shared bell (a FIFO any user may write names into), and a user's own: BELL + "." + uid

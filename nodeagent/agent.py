@@ -21,7 +21,7 @@ import httpx
 import psutil
 
 from ..common import cred, scripts
-from ..common.wire import PIECE
+from ..common.wire import ANSWERS_BYTES, PIECE
 from . import envs, identity, syncclient, unpack
 from . import records as records_mod
 from .env import batch_environment, script_environment
@@ -418,7 +418,7 @@ class Agent:
 
     def answers_to_send(self) -> list[dict]:
         """The answers for the next sync: those not yet delivered, the oldest first, at most
-        ANSWERS_BYTES of them (a page waits ASK_WAIT seconds for one: older ones are dropped)."""
+        common/wire.ANSWERS_BYTES of them (a page waits ASK_WAIT seconds for one: older ones are dropped)."""
         now = time.monotonic()
         self.answers = [(t, a) for t, a in self.answers if now - t < ANSWER_TTL]
         out, size = [], 0
@@ -471,8 +471,6 @@ KEY: bytes | None = None
 
 #: output reads at once (more questions are answered "busy")
 TAILS_AT_ONCE = 4
-#: the most bytes of answers one sync carries (the rest go with the next ones)
-ANSWERS_BYTES = 4 << 20
 #: seconds an answer is kept for sending (its asker has given up by then)
 ANSWER_TTL = 30.0
 #: file systems whose files are never read for a dashboard: their contents depend on who reads them

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from slurmlet.common.wire import MAX_BODY
 from slurmlet.controller.api.schemas import MAX_SCRIPT
 from slurmlet.controller.errors import DomainError
 
-MAX_BODY = 32 * 2**20
 MAX_CODE = 256 * 2**20  #: the largest packed code_source an air run may upload (bytes, before base64)
 #: the message of Slurm's ESLURM_PATHNAME_TOO_LONG: a script over max_script_size
 TOO_LONG = "Pathname of a file, directory or other parameter too long"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmlet.controller.api.limits import MAX_BODY
+from slurmlet.common.wire import MAX_BODY
 from tests.conftest import BIN, Cluster, serve
 
 pytestmark = pytest.mark.e2e

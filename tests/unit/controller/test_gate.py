@@ -129,8 +129,8 @@ def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:
     r = Run(app[0], "GET", "/api/v1/jobs", [(b"content-length", b"0")], [])
     assert r.status == 200
     # the code upload's own limit: larger than every other route's
-    assert limits.body_limit("POST", "/api/v1/code") > limits.MAX_CODE > limits.MAX_BODY
-    assert limits.body_limit("POST", "/api/v1/jobs") == limits.MAX_BODY
+    assert limits.body_limit("POST", "/api/v1/code") > limits.MAX_CODE > wire.MAX_BODY
+    assert limits.body_limit("POST", "/api/v1/jobs") == wire.MAX_BODY
 
 
 def test_a_credential_is_for_its_own_request_and_good_once(app) -> None:

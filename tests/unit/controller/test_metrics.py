@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from slurmlet.common import wire
 from slurmlet.controller.api import limits
 from slurmlet.controller.api.schemas import MAX_SCRIPT
 from slurmlet.controller.app import create_app
@@ -205,13 +206,13 @@ def test_max_script_size_from_scheduler_parameters(tmp_path: Path) -> None:
 
 def test_body_over_the_limit_is_413_before_it_is_read(client: TestClient) -> None:
     before = _count(client)
-    body = b'{"script": "' + b"x" * limits.MAX_BODY + b'"}'
+    body = b'{"script": "' + b"x" * wire.MAX_BODY + b'"}'
     r = client.post("/api/v1/jobs", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 413
-    assert r.json()["detail"]["error"] == limits.TOO_LONG and r.json()["detail"]["limit"] == limits.MAX_BODY
+    assert r.json()["detail"]["error"] == limits.TOO_LONG and r.json()["detail"]["limit"] == wire.MAX_BODY
 
     def chunks():
-        for _ in range(limits.MAX_BODY // 2**20 + 1):
+        for _ in range(wire.MAX_BODY // 2**20 + 1):
             yield b"x" * 2**20
     r = client.post("/api/v1/jobs", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413  # chunked: no Content-Length, counted as it arrives
