@@ -15,7 +15,8 @@ from fastapi.responses import JSONResponse, Response
 
 from .. import auth
 from ..core.model import PendingJob
-from ..core.plan import plan, priorities
+from ..core.order import priorities
+from ..core.plan import plan
 from ..errors import DomainError, InvalidRequest, NotFound
 from ..gate import GateRoute, parked
 from ..store.base import request_of

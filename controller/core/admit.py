@@ -116,26 +116,28 @@ def submit_limit(t: Tree, a: Assoc, q: Qos | None, user: str, n: int,
     """The first submit limit that `n` more jobs would pass (its reason), else None: the QOS's
     MaxSubmitJobsPerUser and GrpSubmitJobs, the association's MaxSubmitJobs, the GrpSubmitJobs up
     the tree; pending, running and suspended jobs count, arrays task by task."""
-    checks: list[tuple[object, int, str]] = []
+    #: (accounts, user, QOS, cap, reason): the jobs whose (account, user, QOS) key has an account in
+    #: `accounts`, that user and that QOS (None: any) count against `cap`
+    checks: list[tuple[set[str] | None, str | None, str | None, int, str]] = []
     if q is not None:
         if q.limits.get("MaxSubmitJobsPerUser") is not None:
-            checks.append((lambda k, qn=q.name: k[2] == qn and k[1] == user, q.limits["MaxSubmitJobsPerUser"],
-                           "QOSMaxSubmitJobPerUserLimit"))
+            checks.append((None, user, q.name, q.limits["MaxSubmitJobsPerUser"], "QOSMaxSubmitJobPerUserLimit"))
         if q.limits.get("GrpSubmitJobs") is not None:
-            checks.append((lambda k, qn=q.name: k[2] == qn, q.limits["GrpSubmitJobs"], "QOSGrpSubmitJobsLimit"))
+            checks.append((None, None, q.name, q.limits["GrpSubmitJobs"], "QOSGrpSubmitJobsLimit"))
     max_submit = t.inherited(a, "MaxSubmitJobs")
     if max_submit is not None:
-        checks.append((lambda k: k[1] == user and k[0] == a.account, max_submit, "AssocMaxSubmitJobLimit"))
+        checks.append(({a.account}, user, None, max_submit, "AssocMaxSubmitJobLimit"))
     for x in t.chain(a):
         if x.limits.get("GrpSubmitJobs") is not None:
             if x.user:
-                cond = (lambda k, acct=x.account, u=x.user: k[0] == acct and k[1] == u)
+                checks.append(({x.account}, x.user, None, x.limits["GrpSubmitJobs"], "AssocGrpSubmitJobsLimit"))
             else:
-                accts = set(subtree(t, x.account))
-                cond = (lambda k, accts=accts: k[0] in accts)
-            checks.append((cond, x.limits["GrpSubmitJobs"], "AssocGrpSubmitJobsLimit"))
-    for cond, cap, why in checks:
-        have = sum(count for key, count in active.items() if cond(key))  # type: ignore[operator]
+                checks.append((set(subtree(t, x.account)), None, None, x.limits["GrpSubmitJobs"],
+                               "AssocGrpSubmitJobsLimit"))
+    for accounts, who, qos, cap, why in checks:
+        have = sum(count for (acct, u, qn), count in active.items()
+                   if (accounts is None or acct in accounts) and (who is None or u == who)
+                   and (qos is None or qn == qos))
         if have + n > cap:
             return why
     return None

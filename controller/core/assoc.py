@@ -18,7 +18,7 @@ class Assoc:
     priority: int | None
     qos: list[str] | None
     default_qos: str | None
-    limits: dict
+    limits: dict[str, Any]
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Qos:
     grace_time: int
     flags: list[str]
     usage_factor: float
-    limits: dict
+    limits: dict[str, Any]
 
 
 @dataclass

@@ -17,6 +17,7 @@ usage is the sum of its children's).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 
@@ -130,9 +131,9 @@ def _rank(root: ShareNode) -> None:
         rank -= len(group)
 
 
-def walk(root: ShareNode):  # noqa: ANN201 - an iterator of (depth, node)
+def walk(root: ShareNode) -> Iterator[tuple[int, ShareNode]]:
     """Depth-first, accounts before their users, as sshare lists the tree (by name within a level)."""
-    def rec(n: ShareNode, depth: int):  # noqa: ANN202
+    def rec(n: ShareNode, depth: int) -> Iterator[tuple[int, ShareNode]]:
         yield depth, n
         kids = sorted(n.children, key=lambda c: (c.is_user is False, c.user or c.account))
         for c in kids:

@@ -12,20 +12,23 @@ with `per_job_reason` and they reach the core as a fixed reason.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
 
 from .model import NodeAlloc, Reason, Request
 
 #: the TRES slurmlet counts, in Slurm's order (its TRES ids: cpu=1 mem=2 node=4 billing=5, gres after)
 TRES_ORDER = ("cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages", "gres/gpu")
-_MEM_UNITS = {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
+_MEM_UNITS: Final = MappingProxyType({"": 1, "M": 1, "G": 1024, "T": 1024 * 1024})
 
 
 class TresError(ValueError):
     """A malformed TRES string (`cpu=4,mem=10G,gres/gpu=2`)."""
 
 
-def _items(text: str):  # noqa: ANN202 - an iterator of (item, name, '=', value)
+def _items(text: str) -> Iterator[tuple[str, str, str, str]]:
     for item in (text or "").split(","):
         item = item.strip()
         if item:
@@ -163,7 +166,7 @@ def need(tres: str, amounts: dict[str, int], bill: float = 0.0) -> float:
 
 #: the pending reason of a limit, by (who, kind, TRES): who is "QOS" or "Assoc"; kind "Grp",
 #: "MaxPerUser" or "MaxPerJob"; Slurm's job_state_reason names
-_REASONS = {
+_REASONS: Final = MappingProxyType({
     ("QOS", "Grp", "jobs"): "QOSGrpJobsLimit", ("QOS", "Grp", "cpu"): "QOSGrpCpuLimit",
     ("QOS", "Grp", "mem"): "QOSGrpMemLimit", ("QOS", "Grp", "node"): "QOSGrpNodeLimit",
     ("QOS", "Grp", "gres"): "QOSGrpGRES", ("QOS", "Grp", "billing"): "QOSGrpBilling",
@@ -182,7 +185,7 @@ _REASONS = {
     ("Assoc", "MaxPerJob", "node"): "AssocMaxNodePerJobLimit", ("Assoc", "MaxPerJob", "gres"): "AssocMaxGRESPerJob",
     ("Assoc", "MaxPerJob", "billing"): "AssocMaxBillingPerJob",
     ("Assoc", "MaxPerJob", "wall"): "AssocMaxWallDurationPerJobLimit",
-}
+})
 
 
 def reason(who: str, kind: str, tres: str) -> Reason:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .priority import Weights
+
+if TYPE_CHECKING:
+    from .limits import Counter
 
 
 class Reason(str, Enum):
@@ -201,10 +205,10 @@ class Snapshot:
     running: tuple[RunningJob, ...] = ()
     config: SchedConfig = SchedConfig()
     #: running limits by key (see core.limits); pending jobs name the ones they charge
-    counters: dict = field(default_factory=dict)
+    counters: dict[str, Counter] = field(default_factory=dict)
     #: preempt/qos: each QOS's Preempt list and PreemptMode (OFF, CANCEL, REQUEUE or SUSPEND)
-    qos_preempt: dict = field(default_factory=dict)
-    qos_preempt_mode: dict = field(default_factory=dict)
+    qos_preempt: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    qos_preempt_mode: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +243,7 @@ class Plan:
     bf_tested: int = 0  #: jobs the backfill pass examined (sdiag's depth)
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[str, int, str]:
     """Sort key that puts node2 before node10."""
     head = name.rstrip("0123456789")
     tail = name[len(head):]

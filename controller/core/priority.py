@@ -92,7 +92,8 @@ def decayed(amount: float, age: float, half_life: float) -> float:
     """`amount` of usage recorded `age` seconds ago, after PriorityDecayHalfLife's decay."""
     if half_life <= 0 or age <= 0:
         return amount
-    return amount * 2.0 ** (-age / half_life)
+    decay: float = 2.0 ** (-age / half_life)  # (typeshed: float ** float may be complex; not for a positive base)
+    return amount * decay
 
 
 def decayed_span(start: float, end: float, now: float, half_life: float) -> float:

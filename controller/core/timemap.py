@@ -10,6 +10,7 @@ resources away over `[start, end)`. Times are rounded up to `bf_resolution` past
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from itertools import accumulate
 
 from .alloc import Free, fit
@@ -18,7 +19,7 @@ from .model import NodeAlloc, Request
 Cap = tuple[int, int, int]  # free cpus, memory (MB), GPU index bit mask
 
 
-def mask_of(ids) -> int:  # noqa: ANN001 - any iterable of GPU indices
+def mask_of(ids: Iterable[int]) -> int:
     m = 0
     for i in ids:
         m |= 1 << i

@@ -4,7 +4,8 @@ One pass, as slurmctld's schedule() and backfill run it:
 
 1. **Snapshot.** `store.snapshot(now)`: nodes, running and pending jobs, the configuration, read
    in one transaction into frozen values (controller/core/model.py).
-2. **Plan.** `core.plan.plan(snapshot, backfill=...)`: pure; no database, clock or I/O.
+2. **Plan.** `core.plan.plan(snapshot, backfill=..., memo=...)`: pure; no database, clock or I/O
+   (the loop keeps the core's `Memo`, what one cycle keeps for the next).
 3. **Apply.** `store.apply(plan, now)`: one transaction, every state change a compare-and-set.
    Only then do the nodes that got orders hear of them (`Controller.notify`), and the
    PrologSlurmctld/EpilogSlurmctld runs the plan asked for start.
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.memo import Memo
 from ..core.plan import plan
 from ..errors import Unavailable
 
@@ -47,14 +49,15 @@ class PassResult:
     elapsed_us: int
 
 
-def run_pass(ctl: Controller, backfill: bool = False) -> PassResult:
+def run_pass(ctl: Controller, backfill: bool = False, memo: Memo | None = None) -> PassResult:
     """One cycle: snapshot, plan (main pass, and backfill when asked), apply in one transaction;
-    then wake the nodes with new orders and record the pass in `ctl.stats`."""
+    then wake the nodes with new orders and record the pass in `ctl.stats`. `memo`: the core's,
+    kept by the caller across passes (none: the core starts from nothing)."""
     t0 = time.perf_counter()
     store = ctl.store
     now = ctl.clock()
     snap = store.snapshot(now)
-    p = plan(snap, backfill=backfill)
+    p = plan(snap, backfill=backfill, memo=memo)
     done = store.apply(p, now)
     if done.cancelled or p.starts or p.preemptions:  # jobs cancelled because their dependency can never be satisfied, or
         ctl.jobs_changed()  # started (an srun waits for its allocation)
@@ -120,6 +123,7 @@ async def scheduler_loop(ctl: Controller) -> None:
     """Event-driven main passes (debounced), plus a backfill pass every bf_interval seconds while
     anything changed since the last one. A quiet queue costs no pass at all."""
     interval = ctl.settings.sched_interval
+    memo = Memo()  #: what the core keeps from one pass to the next
     ctl.wake.set()
     while True:
         timeout = next_wait(ctl.clock(), interval, ctl.next_begin, ctl.bf_dirty, ctl.next_bf)
@@ -138,7 +142,7 @@ async def scheduler_loop(ctl: Controller) -> None:
         ctl.place_now = False
         t0 = time.monotonic()
         try:
-            run_pass(ctl, backfill=bf_due)
+            run_pass(ctl, backfill=bf_due, memo=memo)
         except Unavailable:  # the database is gone: said once, loudly, where it was found
             await asyncio.sleep(interval)
         except Exception:  # a failing pass must not kill the daemon; log loudly and go on

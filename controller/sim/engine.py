@@ -51,7 +51,9 @@ from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
 from typing import Any
 
+from slurmlet.controller.core import memo as py_memo
 from slurmlet.controller.core import model as py_model
+from slurmlet.controller.core import order as py_order
 from slurmlet.controller.core import plan as py_plan
 from slurmlet.controller.core.model import Node, PendingJob, SchedConfig
 from slurmlet.controller.core.priority import Weights
@@ -69,12 +71,14 @@ PARTITION = "batch"
 
 @dataclass(frozen=True)
 class Core:
-    """The scheduling core a simulation runs on: its model and plan modules (and the engine's
-    `Ranking`, compiled with them)."""
+    """The scheduling core a simulation runs on: the modules of it the engine calls (and the
+    engine's `Ranking`, compiled with them)."""
 
     name: str  #: "compiled" or "python"
     model: ModuleType
     plan: ModuleType
+    order: ModuleType  #: `priorities`
+    memo: ModuleType  #: `Memo`: one per run
     ranking: ModuleType
     why: str = ""  #: python: why not the compiled core ("" when asked for)
 
@@ -110,14 +114,14 @@ def core(which: str | None = None) -> Core:
                 from . import native
                 if "compiled" not in _CORES:
                     mods = native.load()
-                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["ranking"])
+                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["order"], mods["memo"], mods["ranking"])
                 _CORES[which] = _CORES["compiled"]
                 return _CORES[which]
             except ImportError as e:
                 if which == "compiled":
                     raise
                 why = f"the compiled core is {e}"
-        _CORES[which] = Core("python", py_model, py_plan, py_ranking, why)
+        _CORES[which] = Core("python", py_model, py_plan, py_order, py_memo, py_ranking, why)
     return _CORES[which]
 
 
@@ -267,6 +271,7 @@ class Engine:
     def run(self) -> SimResult:
         t0 = time.perf_counter()
         Snapshot, RunningJob, plan = self.core.model.Snapshot, self.core.model.RunningJob, self.core.plan.plan
+        memo = self.core.memo.Memo()  # what the core keeps from one pass to the next, for this run
         jobs, pend_objs = self.jobs, self.pending_jobs
         n, procs = len(jobs), self.procs
         size = [j.procs for j in jobs]
@@ -370,7 +375,7 @@ class Engine:
                             running=tuple(running.values()), config=cfg)
             queued += len(queue)
             c0 = time.perf_counter()
-            p = plan(snap, only_starts=fast)
+            p = plan(snap, only_starts=fast, memo=memo)
             if len(queue) < len(pending) and not (fcfs or easy):
                 # A head of the core's own order (`Ranking.head`) was handed over. The main pass
                 # started its first `s` jobs and stopped at job s; backfill tests `window` jobs from
@@ -382,7 +387,7 @@ class Engine:
                         or (ranked.more is not None and self._nothing_fits(ranked.beyond(submit), size, free,
                                                                              len(queue), s + max(window, 1)))):
                     redone += 1
-                    p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast)
+                    p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast, memo=memo)
             core_s += time.perf_counter() - c0
             passes += 1
             bf_tested += p.bf_tested
@@ -446,7 +451,7 @@ class Engine:
         reps = tuple(replace(pj, eligible_time=None, site=0, nice=0) for pj in groups.values())
         snap = self.core.model.Snapshot(now=0.0, nodes=nodes, partitions=self.partitions, pending=reps, weights=w,
                                         config=self.config)
-        fac = self.core.plan.priorities(snap)
+        fac = self.core.order.priorities(snap)
         base = {key: fac[r.job_id].exact for key, r in zip(groups, reps)}
         fixed = [base[key] + pj.site - pj.nice for key, pj in zip(keys, self.pending_jobs)]
         return self.core.ranking.Ranking(fixed, [pj.eligible_time for pj in self.pending_jobs], w.age, w.max_age)

@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, and_, bindparam, event, func, or_, select
 
 from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import NodeAlloc, Request
-from slurmlet.controller.core.plan import requested_cpus
+from slurmlet.controller.core.nodes import requested_cpus
 from slurmlet.controller.errors import NotFound
 
 from . import steps

@@ -7,7 +7,8 @@ import pytest
 
 from slurmlet.controller.config import parse_slurm_conf
 from slurmlet.controller.core.fairshare import walk
-from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.core.order import priorities
+from slurmlet.controller.core.plan import plan
 from slurmlet.controller.errors import InvalidRequest
 from slurmlet.controller.store.accounts import AcctError
 from slurmlet.controller.store.engine import make_engine, sqlite_url

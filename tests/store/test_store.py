@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from slurmlet.controller.config import parse_slurm_conf
-from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.core.order import priorities
+from slurmlet.controller.core.plan import plan
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 from slurmlet.controller.store.engine import make_engine, sqlite_url
 from slurmlet.controller.store.jobs import JobStore

@@ -14,7 +14,9 @@ PACKAGE = "slurmlet.controller.sim.native"
 #: name -> source under controller/ (the package `slurmlet.controller`): the core modules that
 #: plan() runs on (they import only each other) and the simulator's `Ranking` (standard library only)
 MODULES = {"priority": "core/priority.py", "model": "core/model.py", "alloc": "core/alloc.py",
-           "limits": "core/limits.py", "timemap": "core/timemap.py", "plan": "core/plan.py",
+           "limits": "core/limits.py", "timemap": "core/timemap.py", "memo": "core/memo.py", "nodes": "core/nodes.py",
+           "order": "core/order.py", "cycle": "core/cycle.py", "preempt": "core/preempt.py",
+           "mainpass": "core/mainpass.py", "backfill": "core/backfill.py", "plan": "core/plan.py",
            "ranking": "sim/ranking.py"}
 
 

@@ -198,13 +198,14 @@ def test_a_typed_gpu_request_only_gets_nodes_with_that_model():
 
 
 def test_an_equal_partition_object_is_remembered_and_a_changed_one_is_not_mistaken_for_it():
-    from slurmlet.controller.core import plan as core
+    from slurmlet.controller.core.memo import Memo
     ns = nodes(2)
     jobs = [job(1, Request(nodes_min=2))]
-    first = plan(snap(ns, jobs, [part(ns)]))
+    memo = Memo()
+    first = plan(snap(ns, jobs, [part(ns)]), memo=memo)
     again = part(ns)  # equal, another object (a new simulator or controller builds its own)
-    assert plan(snap(ns, jobs, [again])) == first
-    assert core._LAST.parts["debug"].part is again  # later cycles find it by identity
-    limited = plan(snap(ns, jobs, [part(ns, max_nodes=1)]))
+    assert plan(snap(ns, jobs, [again]), memo=memo) == first
+    assert memo.nodes is not None and memo.nodes.parts["debug"].part is again  # later cycles find it by identity
+    limited = plan(snap(ns, jobs, [part(ns, max_nodes=1)]), memo=memo)
     assert not limited.starts and limited.reasons[1] == Reason.PARTITION_NODE_LIMIT
-    assert plan(snap(ns, jobs, [part(ns)])) == first
+    assert plan(snap(ns, jobs, [part(ns)]), memo=memo) == first

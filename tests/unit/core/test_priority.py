@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmlet.controller.core.model import Node, Partition, PendingJob, Request, Snapshot
-from slurmlet.controller.core.plan import plan, priorities
+from slurmlet.controller.core.order import priorities
+from slurmlet.controller.core.plan import plan
 from slurmlet.controller.core.priority import Weights, factors
 
 # the reference cluster: 4 nodes x 8 CPUs, weights Age 1000, FairShare 10000, JobSize 1000,
@@ -69,7 +70,7 @@ def test_usage_decays_by_half_life_and_fair_share_follows_usage():
                                st.floats(0, 1), st.integers(-100, 100)), min_size=1, max_size=20),
        now=st.floats(0, 40 * 86400))
 def test_scheduler_totals_equal_sprio_components_and_plan_order(jobs, now):
-    from slurmlet.controller.core.plan import priority_totals
+    from slurmlet.controller.core.order import priority_totals
     pend = [PendingJob(i, "debug", Request(nodes_min=n), eligible_time=e, nice=nice, usage=u, shares=0.5, site=site,
                        submit_time=float(i), held="user") for i, (n, e, nice, u, site) in enumerate(jobs)]
     s = snap(pend, now=now)

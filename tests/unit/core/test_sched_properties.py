@@ -216,11 +216,15 @@ def whole_node_scenarios(draw):
 @settings(max_examples=300, deadline=None)
 @given(snap=whole_node_scenarios())
 def test_whole_node_backfill_counts_nodes_and_keeps_the_first_reservation(snap):
-    from slurmlet.controller.core import plan as core
+    from slurmlet.controller.core import backfill
+    from slurmlet.controller.core.cycle import Cycle
+    from slurmlet.controller.core.mainpass import main_pass
+    from slurmlet.controller.core.memo import Memo
+    from slurmlet.controller.core.order import queue
     jobs = [j for j in snap.pending]
-    cyc = core._Cycle(snap)
-    cyc.main_pass(cyc.queue())
-    assert cyc._count_mode(jobs, cyc._holders()) is not None  # this generator exercises the count map
+    cyc = Cycle(snap, Memo())
+    main_pass(cyc, queue(cyc))
+    assert backfill._count_mode(cyc, jobs, backfill._holders(cyc)) is not None  # this generator exercises the count map
     check_first_reservation(snap)
     p = plan(snap)
     used = _used_after(snap, p)
@@ -245,6 +249,18 @@ def _same_starts(snap: Snapshot) -> tuple:
 @given(snap=st.one_of(scenarios(), scenarios(force=True), whole_node_scenarios()))
 def test_only_starts_gives_the_starts_of_the_full_cycle(snap):
     _same_starts(snap)
+
+
+@settings(max_examples=100, deadline=None)
+@given(snaps=st.lists(st.one_of(scenarios(), scenarios(force=True), whole_node_scenarios()), min_size=2, max_size=4))
+def test_a_memo_kept_across_cycles_gives_the_plans_of_fresh_ones(snaps):
+    """One `Memo` through a sequence of snapshots (each planned twice, as a loop that replans the
+    same snapshot does) gives every cycle the plan it has without one."""
+    from slurmlet.controller.core.memo import Memo
+    memo = Memo()
+    for snap in snaps + snaps[::-1]:
+        assert plan(snap, memo=memo) == plan(snap)
+        assert plan(snap, memo=memo) == plan(snap)
 
 
 def crowded_whole_node_snapshot(rnd: random.Random) -> Snapshot:
@@ -313,8 +329,12 @@ def test_count_map_reserve_is_slots_and_counts(free, res, window, releases, rese
 def test_backfill_tests_the_jobs_a_walk_of_the_queue_finds():
     """`_to_test` after a main pass that labelled the queue's tail (`_waits`) gives the jobs a
     walk of the whole queue by reason gives, also with reasons the store set (any of them)."""
-    from slurmlet.controller.core import plan as core
+    from slurmlet.controller.core.backfill import _to_test
+    from slurmlet.controller.core.cycle import Cycle
+    from slurmlet.controller.core.mainpass import main_pass
+    from slurmlet.controller.core.memo import Memo
     from slurmlet.controller.core.model import Reason
+    from slurmlet.controller.core.order import queue
     rnd = random.Random(5)
     labelled = 0
     for _ in range(600):
@@ -323,11 +343,11 @@ def test_backfill_tests_the_jobs_a_walk_of_the_queue_finds():
                                                            Reason.RESOURCES)))
                      for j in snap.pending)
         snap = replace(snap, pending=jobs, config=replace(snap.config, bf_max_job_test=rnd.choice((-3, 0, 2, 10, 100))))
-        cyc = core._Cycle(snap)
-        items = cyc.queue()
-        cyc.main_pass(items)
-        got = cyc._to_test(items)
+        cyc = Cycle(snap, Memo())
+        items = queue(cyc)
+        main_pass(cyc, items)
+        got = _to_test(cyc, items)
         labelled += cyc.waiting is not None
         cyc.waiting = None
-        assert got == cyc._to_test(items)
+        assert got == _to_test(cyc, items)
     assert labelled > 100

@@ -258,7 +258,7 @@ def test_slurm_backfill_stop_on_narrow_crowded_traces(seed):
 def _exact_order(eng: engine.Engine, positions: list[int], now: float) -> list[int]:
     """Queue positions in the core's own order at `now` (its priorities, then submit time, id)."""
     from slurmlet.controller.core.model import Snapshot
-    from slurmlet.controller.core.plan import priority_totals
+    from slurmlet.controller.core.order import priority_totals
     jobs = [eng.pending_jobs[k] for k in positions]
     prio = priority_totals(Snapshot(now=now, nodes=tuple(eng.free_nodes), partitions=eng.partitions,
                                     pending=tuple(jobs), weights=eng.weights))
@@ -327,8 +327,8 @@ def _check_heads(t, pol, **kw) -> tuple[int, int]:
             full = real_plan(replace(snap, pending=whole), only_starts=True)
             assert [(s.job_id, s.allocs) for s in full.starts] == [(s.job_id, s.allocs) for s in p.starts]
 
-    def plan(snap, backfill=None, *, only_starts=False):
-        p = real_plan(snap, backfill, only_starts=only_starts)
+    def plan(snap, backfill=None, *, only_starts=False, memo=None):
+        p = real_plan(snap, backfill, only_starts=only_starts, memo=memo)
         if last:
             if last[0][0].now == snap.now:  # the last pass, redone with the whole queue
                 heads[1] += 1
@@ -338,7 +338,7 @@ def _check_heads(t, pol, **kw) -> tuple[int, int]:
         last[:] = [(snap, p)]
         return p
 
-    watched = engine.Core(on.name, on.model, SimpleNamespace(plan=plan, priorities=on.plan.priorities), on.ranking)
+    watched = engine.Core(on.name, on.model, SimpleNamespace(plan=plan), on.order, on.memo, on.ranking)
     eng = engine.Engine(t.jobs, t.max_procs, pol.config, pol.weights, name="slurm", on=watched, **kw)
     res = eng.run()
     check(last[0])
