@@ -1,18 +1,20 @@
-"""Builds slurmlet (pyproject.toml holds everything else) with the simulator's compiled core.
+"""Builds slurmlet (pyproject.toml holds everything else), with the simulator's compiled core when asked.
 
 `slurmlet simulate` replays traces through the scheduling core (controller/core) thousands of
-passes a second. Where mypy's compiler (mypyc, a build requirement) and a C compiler are at hand,
-the wheel also holds the core's modules and the simulator's `Ranking` (controller/sim/native/
-digest.py lists them) compiled, as the package `slurmlet.controller.sim.native`, from the same
-sources: staged under build/native-src with that package name (mypyc names a module after its
-path), beside a `stamp` module holding the sources' digest. The simulator uses them only while
-that digest matches the installed sources (controller/sim/native/__init__.py); the controller
-always runs the Python core.
+passes a second. With SLURMLET_COMPILE=1 in the environment of the install (`SLURMLET_COMPILE=1
+pip install .`; test.sh sets it), mypy 2.4.1 becomes a build requirement and, where its compiler
+(mypyc) and a C compiler are at hand, the wheel also holds the core's modules and the simulator's
+`Ranking` (controller/sim/native/digest.py lists them) compiled, as the package
+`slurmlet.controller.sim.native`, from the same sources: staged under build/native-src with that
+package name (mypyc names a module after its path), beside a `stamp` module holding the sources'
+digest. The simulator uses them only while that digest matches the installed sources
+(controller/sim/native/__init__.py); the controller always runs the Python core.
 
-Without a C compiler that builds against Python.h, with SLURMLET_PURE=1, or without mypyc (a
-build without isolation), the wheel is pure Python; should the compiled build itself fail, the
-wheel (tagged for this platform) has no compiled core. Either way the simulator runs the Python
-core, and a warning (`pip install -v`) says why. mypy stays a build requirement either way.
+Without SLURMLET_COMPILE (a plain `pip install .`) nothing is compiled and mypy is not installed:
+the wheel is pure Python. Asked for but without a C compiler that builds against Python.h, or
+without mypyc (a build without isolation), the wheel is pure Python too; should the compiled build
+itself fail, the wheel (tagged for this platform) has no compiled core. Either way the simulator
+runs the Python core, and a warning (`pip install -v`) says why.
 """
 
 from __future__ import annotations
@@ -34,6 +36,16 @@ sys.path.insert(0, str(ROOT / "controller" / "sim" / "native"))
 from digest import MODULES, PACKAGE, digest  # noqa: E402 - the one list of compiled modules, beside its loader
 
 del sys.path[0]
+
+
+#: the environment variable that asks the install for the compiled core
+COMPILE = "SLURMLET_COMPILE"
+#: what compiles it (pip installs it into an isolated build only when it is asked for)
+MYPYC = "mypy==2.4.1"
+
+
+def _asked() -> bool:
+    return os.environ.get(COMPILE, "") not in ("", "0")
 
 
 def _warn(msg: str) -> None:
@@ -70,8 +82,8 @@ _BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "de
 def native_extensions() -> list:
     if not _BUILDS & set(sys.argv[1:]):
         return []
-    if os.environ.get("SLURMLET_PURE", "") not in ("", "0"):
-        _warn("SLURMLET_PURE is set")
+    if not _asked():
+        _warn(f"{COMPILE} is not set (the compiled core is opt-in: {COMPILE}=1 pip install ...)")
         return []
     problem = _compiler_problem()
     if problem is not None:
@@ -116,4 +128,7 @@ class OptionalBuildExt(build_ext):
                 Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
 
 
-setup(ext_modules=native_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+# setup_requires is what setuptools' build backend answers pip's get_requires_for_build_* with: mypy
+# only when the compiled core is asked for
+setup(ext_modules=native_extensions(), cmdclass={"build_ext": OptionalBuildExt},
+      setup_requires=[MYPYC] if _asked() else [])

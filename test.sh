@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=strict \
+# SLURMLET_COMPILE=1: with the simulator's compiled core (mypyc), which tests/unit/sim compares with the Python one
+SLURMLET_COMPILE=1 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=strict \
   >.venv/pip.log 2>&1 || { cat .venv/pip.log; exit 1; }
 # byte-compile now: the CLI starts in every loop of the tools that drive it. A strict editable
 # install is a tree of links to the source under build/ (a new module needs this script run again)

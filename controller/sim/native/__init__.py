@@ -21,8 +21,8 @@ def load() -> dict[str, ModuleType]:
     try:
         stamp = importlib.import_module(f"{PACKAGE}.stamp")
     except ImportError:
-        raise ImportError("not built (the install found no C compiler or mypyc, SLURMLET_PURE was set, or the "
-                          "build failed: `pip install -v` shows why)") from None
+        raise ImportError("not built (the install was not asked for it with SLURMLET_COMPILE=1, found no C "
+                          "compiler or mypyc, or the build failed: `pip install -v` shows why)") from None
     from slurmlet import controller
     try:
         sources = digest(Path(controller.__file__).parent)

@@ -544,8 +544,9 @@ def test_cli_core_option(tmp_path, capsys):
     assert kv["scheduling core"] == "compiled (mypyc)" and kv["mean wait"] == "33.0 s"
 
 
-def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path):
-    """setup.py with a C compiler that fails (CC=false): a pure wheel, without the compiled core."""
+def _pure_wheel(tmp_path: Path, **env: str) -> str:
+    """`pip wheel -v` of the package's sources with `env` added: asserts that the wheel is pure
+    Python, without the compiled core; returns pip's output."""
     root = Path(__file__).resolve().parents[3]
     src = tmp_path / "src"
     src.mkdir()
@@ -553,18 +554,32 @@ def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path):
         shutil.copy(root / name, src / name)
     for room in ("cli", "common", "controller", "nodeagent"):  # the package's sources only
         shutil.copytree(root / room, src / room, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    env = {**os.environ, "CC": "false"}
-    env.pop("SLURMLET_PURE", None)
+    full = {**os.environ, **env}
+    if "SLURMLET_COMPILE" not in env:
+        full.pop("SLURMLET_COMPILE", None)
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "w"), str(src)],
-                       capture_output=True, text=True, env=env, timeout=600)
+                       capture_output=True, text=True, env=full, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "slurmlet setup: the C compiler cannot build against Python.h (false: " in r.stdout + r.stderr
     (wheel,) = (tmp_path / "w").glob("slurmlet-*.whl")
     assert wheel.name == "slurmlet-0.1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert "slurmlet/controller/sim/native/__init__.py" in names and "slurmlet/controller/core/plan.py" in names
     assert not [n for n in names if n.endswith(".so")]
+    return r.stdout + r.stderr
+
+
+def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path):
+    """setup.py asked for the compiled core with a C compiler that fails (CC=false): a pure wheel."""
+    out = _pure_wheel(tmp_path, CC="false", SLURMLET_COMPILE="1")
+    assert "slurmlet setup: the C compiler cannot build against Python.h (false: " in out
+
+
+def test_a_plain_install_compiles_nothing_and_needs_no_mypy(tmp_path):
+    """Without SLURMLET_COMPILE the build neither installs mypy nor compiles: a pure wheel."""
+    out = _pure_wheel(tmp_path)
+    assert "slurmlet setup: SLURMLET_COMPILE is not set" in out
+    assert "mypy" not in out
 
 
 def test_an_install_without_sources_runs_the_python_core(tmp_path, monkeypatch):
