@@ -20,8 +20,9 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
 fi
 export PATH="$PWD/.venv/bin:$PATH"
 # lint and type-check before the tests (pyproject's [tool.ruff] and [tool.mypy]); mypy reads the package
-# through the strict editable install's tree of links (build/__editable__.*/slurmlet), as slurmlet.*
+# through the strict editable install's tree of links (build/__editable__.*/slurmlet), as slurmlet.*: the
+# one the install's .pth file names (an install with and one without the compiled core each leave one)
 .venv/bin/ruff check --quiet .
-(cd build/__editable__.*/ && "$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" \
+(cd "$(cat .venv/lib/python3*/site-packages/__editable__.slurmlet-*.pth)" && "$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" \
   --cache-dir "$OLDPWD/.mypy_cache" --no-error-summary -p slurmlet)
 exec .venv/bin/python -m pytest "$@"

@@ -29,7 +29,7 @@ class ShareNode:
     user: str = ""
     shares: int = 1
     raw_usage: float = 0.0
-    children: list["ShareNode"] = field(default_factory=list)
+    children: list[ShareNode] = field(default_factory=list)
     # results
     norm_shares: float = 0.0
     norm_usage: float = 0.0

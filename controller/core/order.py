@@ -4,8 +4,9 @@ and backfill take them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .limits import request_tres
 from .memo import Memo

@@ -4,7 +4,8 @@ or suspends them."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .alloc import Free, fit
 from .cycle import Cycle

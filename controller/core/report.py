@@ -49,7 +49,8 @@ def utilization(used: Iterable[Used], cpus: int, created: float, start: float, e
     u = Utilization(start, end, total=cpus * (end - start))
     u.reported = cpus * overlap(start, end, created, now)
     for x in used:
-        secs = (x.gpus if tres == "gres/gpu" else x.cpus) * overlap(start, end, x.start, now if x.end is None else x.end)
+        end_x = now if x.end is None else x.end
+        secs = (x.gpus if tres == "gres/gpu" else x.cpus) * overlap(start, end, x.start, end_x)
         if secs > 0:
             u.allocated += secs
             key = (x.user, x.account)

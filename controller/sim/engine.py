@@ -114,7 +114,8 @@ def core(which: str | None = None) -> Core:
                 from . import native
                 if "compiled" not in _CORES:
                     mods = native.load()
-                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["order"], mods["memo"], mods["ranking"])
+                    _CORES["compiled"] = Core("compiled", mods["model"], mods["plan"], mods["order"], mods["memo"],
+                                              mods["ranking"])
                 _CORES[which] = _CORES["compiled"]
                 return _CORES[which]
             except ImportError as e:
