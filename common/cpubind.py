@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 #: the types 22.05 accepts after the optional quiet/verbose, spelled as srun reads them
 KINDS = ("none", "no", "rank", "map_cpu", "mask_cpu", "rank_ldom", "map_ldom", "mask_ldom", "sockets", "cores",
          "threads", "ldoms", "boards")
@@ -32,7 +36,8 @@ def parse(value: str | None) -> Bind:
     """`[quiet|verbose,]TYPE` as srun takes it (SLURM_CPU_BIND's own values included)."""
     if not value:
         return Bind()
-    verbose, kind, values = False, "default", ()
+    verbose, kind = False, "default"
+    values: tuple[str, ...] = ()
     for tok in value.split(","):
         low = tok.lower()
         if low in ("quiet", "verbose", "v"):
@@ -65,7 +70,8 @@ def _cpus(mask: int) -> list[int]:
     return [i for i in range(mask.bit_length()) if mask >> i & 1]
 
 
-def plan(bind: Bind, cpus: list[int], ntasks: int, cpus_per_task: int = 1) -> tuple[list[list[int] | None], dict]:
+def plan(bind: Bind, cpus: list[int], ntasks: int, cpus_per_task: int = 1
+         ) -> tuple[Sequence[list[int] | None], dict[str, str]]:
     """Each of the node's `ntasks` tasks' CPUs (None: not bound) out of the step's `cpus` there, and
     the SLURM_CPU_BIND* variables every task of the node gets."""
     v = "verbose" if bind.verbose else "quiet"

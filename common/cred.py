@@ -9,8 +9,9 @@ target and body: `bind`), and carries an HMAC-SHA256 of them under the key:
 
 The controller accepts one only for the request it names, at most CRED_TTL seconds old and at most
 CRED_SKEW seconds ahead of its clock, and only once (it remembers the nonces it has seen for their
-lifetime): a credential read off the wire cannot be replayed, nor moved to another request. REST clients use JWTs instead (`scontrol token`,
-sent as X-SLURM-USER-TOKEN like slurmrestd's); both are checked in controller/auth.py.
+lifetime): a credential read off the wire cannot be replayed, nor moved to another request. REST
+clients use JWTs instead (`scontrol token`, sent as X-SLURM-USER-TOKEN like slurmrestd's); both are
+checked in controller/auth.py.
 Users who may not read the key get credentials from `slurmlet credd` (nodeagent/credd.py) over a
 Unix socket, which signs for the uid the kernel reports for the caller (munged's way).
 Imported by every CLI call: only `os` and `time` at import; `hmac` when signing, `socket` when

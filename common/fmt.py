@@ -67,7 +67,7 @@ class Spec:
         d.update(changes)
         return Spec(**d)
 
-    def _tuple(self) -> tuple:
+    def _tuple(self) -> tuple[str | None, int, bool, str]:
         return (self.key, self.width, self.right, self.suffix)
 
     def __eq__(self, other: object) -> bool:
@@ -237,9 +237,9 @@ def tres_string(pairs: Iterable[tuple[str, Any]]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[tuple[int, str | int], ...]:
     """Sort key that orders ``node2`` before ``node10``."""
-    key: list = []
+    key: list[tuple[int, str | int]] = []
     num = ""
     text = ""
     for ch in name:

@@ -219,6 +219,7 @@ def parse_gres(value: str, prog: str = "sbatch", *, gres_types: tuple[str, ...] 
         name = parts[0]
         if name not in gres_types:
             raise bad
+        n: int | None
         if len(parts) == 1:
             n, t = 1, None
         elif len(parts) == 2:

@@ -57,13 +57,14 @@ def job_time_used(job: JobDict, now: float | Callable[[], float]) -> int:
 
 def job_end_time(job: JobDict) -> float | None:
     """The end time Slurm shows: the real one, else start+limit for a started job."""
-    end = job.get("end_time")
+    end: float | None = job.get("end_time")
     if end:
         return end
-    start = job.get("start_time")
-    limit = job.get("time_limit")
+    start: float | None = job.get("start_time")
+    limit: int | None = job.get("time_limit")
+    suspended: float = job.get("suspended_secs") or 0
     if start and limit is not None and job.get("state") not in ("PENDING",):
-        return start + limit * 60 + (job.get("suspended_secs") or 0)
+        return start + limit * 60 + suspended
     return None
 
 

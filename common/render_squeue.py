@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
+    from slurmlet.common.fmt import Spec
+
+    #: a pending array's rows: (array_job_id, name, partition)
+    ArrayKey = tuple[int, str | None, str | None]
+    #: a view's options: fmt, long_fmt, noheader, long, array_collapse, start, sort
+    ViewKey = tuple[str | None, str | None, bool, bool, bool, bool, str | None]
+
     JobDict = dict[str, Any]
 
 SQUEUE_DEFAULT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
@@ -298,21 +305,21 @@ def collapse_arrays(jobs: list[JobDict], now: float) -> list[QRow]:
     row stands where the array's own record (``job_id == array_job_id``) or else its
     first pending task stands. Differing reasons are merged as ``Priority,Resources``.
     """
-    groups: dict[tuple, list[JobDict]] = {}
+    groups: dict[ArrayKey, list[JobDict]] = {}
     for j in jobs:
         if j.get("state") == "PENDING" and job_is_array(j):
             groups.setdefault((j["array_job_id"], j.get("name"), j.get("partition")), []).append(j)
-    lead: dict[int, tuple] = {}
+    lead: dict[int, ArrayKey] = {}
     for key, members in groups.items():
         rep = next((m for m in members if m["job_id"] == key[0]), members[0])
         lead[id(rep)] = key
     rows: list[QRow] = []
     for j in jobs:
         if j.get("state") == "PENDING" and job_is_array(j):
-            key = lead.get(id(j))
-            if key is None:
+            lead_key = lead.get(id(j))
+            if lead_key is None:
                 continue
-            members = groups[key]
+            members = groups[lead_key]
             from slurmlet.common.grammar import fmt_ranges
             tasks = fmt_ranges(int(m["array_task_id"]) for m in members)
             throttle = j.get("array_max_tasks")
@@ -349,7 +356,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "cpuspertask": ("cpus_per_task",), "requeue": ("requeue",), "restartcnt": ("restarts",),
     "exit_code": ("exit_code", "exit_signal"), "derivedec": ("derived_exit_code", "derived_exit_signal"),
     "eligibletime": _TIMES, "accruetime": ("accrue_time", *_TIMES), "lastschedeval": ("last_sched_eval", *_TIMES),
-    "pendingtime": _TIMES, "batchflag": ("batch",), "ntpernode": ("ntasks_per_node",), "maxnodes": ("nodes_max", *_SIZES),
+    "pendingtime": _TIMES, "batchflag": ("batch",), "ntpernode": ("ntasks_per_node",),
+    "maxnodes": ("nodes_max", *_SIZES),
     "maxcpus": _SIZES, "tres-per-job": ("tres_per_job",), "allocnodes": ("alloc_node", "alloc_sid", "submit_host"),
     "allocsid": ("alloc_node", "alloc_sid", "submit_host"),
 }
@@ -397,7 +405,7 @@ def named_tasks(jobs: list[JobDict], tasks: Iterable[str]) -> list[JobDict]:
             or str(j["array_job_id"]) in whole]
 
 
-def _format(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> list:
+def _format(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> list[Spec]:
     """The parsed format of a view: -O when it is not empty, else -o, else -l's, --start's or the
     default one (the one rule every reader of a view follows)."""
     if long_fmt:
@@ -405,7 +413,7 @@ def _format(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> l
     return F.parse_format(fmt or (SQUEUE_START if start else SQUEUE_LONG if long else SQUEUE_DEFAULT))
 
 
-def _specs(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> tuple[list, dict[str, Field]]:
+def _specs(fmt: str | None, long_fmt: str | None, long: bool, start: bool) -> tuple[list[Spec], dict[str, Field]]:
     """The columns of a view and the table they come from (ValueError naming an unknown one)."""
     table = squeue_long_table() if long_fmt else SQUEUE_FIELDS
     specs = _format(fmt, long_fmt, long, start)
@@ -456,7 +464,7 @@ class _View:
 
     __slots__ = ("specs", "table", "head", "jobs", "rows", "ordered_by_clock", "lines", "text")
 
-    def __init__(self, specs: list, table: dict[str, Field], head: str) -> None:
+    def __init__(self, specs: list[Spec], table: dict[str, Field], head: str) -> None:
         self.specs, self.table, self.head = specs, table, head
         self.jobs: list[JobDict] | None = None
         self.rows: list[QRow] = []
@@ -477,13 +485,13 @@ class Kept:
     VIEWS = 8
 
     def __init__(self) -> None:
-        self._views: dict[tuple, _View] = {}
+        self._views: dict[ViewKey, _View] = {}
 
     def text(self, jobs: list[JobDict], now: float, *, fmt: str | None = None, long_fmt: str | None = None,
              noheader: bool = False, long: bool = False, array_collapse: bool = True, start: bool = False,
              sort: str | None = None) -> str:
         """`squeue_lines(jobs, ...)` at `now`, as one text (a newline after each line)."""
-        key = (fmt, long_fmt, noheader, long, array_collapse, start, sort)
+        key: ViewKey = (fmt, long_fmt, noheader, long, array_collapse, start, sort)
         v = self._views.get(key)
         if v is None:
             if len(self._views) >= self.VIEWS:

@@ -74,4 +74,5 @@ async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> 
     except TimeoutError:
         signal_session(proc.pid, signal.SIGKILL)
         return 1, "timed out"
-    return (proc.returncode or 0) if proc.returncode >= 0 else 128 - proc.returncode, out.decode(errors="replace")
+    rc = proc.returncode or 0  # communicate() returns once the process has exited
+    return rc if rc >= 0 else 128 - rc, out.decode(errors="replace")

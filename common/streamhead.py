@@ -12,6 +12,10 @@ is an empty one.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # keep typing out of srun's import path
+if TYPE_CHECKING:
+    from typing import Any
+
 WORDS = "words"  #: StepCreate.io_header: the words form, please
 
 
@@ -30,7 +34,7 @@ def _plain(v: object) -> bool:
         and not _number(v) and v[0] != "{"
 
 
-def write(header: dict, words: bool) -> bytes:
+def write(header: dict[str, Any], words: bool) -> bytes:
     """The header line: in the words form where `words` and every value fits it, else JSON."""
     if words and all(isinstance(k, str) and _plain(k) and _plain(v) for k, v in header.items()):
         return " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in header.items()).encode() + b"\n"
@@ -38,17 +42,17 @@ def write(header: dict, words: bool) -> bytes:
     return json.dumps(header).encode() + b"\n"
 
 
-def read(line: bytes) -> dict:
+def read(line: bytes) -> dict[str, Any]:
     """A header line as a dict (numbers as ints); {} for what is neither form."""
     text = line.decode("utf-8", "replace").strip()
     if text.startswith("{"):  # JSON: an agent that writes no words, or a value that did not fit them
         import json
         try:
-            head = json.loads(text)
+            parsed = json.loads(text)
         except (ValueError, RecursionError):
             return {}
-        return head if isinstance(head, dict) else {}
-    head: dict = {}
+        return parsed if isinstance(parsed, dict) else {}
+    head: dict[str, Any] = {}
     for word in text.split():
         k, eq, v = word.partition("=")
         if not eq:
