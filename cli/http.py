@@ -16,6 +16,11 @@ import os
 from slurmlet.cli.jsonwrite import dumps
 from slurmlet.common.wire import BELL, JSON, MARSHAL, SPOOL_ENV, SPOOL_MAX, WITHDRAW
 
+TYPE_CHECKING = False  # keep typing out of the CLI's import path
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
+
 DEFAULT = "http://127.0.0.1:6817"
 
 
@@ -190,7 +195,7 @@ def _remove(*paths: str) -> None:
             pass
 
 
-def _over(s: socket.socket, request: bytes, host: str, port: int) -> tuple[int, str, bytes]:  # noqa: F821
+def _over(s: socket.socket, request: bytes, host: str, port: int) -> tuple[int, str, bytes]:
     """The request sent and its answer read on connected socket `s` (closed after)."""
     try:
         with s:
@@ -225,14 +230,14 @@ def _parsed(raw: bytes, host: str, port: int) -> tuple[int, str, bytes]:
 
 
 def request(method: str, path: str, body: object = None, *, url: str | None = None,
-            timeout: float = 30.0, headers: dict[str, str] | None = None, signed: bool = False) -> object:
+            timeout: float = 30.0, headers: dict[str, str] | None = None, signed: bool = False) -> Any:
     """One JSON request; returns the decoded answer or raises ControllerError / Unreachable
     (see `exchange`)."""
     status, header, data = exchange(method, path, body, url=url, timeout=timeout, headers=headers, signed=signed)
     return decoded(status, header, data, url)
 
 
-def decoded(status: int, header: str, data: bytes, url: str | None = None) -> object:
+def decoded(status: int, header: str, data: bytes, url: str | None = None) -> Any:
     try:
         if not data:
             doc = None
@@ -242,7 +247,8 @@ def decoded(status: int, header: str, data: bytes, url: str | None = None) -> ob
         else:
             import json
             doc = json.loads(data)
-    except (ValueError, IndexError, EOFError, TypeError):  # not the controller's JSON (a proxy's error page, a cut answer)
+    except (ValueError, IndexError, EOFError, TypeError):
+        # not the controller's JSON (a proxy's error page, a cut answer)
         host, port = _split(url or controller_url())
         first = header.split("\r\n", 1)[0][:100]
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}") from None
@@ -270,7 +276,7 @@ def _location_id(status: int, header: str) -> int | None:
 
 
 def _dechunk(data: bytes) -> bytes:
-    out = []
+    out: list[bytes] = []
     i = 0
     while True:
         j = data.find(b"\r\n", i)

@@ -24,6 +24,7 @@ from .getopt import NO_ARG, Table
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/collections.abc would cost start-up time
     from collections.abc import Callable
+    from typing import Any
 
     _Validator = Callable[["Ctx", "str | None"], object]
 
@@ -397,7 +398,7 @@ class State:
     too, as in Slurm's slurm_option_set_by_cli) per key; verbosity counts."""
 
     def __init__(self) -> None:
-        self.values: dict[str, object] = {}
+        self.values: dict[str, Any] = {}  #: each key's value as its validator made it (str, int, dict...)
         self.raw: dict[str, str | None] = {}
         self.src: dict[str, str] = {}
         self.seq: dict[str, int] = {}

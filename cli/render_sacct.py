@@ -45,6 +45,12 @@ class ARow:
         """True for a step line."""
         return self.s is not None
 
+    @property
+    def step(self) -> dict[str, Any]:
+        """A step line's step (what only step lines read)."""
+        assert self.s is not None
+        return self.s
+
 
 def _a_job_only(get: Callable[[ARow], Any]) -> Callable[[ARow], Any]:
     """Wrap a getter so that step lines print an empty field."""
@@ -214,9 +220,9 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("Account", 10, lambda r: r.j.get("account")),
     ("AdminComment", 15, _a_jf("admin_comment")),
     ("AllocCPUS", 10, _a_both(lambda r: int(r.j.get("num_cpus") or 0),
-                              lambda r: int(r.s.get("num_cpus") or 0))),
+                              lambda r: int(r.step.get("num_cpus") or 0))),
     ("AllocNodes", 10, _a_both(lambda r: str(r.j.get("num_nodes") or 0) if r.j.get("start_time") else "0",
-                               lambda r: str(r.s.get("num_nodes") or 0))),
+                               lambda r: str(r.step.get("num_nodes") or 0))),
     ("AllocTRES", 10, _a_both(_a_job_alloc_tres, _a_step_tres)),
     ("AssocID", 7, _A_BLANK),
     ("AveCPU", 10, _a_stat("ave_cpu")),
@@ -244,7 +250,7 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("Group", 9, _a_jf("group")),
     ("JobID", -12, _a_jobid),
     ("JobIDRaw", -12, lambda r: _a_jobid(r, raw=True)),
-    ("JobName", 10, _a_both(lambda r: r.j.get("name"), lambda r: r.s.get("name"))),
+    ("JobName", 10, _a_both(lambda r: r.j.get("name"), lambda r: r.step.get("name"))),
     ("Layout", 9, _A_BLANK),
     ("MaxDiskRead", 12, _a_stat("max_disk_read")),
     ("MaxDiskReadNode", 15, _a_stat("max_disk_read_node")),
@@ -265,11 +271,11 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("MinCPU", 10, _a_stat("min_cpu")),
     ("MinCPUNode", 10, _a_stat("min_cpu_node")),
     ("MinCPUTask", 10, _a_stat("min_cpu_task")),
-    ("NCPUS", 10, _a_both(lambda r: int(r.j.get("num_cpus") or 0), lambda r: int(r.s.get("num_cpus") or 0))),
+    ("NCPUS", 10, _a_both(lambda r: int(r.j.get("num_cpus") or 0), lambda r: int(r.step.get("num_cpus") or 0))),
     ("NNodes", 8, _a_both(lambda r: int(r.j.get("num_nodes") or 0),
-                          lambda r: int(r.s.get("num_nodes") or 0))),
+                          lambda r: int(r.step.get("num_nodes") or 0))),
     ("NodeList", 15, _a_nodelist),
-    ("NTasks", 8, _a_both(lambda r: None, lambda r: r.s.get("num_tasks"))),
+    ("NTasks", 8, _a_both(lambda r: None, lambda r: r.step.get("num_tasks"))),
     ("Priority", 10, _a_jf("priority")),
     ("Partition", 10, _a_jf("partition")),
     ("QOS", 10, _a_jf("qos")),
@@ -279,11 +285,11 @@ SACCT_FIELDS: list[tuple[str, int, Callable[[ARow], Any]]] = [
     ("ReqCPUFreqMin", 13, _a_cpu_freq_req),
     ("ReqCPUFreqMax", 13, _a_cpu_freq_req),
     ("ReqCPUFreqGov", 13, _a_cpu_freq_req),
-    ("ReqCPUS", 8, _a_both(lambda r: int(r.j.get("num_cpus") or 0), lambda r: int(r.s.get("num_cpus") or 0))),
+    ("ReqCPUS", 8, _a_both(lambda r: int(r.j.get("num_cpus") or 0), lambda r: int(r.step.get("num_cpus") or 0))),
     ("ReqGRES", 12, _A_BLANK),
     ("ReqMem", 10, _a_job_only(_a_req_mem)),
     ("ReqNodes", 8, _a_both(lambda r: str(r.j.get("num_nodes") or 0),
-                            lambda r: str(r.s.get("num_nodes") or 0))),
+                            lambda r: str(r.step.get("num_nodes") or 0))),
     ("ReqTRES", 10, _a_job_only(lambda r: r.j.get("tres_req") or job_tres_str(r.j, sort=True))),
     ("Reservation", 20, _A_BLANK),
     ("ReservationId", 8, _A_BLANK),

@@ -316,7 +316,7 @@ def _sinfo_records(nodes: list[NodeDict], parts: list[PartDict], specs: list[Spe
     letters = [sp.key for sp in specs if sp.key is not None]
     part_letters = [k for k in letters if k in _SINFO_PART_LETTERS]
     node_keys = [_SINFO_NODE_MATCH[k] for k in dict.fromkeys(letters) if k in _SINFO_NODE_MATCH]
-    recs: dict[tuple, SRec] = {}
+    recs: dict[tuple[object, ...], SRec] = {}
     order: list[SRec] = []
     members = _partition_members(parts, nodes)
     if part_letters and not node_oriented and not reasons:
@@ -331,14 +331,14 @@ def _sinfo_records(nodes: list[NodeDict], parts: list[PartDict], specs: list[Spe
         for n in ms:
             if reasons and not F.node_is_other(node_code(n)):
                 continue
-            key = (pkey, tuple(f(n) for f in node_keys))
+            key: tuple[object, ...] = (pkey, tuple(f(n) for f in node_keys))
             if node_oriented:
                 key += (n["name"],)
-            rec = recs.get(key)
-            if rec is None:
-                rec = recs[key] = SRec(p, inx, now)
-                order.append(rec)
-            rec.add(n)
+            found = recs.get(key)
+            if found is None:
+                found = recs[key] = SRec(p, inx, now)
+                order.append(found)
+            found.add(n)
     return order
 
 

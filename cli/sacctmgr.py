@@ -14,6 +14,10 @@ import sys
 from slurmlet.cli import http
 from slurmlet.cli.printfields import lines, pick
 
+TYPE_CHECKING = False  # keep typing out of sacctmgr's import path
+if TYPE_CHECKING:
+    from typing import Any
+
 ACTIONS = {"add": "add", "create": "add", "modify": "modify", "update": "modify", "delete": "delete",
            "remove": "delete", "show": "show", "list": "show"}
 ENTITIES = {"cluster": "cluster", "clusters": "cluster", "account": "account", "accounts": "account",
@@ -103,7 +107,8 @@ CLUSTER_FIELDS = {"cluster": ("Cluster", 10, _g("cluster")), "controlhost": ("Co
                   "maxwall": ("MaxWall", 11, lambda r: _mins(r.get("MaxWall"))),
                   "qos": ("QOS", 20, lambda r: ",".join(r.get("qos") or [])),
                   "defaultqos": ("Def QOS", 9, _g("default_qos"))}
-CLUSTER_DEFAULT = "Cluster,ControlHost,ControlPort,RPC,Share,GrpJobs,GrpTRES,GrpSubmit,MaxJobs,MaxTRES,MaxSubmit,MaxWall,QOS,DefaultQOS"
+CLUSTER_DEFAULT = ("Cluster,ControlHost,ControlPort,RPC,Share,GrpJobs,GrpTRES,GrpSubmit,MaxJobs,MaxTRES,MaxSubmit,"
+                   "MaxWall,QOS,DefaultQOS")
 #: the older per-resource limit columns `withassoc` listings still show (empty here)
 _OLD_LIMITS = {k.lower(): (k, w, lambda r: None) for k, w in (
     ("MaxNodes", 8), ("MaxCPUs", 8), ("MaxCPUMins", 11), ("GrpNodes", 8), ("GrpCPUs", 8), ("GrpMem", 7),
@@ -308,9 +313,10 @@ def _change(entity: str, action: str, body: dict, flags: set[str]) -> int:
 
 def _show(entity: str, names: list[str], where: dict[str, str], opts: dict[str, str], flags: set[str]) -> int:
     if entity == "tres":
-        rows = [{"type": t.split("/")[0], "name": t.split("/")[1] if "/" in t else "", "id": i}
-                for t, i in (("cpu", 1), ("mem", 2), ("energy", 3), ("node", 4), ("billing", 5), ("fs/disk", 6),
-                             ("vmem", 7), ("pages", 8), ("gres/gpu", 1001))]
+        rows: list[dict[str, Any]] = [
+            {"type": t.split("/")[0], "name": t.split("/")[1] if "/" in t else "", "id": i}
+            for t, i in (("cpu", 1), ("mem", 2), ("energy", 3), ("node", 4), ("billing", 5), ("fs/disk", 6),
+                         ("vmem", 7), ("pages", 8), ("gres/gpu", 1001))]
         cols = [("Type", 8, _g("type")), ("Name", 15, _g("name")), ("ID", 6, _g("id"))]
         parsable = "P" if "P" in flags else ("p" if "p" in flags else None)
         sys.stdout.write("".join(line + "\n" for line in lines(cols, rows, parsable=parsable, noheader="n" in flags)))
@@ -346,7 +352,7 @@ def _show(entity: str, names: list[str], where: dict[str, str], opts: dict[str, 
             rows = [r for r in rows if (r.get(field) or "") in vals]
     if with_assoc:
         assocs = http.request("GET", "/api/v1/accounting/assocs")["assocs"]
-        joined = []
+        joined: list[dict[str, Any]] = []
         for r in rows:
             mine = [a for a in assocs if (a["user"] == r["user"] if entity == "user"
                                           else a["account"] == r["account"])]
@@ -356,7 +362,7 @@ def _show(entity: str, names: list[str], where: dict[str, str], opts: dict[str, 
                           for a in mine) if mine else joined.append(r)
         rows = joined
     if entity == "assoc" and "tree" in opts:
-        parent = {r["account"]: r["parent"] for r in rows if not r["user"]}
+        parent: dict[str, str] = {r["account"]: r["parent"] for r in rows if not r["user"]}
 
         def depth(acct: str) -> int:
             d = 0

@@ -9,6 +9,11 @@ import sys
 
 from slurmlet.cli import http
 
+TYPE_CHECKING = False  # keep typing out of salloc's import path
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Callable
+
 #: job states in which the allocation still exists
 LIVE = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 
@@ -113,12 +118,12 @@ class Allocation:
     """One salloc's job (or an srun's own, `prog`): waiting for it, running the command under it,
     releasing it."""
 
-    def __init__(self, job_id: int, say, prog: str = "salloc") -> None:  # noqa: ANN001 - prints a line
+    def __init__(self, job_id: int, say: Callable[[str], object], prog: str = "salloc") -> None:
         self.job_id = job_id
         self.say = say
         self.prog = prog
         self.released = False  # by this salloc: its end is not news
-        self.child = None
+        self.child: subprocess.Popen[bytes] | None = None
 
     def _cancel(self) -> None:
         try:

@@ -197,12 +197,12 @@ def update(args: list[str]) -> int:
                   "FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN\nNot all states are valid given a node's prior "
                   "state", file=sys.stderr)
             return 1
-        body = {"state": kv.get("state", ""), "reason": kv.get("reason")}
+        change = {"state": kv.get("state", ""), "reason": kv.get("reason")}
         rc = 0
         from slurmlet.cli.hosts import expand_hostlist
         for name in expand_hostlist(kv["nodename"]):
             try:
-                http.request("POST", f"/api/v1/nodes/{name}/update", body)
+                http.request("POST", f"/api/v1/nodes/{name}/update", change)
             except http.ControllerError as e:
                 # what scontrol checks itself it says plainly; the controller's refusals with slurm_update's prefix
                 print(e.error if e.error.startswith("You must specify a reason") else f"slurm_update error: {e.error}",
@@ -214,7 +214,7 @@ def update(args: list[str]) -> int:
         print("No valid entity in update command\nInput line must include \"NodeName\", "
               "\"PartitionName\", \"Reservation/ReservationName\", or \"JobId\"", file=sys.stderr)
         return 1
-    body: dict = {}
+    body: dict[str, object] = {}
     for k, v in kv.items():
         if k == "timelimit":
             from slurmlet.common.grammar import OptError

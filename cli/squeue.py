@@ -9,6 +9,10 @@ from slurmlet.cli import common, http
 from slurmlet.cli.argv import Opt
 from slurmlet.common.wire import VIEW_CHARS, VIEW_COLUMNS, VIEW_DEFAULT_WIDTH, VIEW_LINE, VIEW_SORTS
 
+TYPE_CHECKING = False  # keep typing out of squeue's import path
+if TYPE_CHECKING:
+    from typing import Any
+
 TABLE: list[Opt] = [
     ("h", "noheader", 0, "noheader"), ("o", "format", 1, "format"), ("O", "Format", 1, "Format"),
     ("u", "user", 1, "user"), ("", "me", 0, "me"), ("j", "jobs", 2, "jobs"), ("p", "partition", 1, "partition"),
@@ -94,7 +98,7 @@ def main(argv: list[str]) -> int:
             ids.append(int(base))
             if "_" in tok:
                 task_filter.add(tok)
-    states = list(common.DEFAULT_QUEUE_STATES)
+    states: list[str] | None = list(common.DEFAULT_QUEUE_STATES)
     if "states" in o:
         try:
             parsed = common.parse_states(",".join(o["states"]))
@@ -117,8 +121,11 @@ def main(argv: list[str]) -> int:
         q.append("names=" + quote(",".join(common.split_list(o["name"]))))
     if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
         q.append("states=" + ",".join(states))
-    view = {"fmt": o["format"][-1] if "format" in o else None, "long_fmt": o["Format"][-1] if "Format" in o else None,
-            "long": "long" in o, "start": "start" in o, "sort": o["sort"][-1] if "sort" in o else None}
+    #: render_squeue's keyword arguments for the view: fmt, long_fmt and sort (str | None), long and start
+    view: dict[str, Any] = {"fmt": o["format"][-1] if "format" in o else None,
+                            "long_fmt": o["Format"][-1] if "Format" in o else None,
+                            "long": "long" in o, "start": "start" in o,
+                            "sort": o["sort"][-1] if "sort" in o else None}
     if "json" not in o and not view["long"] and not view["start"] and \
             not rendered_here(view["fmt"], view["long_fmt"], view["sort"]):
         # the controller renders the lines (and keeps them: squeue in a loop costs it little); a

@@ -134,7 +134,8 @@ def main(argv: list[str]) -> int:
         heads = [("Cluster", 9)] + [(n, 17 if wide else 8) for n in names]
         base = got["reported"]
         vals = [got["allocated"], got["down"], got["planned_down"], got["idle"], got["planned"]]
-        row = [got["cluster"]] + [fmt_value(v, unit, base) for v in vals] + [fmt_value(got["reported"], unit, got["total"])]
+        row = [got["cluster"], *(fmt_value(v, unit, base) for v in vals),
+               fmt_value(got["reported"], unit, got["total"])]
         lines += table(heads, [row] if got["reported"] else [], parsable, noheader)
     else:
         if not noheader:
@@ -142,8 +143,8 @@ def main(argv: list[str]) -> int:
                       f"Usage reported in {_title(unit)}", RULE]
         heads = [("Cluster", 9), ("Login", 9), ("Proper Name", 15), ("Account", 15), ("Used", 17 if unit in PER else 8),
                  ("Energy", 8)]
-        rows = [[got["cluster"], t["user"], _proper_name(t["user"]), t["account"], fmt_value(t["used"], unit, got["reported"]),
-                 "0"] for t in got["top"]]
+        rows = [[got["cluster"], t["user"], _proper_name(t["user"]), t["account"],
+                 fmt_value(t["used"], unit, got["reported"]), "0"] for t in got["top"]]
         lines += table(heads, rows, parsable, noheader)
     sys.stdout.write("".join(x + "\n" for x in lines))
     return 0

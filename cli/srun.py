@@ -9,6 +9,10 @@ import sys
 
 from slurmlet.common import streamhead
 
+TYPE_CHECKING = False  # keep typing out of srun's import path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def main(argv: list[str]) -> int:
     from slurmlet.cli.opts import parse_srun
@@ -113,7 +117,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
-            "io_header": streamhead.WORDS}  # (the streams' headers as words: no JSON decoder to load, common/streamhead.py)
+            # the streams' headers as words: no JSON decoder to load (common/streamhead.py)
+            "io_header": streamhead.WORDS}
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
     # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
     intr = intr or _Interrupt()
@@ -241,8 +246,9 @@ def _hosts(expr: object) -> list[str]:
 
 def _signame(sig: int) -> str:
     import signal
-    return {signal.SIGKILL: "Killed", signal.SIGTERM: "Terminated", signal.SIGSEGV: "Segmentation fault",
-            signal.SIGABRT: "Aborted"}.get(sig, f"Killed by signal {sig}")
+    names: dict[int, str] = {signal.SIGKILL: "Killed", signal.SIGTERM: "Terminated",
+                             signal.SIGSEGV: "Segmentation fault", signal.SIGABRT: "Aborted"}
+    return names.get(sig, f"Killed by signal {sig}")
 
 
 class _StepIO:
@@ -257,7 +263,7 @@ class _StepIO:
         self.pty = pty  #: whether a task's terminal may be relayed (its stream reads what is typed)
         self.label = label
         self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
-        self.on_bad_exit = None
+        self.on_bad_exit: Callable[[], object] | None = None
         import socket
         self.wake_r, self.wake_w = socket.socketpair()  # a task's exit wakes the accept loop at once
         self.exits: dict[int, tuple[int, int, str]] = {}

@@ -4,6 +4,7 @@ defaults, messages and exit codes as Slurm 22.05's sstat (tests/data/slurm-2205-
 from __future__ import annotations
 
 import sys
+from operator import itemgetter
 
 from slurmlet.cli import common, http
 from slurmlet.cli.argv import Opt
@@ -88,7 +89,7 @@ def _tres_usage(tasks: list[dict]) -> dict:
         return ",".join(f"{k}={v}" for k, v in sorted(pairs))
     out = {}
     for stat, pick in (("max", max), ("min", min)):
-        best = {name: pick(tasks, key=lambda t, f=field: t[f]) for name, field, _ in keys}
+        best = {name: pick(tasks, key=itemgetter(field)) for name, field, _ in keys}
         out[f"tres_in_{stat}"] = line([("energy", "0"), ("fs/disk", "0"), ("pages", "0")] +
                                       [(name, fmt(best[name][field])) for name, field, fmt in keys])
         out[f"tres_in_{stat}_node"] = line([(k, best["mem"]["node"]) for k in ("energy", "fs/disk", "pages")] +
@@ -101,7 +102,8 @@ def _tres_usage(tasks: list[dict]) -> dict:
     node = tasks[0]["node"]
     out.update({"tres_out_ave": "energy=0,fs/disk=0", "tres_out_tot": "energy=0,fs/disk=0",
                 "tres_out_max": "energy=0,fs/disk=0", "tres_out_min": "energy=0,fs/disk=0",
-                "tres_out_max_node": f"energy={node},fs/disk={node}", "tres_out_min_node": f"energy={node},fs/disk={node}",
+                "tres_out_max_node": f"energy={node},fs/disk={node}",
+                "tres_out_min_node": f"energy={node},fs/disk={node}",
                 "tres_out_max_task": "fs/disk=0", "tres_out_min_task": "fs/disk=0"})
     return out
 
