@@ -63,7 +63,8 @@ class ClusterConfig:
     def_mem_per_cpu: int | None = None
     job_requeue: bool = True
     max_array_size: int = 1001
-    requeue_delay: int = 121  # seconds a requeued job waits: a real slurmctld sets BeginTime to now + cred_expire (120) + 1
+    #: seconds a requeued job waits: a real slurmctld sets BeginTime to now + cred_expire (120) + 1
+    requeue_delay: int = 121
     preempt_mode: str = "OFF"
     scheduler_type: str = "sched/backfill"
     #: EnforcePartLimits: NO (past a partition's limits a job pends), ALL or ANY (refused at submission;
@@ -276,7 +277,8 @@ def _tres_weights(value: str) -> tuple[tuple[str, int], ...]:
         if not item.strip():
             continue
         name = name.strip().lower()
-        if not eq or name not in ("cpu", "mem", "node", "gres/gpu", "billing", "energy") and not name.startswith("gres/"):
+        known = name in ("cpu", "mem", "node", "gres/gpu", "billing", "energy") or name.startswith("gres/")
+        if not eq or not known:
             raise ConfigError(f"PriorityWeightTRES: bad item {item.strip()!r}: expected TRES=WEIGHT")
         out.append(("gres/gpu" if name.startswith("gres/gpu") else name, _int(weight, "PriorityWeightTRES")))
     return tuple(out)
@@ -377,7 +379,8 @@ def _parse_node_line(pairs: list[tuple[str, str]], warnings: list[str]) -> list[
             kw["weight"] = _int(v, k)
         elif lk in ("feature", "features"):
             kw["features"] = tuple(f.strip() for f in v.split(",") if f.strip())
-        elif lk in ("sockets", "corespersocket", "threadspercore", "boards", "state", "tmpdisk", "nodehostname", "port", "reason", "socketsperboard"):
+        elif lk in ("sockets", "corespersocket", "threadspercore", "boards", "state", "tmpdisk", "nodehostname", "port",
+                    "reason", "socketsperboard"):
             continue
         else:
             warnings.append(f"NodeName: unknown key {k}")

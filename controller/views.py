@@ -64,7 +64,8 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
     if not capacity:
         return body
     if config.enforce_part_limits != "NO":  # refused now rather than pending with a partition limit
-        why = partition_refusal(req, body.get("time_limit") if body.get("time_limit") is not None else part.default_time,
+        limit = body.get("time_limit")
+        why = partition_refusal(req, limit if limit is not None else part.default_time,
                                 part.max_time, part.max_nodes, capacity, config.def_mem_per_cpu or 0)
         if why is not None:
             raise InvalidRequest(why)
@@ -157,6 +158,7 @@ def node_public(rows: list[Any], active: list[Any], config: ClusterConfig, now: 
         u = use.get(name, [0, 0, 0, 0])
         if r is None:
             nc = config.node(name)
+            assert nc is not None  # (a node without a row is one of the configuration's)
             out.append(_node_dict(name, nc.addr or name, name, nc.cpus or 1, nc.real_memory or 1, nc.gpus or 0,
                                   nc.gpu_type, "DOWN", "Not responding", u, parts_of.get(name, []), None,
                                   features.get(name)))

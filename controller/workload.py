@@ -126,7 +126,8 @@ def job_body(w: Workload, *, cwd: str, user: str, uid: int, gid: int, group: str
         "ntasks_per_node": 1, "gpus_per_node": per_node, "time_limit": w.timeout_minutes,
         "requeue": w.max_retries > 0, "environment": env, "workdir": cwd, "submit_dir": cwd,
         "stdout": ".air/%j-batch.log", "max_retries": w.max_retries, "secrets": dict(w.secrets), "code": code,
-        "py_deps": list(w.environment.dependencies) if w.environment and w.environment.dependencies else None, "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
+        "py_deps": list(w.environment.dependencies) if w.environment and w.environment.dependencies else None,
+        "gpu_type": accelerator_model(w), "user": user, "uid": uid, "gid": gid, "group": group,
         "submit_host": host, "comment": f"air: {w.compute.num_accelerators}x{accelerator_model(w)}"
                                         f" max_retries={w.max_retries}",
         "argv": [],

@@ -35,14 +35,14 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/accounting/{entity}")
-async def show(c: CtlDep, entity: str):  # noqa: ANN202
+async def show(c: CtlDep, entity: str):
     if entity not in ENTITIES:
         raise NotFound(f"Unknown entity {entity!r}: expected one of {', '.join(ENTITIES)}")
     return {entity: rows(c.store, entity, c.config, c.settings.listen)}
 
 
 @router.post("/api/v1/accounting/{entity}/{action}")
-async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request: Request):  # noqa: ANN202
+async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request: Request):
     if body.commit:  # the accounting database is the administrators' (what a change would do is not secret)
         auth.require(request.state.caller, 2)
     acct = c.store.accounts
@@ -67,7 +67,7 @@ async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request:
 
 
 @router.get("/api/v1/shares")
-async def shares(c: CtlDep):  # noqa: ANN202
+async def shares(c: CtlDep):
     now = c.clock()
     root = c.store.share_tree(now)
     out = []
@@ -90,7 +90,8 @@ def _run_mins(run_mins: dict, n: Any, depth: int) -> str:
     (an account's and root's include everything below them)."""
     got: dict[str, int] = {}
     for (acct, user), mins in run_mins.items():
-        if (n.user and (acct, user) == (n.account, n.user)) or (not n.user and (depth == 0 or acct in _accounts_under(n))):
+        counted = (acct, user) == (n.account, n.user) if n.user else (depth == 0 or acct in _accounts_under(n))
+        if counted:
             for k, v in mins.items():
                 got[k] = got.get(k, 0) + v
     return ",".join(f"{k}={int(got.get(k, 0))}" for k in TRES_ORDER)
@@ -161,7 +162,7 @@ def _tree_order(t: Any) -> list:
 
 @router.get("/api/v1/reports/usage")
 async def usage_report(c: CtlDep, start: float, end: float, top: int = 10,
-                       tres: Literal["cpu", "gres/gpu"] = "cpu", buckets: int = Query(0, ge=0, le=1000)):  # noqa: ANN202
+                       tres: Literal["cpu", "gres/gpu"] = "cpu", buckets: int = Query(0, ge=0, le=1000)):
     """sreport cluster utilization and user topusage over [start, end): CPU-seconds (GPU-seconds
     with `tres=gres/gpu`) reported, allocated (down, planned down and planned are not recorded: 0),
     idle, and the top users; with `buckets=N`, the same figures for each Nth of the window too

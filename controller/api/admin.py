@@ -19,7 +19,7 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/token")
-async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str | None = None):  # noqa: ANN202
+async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str | None = None):
     """scontrol token: a JWT for REST clients (X-SLURM-USER-TOKEN), for the caller or, asked by an
     administrator, for another user."""
     who = caller(request)
@@ -28,6 +28,8 @@ async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str
     if lifespan < 1 or lifespan > 365 * 86400:
         raise InvalidRequest("lifespan: must be between 1 second and a year")
     user = username or who.user
+    if user is None:  # (a write comes with a credential where there is a key: not from here)
+        raise InvalidRequest("username: no user to issue a token for")
     if user != who.user:
         auth.require(who, 2)
     return {"token": auth.issue_token(c.settings.key, user, lifespan, c.clock()), "user": user,
@@ -35,12 +37,12 @@ async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str
 
 
 @router.get("/api/v1/ping")
-async def ping(c: CtlDep):  # noqa: ANN202
+async def ping(c: CtlDep):
     return {"ok": True, "cluster": c.config.cluster_name, "version": VERSION}
 
 
 @router.post("/api/v1/reconfigure")
-async def reconfigure(c: CtlDep, request: Request):  # noqa: ANN202
+async def reconfigure(c: CtlDep, request: Request):
     """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
     auth.require(caller(request), 2, auth.InvalidUser)
     warnings = c.reconfigure()
@@ -50,9 +52,10 @@ async def reconfigure(c: CtlDep, request: Request):  # noqa: ANN202
 
 
 @router.get("/api/v1/config")
-async def config(c: CtlDep):  # noqa: ANN202
+async def config(c: CtlDep):
     cfg = c.config
-    return {"source": cfg.source, "login_pool": cfg.login_pool, "home_storage": cfg.home_storage,"cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
+    return {"source": cfg.source, "login_pool": cfg.login_pool, "home_storage": cfg.home_storage,
+            "cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
             "min_job_age": cfg.min_job_age, "slurmd_timeout": cfg.slurmd_timeout,
             "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
             "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
@@ -61,24 +64,26 @@ async def config(c: CtlDep):  # noqa: ANN202
 
 
 @router.get("/api/v1/config/file", response_class=PlainTextResponse)
-async def config_file(c: CtlDep):  # noqa: ANN202
+async def config_file(c: CtlDep):
     """The slurm.conf this controller read, for the agents' copy (a jobs' SLURM_CONF points there).
     A cluster without one (built in, or a JSON spec) gets a file that names it."""
     cfg = c.config
     if cfg.text:
         return cfg.text
     what = "a JSON cluster spec" if cfg.source == "spec" else "the built-in configuration"
-    return f"# {cfg.cluster_name}: no slurm.conf ({what}); scontrol show config shows it\nClusterName={cfg.cluster_name}\n"
+    return (f"# {cfg.cluster_name}: no slurm.conf ({what}); scontrol show config shows it\n"
+            f"ClusterName={cfg.cluster_name}\n")
 
 
 @router.get("/api/v1/diag")
-async def diag(c: CtlDep, history: bool = False):  # noqa: ANN202
+async def diag(c: CtlDep, history: bool = False):
     """sdiag: scheduler cycle statistics and job counters since the controller started (or sdiag -r).
     `history`: the last passes too (the dashboard's plots), each [when, "main" or "backfill",
     microseconds, jobs examined, jobs pending, jobs started]."""
     s = c.stats
     counts = c.store.state_counts()
-    return {**({"history": [list(h) for h in s.history]} if history else {}),"now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
+    return {**({"history": [list(h) for h in s.history]} if history else {}),
+            "now": c.clock(), "started": s.started, "main": s.main.public(), "backfill": s.backfill.public(),
             "skipped": s.skipped, "jobs_started": s.jobs_started, "backfilled_jobs": s.backfilled,
             "preempted_jobs": s.preempted, "backfill_enabled": c.bf_enabled,
             "bf_interval": c.bf_interval, "jobs": counts,
@@ -88,7 +93,7 @@ async def diag(c: CtlDep, history: bool = False):  # noqa: ANN202
 
 
 @router.post("/api/v1/diag/reset")
-async def diag_reset(c: CtlDep, request: Request):  # noqa: ANN202
+async def diag_reset(c: CtlDep, request: Request):
     """sdiag -r: start the statistics afresh."""
     auth.require(caller(request), 1)
     c.stats = Stats()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import marshal
 import math
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -109,10 +109,10 @@ def json_safe(doc: object) -> object:
 
 
 
-_KEPT_ANSWERS: dict[tuple[int, bool], tuple[object, bytes]] = {}
+_KEPT_ANSWERS: dict[tuple[int, bool], tuple[object, bytes | memoryview]] = {}
 
 
-def as_json_kept(doc: object, key: object) -> Response:
+def as_json_kept(doc: Any, key: object) -> Response:
     """as_json(doc, plain=True) for a `doc` made of `key`, an object the store hands out again
     unchanged while nothing changed (Queries.listed's list): the answer made of the same object last
     time is sent again (squeue in a loop over 1,000 jobs: no marshal nor JSON of them each time).
@@ -127,7 +127,7 @@ def as_json_kept(doc: object, key: object) -> Response:
     return Response(hit[1], media_type=MARSHAL if wanted else "application/json")
 
 
-def as_json(doc: object, plain: bool = False) -> Response:
+def as_json(doc: Any, plain: bool = False) -> Response:
     """Plain data straight to JSON: FastAPI's jsonable_encoder costs more than the query. `plain`:
     `doc` holds JSON's types only (str keys, lists, no tuples): a client that takes marshal gets it
     straight (for a list of 1,000 jobs a tenth of the time of JSON and back, gate.as_marshal)."""

@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -46,7 +46,7 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs", status_code=201)
-async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
+async def submit(c: CtlDep, body: JobSubmit, request: Request):
     """Submit a batch job (sbatch)."""
     limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
     data = body.model_dump()
@@ -75,7 +75,7 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):  # noqa: ANN202
 
 
 @router.post("/api/v1/jobs/batch", status_code=201)
-async def submit_batch(c: CtlDep, body: JobBatch, request: Request):  # noqa: ANN202
+async def submit_batch(c: CtlDep, body: JobBatch, request: Request):
     """Submit up to MAX_BATCH batch jobs at once: each checked as POST /api/v1/jobs checks it,
     then all stored in one transaction, or none (the error names the first refused job,
     `jobs[i]: ...`). Answers their ids in the order of the request."""
@@ -109,7 +109,8 @@ def _keyed(request: Request, data: dict) -> tuple[str | None, str | None]:
     return key, hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _replayed(c: Controller, request: Request, data: dict, status: int) -> tuple[str | None, str | None, JSONResponse | None]:
+def _replayed(c: Controller, request: Request, data: dict, status: int
+              ) -> tuple[str | None, str | None, JSONResponse | None]:
     """The request's Idempotency-Key, the digest of its job, and, when the key already made
     that job (a retry whose first answer was lost), the answer to give: the same job again."""
     key, digest = _keyed(request, data)
@@ -135,12 +136,12 @@ STEP_KEYS = frozenset({"steps", "user_cpu", "system_cpu", "total_cpu", "derived_
 
 
 @router.get("/api/v1/jobs")
-async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states: str | None = None, users: str | None = None,
-                    partitions: str | None = None, names: str | None = None,
+async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states: str | None = None,
+                    users: str | None = None, partitions: str | None = None, names: str | None = None,
                     history: bool = False, since: Time = None, until: Time = None,
                     duplicates: bool = False, accounts: str | None = None,
                     qos: str | None = None, look: bool = False, fields: str | None = None,
-                    nulls: bool = True):  # noqa: ANN202
+                    nulls: bool = True):
     """Jobs (squeue, sacct). Without `history`, finished jobs older than MinJobAge are left out.
     `look`: the dashboard's, see api/web.py. `fields`: only these keys of each job (comma-separated;
     the dashboard's lists need a fifth of them); with `nulls=false`, only those not null (squeue's:
@@ -148,9 +149,10 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     from .web import look as look_of
     from .web import writes_of
     seen = look_of(c, writes_of(request)) if look else None  # (taken before the rows are read)
-    filters = dict(ids=parse_ids(ids), states=split_list(states), users=split_list(users),
-                   partitions=split_list(partitions), names=split_list(names), since=since, until=until,
-                   now=c.clock(), history=history, accounts=split_list(accounts), qos=split_list(qos))
+    filters: dict[str, Any] = dict(ids=parse_ids(ids), states=split_list(states), users=split_list(users),
+                                   partitions=split_list(partitions), names=split_list(names), since=since,
+                                   until=until, now=c.clock(), history=history, accounts=split_list(accounts),
+                                   qos=split_list(qos))
     keys = split_list(fields)
     if keys and not duplicates and not STEP_KEYS & set(keys):  # (squeue's: only its columns' keys)
         jobs = c.store.listed(keys, nulls, **filters)
@@ -176,7 +178,7 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
                       partitions: str | None = None, names: str | None = None, accounts: str | None = None,
                       qos: str | None = None, shown: str | None = None, tasks: str | None = None,
                       fmt: str | None = None, long_fmt: str | None = None, sort: str | None = None,
-                      long: bool = False, start: bool = False, noheader: bool = False, array: bool = False):  # noqa: ANN202
+                      long: bool = False, start: bool = False, noheader: bool = False, array: bool = False):
     """squeue's output for these filters (as GET /api/v1/jobs's) and options (`fmt` -o, `long_fmt` -O,
     `sort` -S, `long` -l, `start` --start, `noheader` -h, `array` -r), as text: what the CLI would
     render from the jobs (common/render_squeue.py), rendered here at the controller's clock, its local
@@ -186,7 +188,7 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
     `shown` the states of those to print, `tasks` the array tasks named (`7_3`, `7_`)."""
     from slurmlet.common import render_squeue as render
     from slurmlet.common import wire
-    view = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
+    view: dict[str, Any] = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
     if not render.view_bounded(fmt, long_fmt, sort):
         raise InvalidRequest(f"a format of at most {wire.VIEW_CHARS} characters, {wire.VIEW_COLUMNS} columns "
                              f"and {wire.VIEW_LINE} characters of columns a line, sorted by at most "
@@ -215,7 +217,7 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
 @router.get("/api/v1/jobs/{job_id}")
 async def get_job(c: CtlDep, job_id: JobId, request: Request,
                   wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0,
-                  until: Literal["end", "start"] = "end"):  # noqa: ANN202
+                  until: Literal["end", "start"] = "end"):
     """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun), or with
     `until=start` to leave PENDING (srun's allocation granted)."""
     deadline = c.clock() + min(max(wait, 0.0), 30.0)
@@ -235,7 +237,7 @@ async def get_job(c: CtlDep, job_id: JobId, request: Request,
 
 
 @router.post("/api/v1/jobs/cancel")
-async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN202
+async def cancel(c: CtlDep, body: CancelRequest, request: Request):
     """scancel: by ids and/or filters. Answers per-job results."""
     now = c.clock()
     ids = [t for jid in body.ids for t in (c.store.array_members(jid) or [jid])]
@@ -257,7 +259,7 @@ async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN
     for jid in ids:
         try:
             own_job(c, request, jid)
-            host = c.store.cancel(jid, now, signal=body.signal, uid=who.uid if who.known else body.uid)
+            host = c.store.cancel(jid, now, signal=body.signal, uid=who.uid if who.uid is not None else body.uid)
             c.notify([host])
             results.append({"job_id": jid, "ok": True})
         except DomainError as e:
@@ -268,7 +270,7 @@ async def cancel(c: CtlDep, body: CancelRequest, request: Request):  # noqa: ANN
 
 
 @router.post("/api/v1/jobs/{job_id}/complete")
-async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Request):  # noqa: ANN202
+async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Request):
     """salloc's release of its allocation, with its command's exit code (the owner's, as scancel's)."""
     own_job(c, request, job_id)
     c.notify([c.store.complete(job_id, c.clock(), body.exit_code)])
@@ -278,7 +280,7 @@ async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Req
 
 
 @router.post("/api/v1/jobs/{job_id}/hold")
-async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):  # noqa: ANN202
+async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):
     own_job(c, request, job_id, auth.InvalidUser)
     if who == "admin" and caller(request).level < 1:
         who = "user"  # scontrol hold by a user is a user hold, as in Slurm
@@ -287,7 +289,7 @@ async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):  
 
 
 @router.post("/api/v1/jobs/{job_id}/suspend")
-async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = False):  # noqa: ANN202
+async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = False):
     """scontrol suspend|resume (operators and administrators, as in Slurm)."""
     auth.require(caller(request), 1)
     host = c.store.suspend(job_id, c.clock(), resume=resume)
@@ -299,7 +301,7 @@ async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = Fal
 
 
 @router.post("/api/v1/jobs/{job_id}/release")
-async def release(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN202
+async def release(c: CtlDep, job_id: JobId, request: Request):
     own_job(c, request, job_id, auth.InvalidUser)
     if c.store.get_row(job_id).held == "admin":  # an administrator's hold is theirs to lift
         auth.require(caller(request), 1)
@@ -309,7 +311,7 @@ async def release(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN202
 
 
 @router.post("/api/v1/jobs/release")
-async def release_many(c: CtlDep, body: IdsRequest, request: Request):  # noqa: ANN202
+async def release_many(c: CtlDep, body: IdsRequest, request: Request):
     if caller(request).level < 1:  # a user releases their own jobs only, and only their own holds
         for jid in body.ids or []:
             own_job(c, request, jid, auth.InvalidUser)
@@ -323,7 +325,7 @@ async def release_many(c: CtlDep, body: IdsRequest, request: Request):  # noqa: 
 
 
 @router.post("/api/v1/jobs/{job_id}/requeue")
-async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False):  # noqa: ANN202
+async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False):
     own_job(c, request, job_id)
     c.notify([c.store.requeue(job_id, c.clock(), hold=hold)])
     c.wake.set()
@@ -331,7 +333,7 @@ async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False
 
 
 @router.patch("/api/v1/jobs/{job_id}")
-async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request):  # noqa: ANN202
+async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request):
     own_job(c, request, job_id, auth.InvalidUser)
     changes = body.model_dump(exclude_unset=True)
     who = caller(request)
@@ -353,7 +355,7 @@ async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request
 
 @router.get("/api/v1/priorities")
 async def job_priorities(c: CtlDep, ids: str | None = None, users: str | None = None,
-                         partitions: str | None = None):  # noqa: ANN202
+                         partitions: str | None = None):
     """sprio: the multifactor components of pending jobs, weighted, and the weights."""
     now = c.clock()
     snap = c.store.snapshot(now)

@@ -1,9 +1,10 @@
 """Size limits: an oversized request gets 413 and a JSON error naming the limit, and changes nothing.
 
-* A read (GET, HEAD, OPTIONS) carries no body. Every other request body: at most MAX_BODY bytes (32 MiB: a script at its limit, JSON-escaped, with its
-  environment fits), except the packed code_source of an air run (`POST /api/v1/code`): MAX_CODE
-  bytes as base64 in JSON. The gate (controller/gate.py) refuses a body whose Content-Length is
-  larger before reading any of it, and counts every body as it arrives (keeping at most the limit).
+* A read (GET, HEAD, OPTIONS) carries no body. Every other request body: at most MAX_BODY bytes
+  (32 MiB: a script at its limit, JSON-escaped, with its environment fits), except the packed
+  code_source of an air run (`POST /api/v1/code`): MAX_CODE bytes as base64 in JSON. The gate
+  (controller/gate.py) refuses a body whose Content-Length is larger before reading any of it, and
+  counts every body as it arrives (keeping at most the limit).
 * A job's script: at most `SchedulerParameters=max_script_size` bytes (4 MiB unless set, Slurm's
   default). slurmctld refuses a larger one with ESLURM_PATHNAME_TOO_LONG, which sbatch prints as
   `sbatch: error: Batch job submission failed: Pathname of a file, directory or other parameter too long`.
@@ -41,13 +42,13 @@ class TooLarge(DomainError):
         return {**super().to_json(), "limit": self.limit, "size": self.size}
 
 
-def max_script_size(config: Any) -> int:  # noqa: ANN401
+def max_script_size(config: Any) -> int:
     """SchedulerParameters=max_script_size (bytes), else Slurm's 4 MiB."""
     v = config.sched_params().get("max_script_size")
     return int(v) if v and v.isdigit() else MAX_SCRIPT
 
 
-def check_script(script: str, config: Any) -> None:  # noqa: ANN401
+def check_script(script: str, config: Any) -> None:
     """413 for a script longer than max_script_size bytes (UTF-8, as slurmctld's strlen)."""
     limit = max_script_size(config)
     if len(script) * 4 <= limit:  # even four bytes a character would fit: skip the encoding

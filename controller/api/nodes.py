@@ -21,24 +21,24 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/nodes")
-async def nodes(c: CtlDep):  # noqa: ANN202
+async def nodes(c: CtlDep):
     return as_json({"nodes": nodes_of(c)})
 
 
 @router.get("/api/v1/partitions")
-async def partitions(c: CtlDep):  # noqa: ANN202
+async def partitions(c: CtlDep):
     return as_json({"partitions": partition_public(c.config, nodes_of(c))})
 
 
 @router.get("/api/v1/cluster")
-async def cluster(c: CtlDep):  # noqa: ANN202
+async def cluster(c: CtlDep):
     """Nodes and partitions in one round trip (sinfo)."""
     ns = nodes_of(c)
     return as_json({"nodes": ns, "partitions": partition_public(c.config, ns)})
 
 
 @router.post("/api/v1/nodes/{name}/update")
-async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):  # noqa: ANN202
+async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):
     auth.require(caller(request), 1, auth.InvalidUser)  # slurmctld: "Security violation" -> Invalid user id
     state = body.state.upper()
     mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
@@ -52,7 +52,7 @@ async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):
 
 
 @router.post("/api/v1/nodes/{name}/sync")
-async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):  # noqa: ANN202
+async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):
     """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
     auth.require(caller(request), 2)  # agents sign as root with the cluster key
     # One long-poll per node: a new sync (the agent gave up on the last one, e.g. to report an

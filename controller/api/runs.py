@@ -18,7 +18,7 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/runs")
-async def submit_run(c: CtlDep, request: Request):  # noqa: ANN202
+async def submit_run(c: CtlDep, request: Request):
     """air run: a workload (validated, errors naming the field path) becomes a batch job."""
     from slurmlet.controller import workload as wl
     doc = await read_body(request)
@@ -58,14 +58,14 @@ async def submit_run(c: CtlDep, request: Request):  # noqa: ANN202
 
 
 @router.get("/api/v1/runs")
-async def list_runs(c: CtlDep):  # noqa: ANN202
+async def list_runs(c: CtlDep):
     """air list: id, name, state, accelerators, submit, start and end of every job (compact rows)."""
     return as_json({"fields": ["id", "name", "state", "accelerators", "submit", "start", "end"],
                   "runs": c.store.run_rows()})
 
 
 @router.post("/api/v1/code")
-async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
+async def put_code(c: CtlDep, request: Request):
     """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
     import base64
     doc = await read_body(request)
@@ -73,7 +73,7 @@ async def put_code(c: CtlDep, request: Request):  # noqa: ANN202
         data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
     except (KeyError, TypeError, ValueError):  # binascii.Error, and a str that is not ASCII
         raise InvalidRequest("code_source: expected {\"data\": base64 of a .tar.gz}") from None
-    if not data:
+    if not data or not isinstance(doc, dict):  # (what is no dict has no data)
         raise InvalidRequest("code_source: the packed code is empty")
     if len(data) > limits.MAX_CODE:
         raise limits.TooLarge(f"code_source: the packed code is {len(data)} bytes, the limit is {limits.MAX_CODE}",
@@ -89,7 +89,7 @@ def _uploader(request: Request, uid: int) -> int:
 
 
 @router.get("/api/v1/code/{sha}")
-async def get_code(c: CtlDep, sha: str, request: Request):  # noqa: ANN202
+async def get_code(c: CtlDep, sha: str, request: Request):
     """A run's packed code, for the agents (root) and operators, and for whoever uploaded it."""
     from fastapi.responses import Response
     who = caller(request)

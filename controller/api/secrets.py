@@ -59,7 +59,7 @@ def visible_owners(c: CtlDep, request: Request) -> list[str] | None:
 
 @router.put("/api/v1/secrets/{scope}/{key}")
 async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
-                     user: str | None = None):  # noqa: ANN202
+                     user: str | None = None):
     """Store a secret for air runs; its value is never returned."""
     doc = await read_body(request)
     if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
@@ -71,13 +71,13 @@ async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account:
 
 @router.delete("/api/v1/secrets/{scope}/{key}")
 async def delete_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
-                        user: str | None = None):  # noqa: ANN202
+                        user: str | None = None):
     _checked(scope=scope, key=key)
     c.store.delete_secret(owner_of(c, request, account, user), scope, key)
     return {"ok": True}
 
 
 @router.get("/api/v1/secrets")
-async def list_secrets(c: CtlDep, request: Request):  # noqa: ANN202
+async def list_secrets(c: CtlDep, request: Request):
     """Names (and owners) only, of the secrets the caller may use."""
     return as_json({"secrets": c.store.secret_names(visible_owners(c, request))})

@@ -19,7 +19,7 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs/{job_id}/steps")
-async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Request):  # noqa: ANN202
+async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Request):
     """srun inside an allocation: a step on the job's nodes; their agents start its tasks."""
     own_job(c, request, job_id)
     got = c.store.create_step(job_id, body.model_dump(), c.clock())
@@ -28,7 +28,7 @@ async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Reque
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/cancel")
-async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,  # noqa: ANN202
+async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
                       body: StepCancel | None = None):
     own_job(c, request, job_id)
     scancel = body is not None and body.scancel
@@ -41,7 +41,7 @@ async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request
 
 @router.get("/api/v1/jobs/{job_id}/steps/{step_id}")
 async def get_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
-                   wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):  # noqa: ANN202
+                   wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):
     """One step. `wait`: up to that many seconds (at most 30) for it to be RUNNING no more (srun,
     once its tasks exited, until every node's report of them is in)."""
     deadline = c.clock() + min(max(wait, 0.0), 30.0)
@@ -59,7 +59,7 @@ async def get_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/attach")
-async def attach(c: CtlDep, job_id: JobId, step_id: JobId, body: AttachRequest, request: Request):  # noqa: ANN202
+async def attach(c: CtlDep, job_id: JobId, step_id: JobId, body: AttachRequest, request: Request):
     """sattach: the step's nodes send its tasks' output so far and to come, and their exits, to
     `body.io` too. Answers the step's nodes and tasks, and whether it still runs."""
     own_job(c, request, job_id)
@@ -82,7 +82,7 @@ STAT_WAIT = 5.0
 
 
 @router.post("/api/v1/jobs/{job_id}/stat")
-async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):  # noqa: ANN202
+async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):
     """sstat: the running steps' tasks, each sampled now by its node's agent (max RSS and virtual size so
     far, CPU time, processes). The job's owner, operators and administrators; anyone else sees nothing
     (as slurmstepd answers them). Steps: `body.steps` ("0", "batch"), else every running one."""

@@ -110,7 +110,7 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
                 yield ": idle\n\n"
             try:
                 await asyncio.wait_for(c.ended.wait(), POLL)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 quiet += POLL
     return StreamingResponse(stream(), media_type="text/event-stream", headers=_NO_STORE)
 
@@ -120,7 +120,7 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
                  limit: int = Query(PIECE, ge=0),
                  which: Literal["stdout", "stderr", "mlflow"] = "stdout",
                  air_node: int | None = Query(None, ge=0, le=100000),
-                 attempt: int | None = Query(None, ge=1, le=100000)):  # noqa: ANN201
+                 attempt: int | None = Query(None, ge=1, le=100000)):
     """The job's output file as its node reads it with the job's user's rights: `limit` bytes from
     `offset` (-1: its last `limit`), base64 in `data`, with the `offset` they start at and the file's
     `size`. At most PIECE bytes (common/wire.py) a request, whatever `limit` asks: a larger output is
@@ -162,7 +162,7 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
 
 
 @router.get("/api/v1/jobs/{job_id}/usage")
-async def usage(c: CtlDep, job_id: JobId, request: Request):  # noqa: ANN201
+async def usage(c: CtlDep, job_id: JobId, request: Request):
     """CPU and memory of the job over time on each of its nodes, from the agents' samples (kept on
     each node while the job runs and for its last jobs after): `nodes` maps a node to its series,
     one per process tree (`source`: "batch", or a step's task "STEP.RANK"), each a list of

@@ -33,23 +33,23 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
 
     from slurmlet.controller.store.engine import make_engine, normalize_url
+    url: str | None = None  # None: no database (yet) to read
     if args.db:
         url = normalize_url(args.db)
     else:
         path = os.path.join(os.path.abspath(args.state_dir), "slurmlet.db")
-        if args.cmd != "upgrade" and not os.path.exists(path):
-            if args.cmd == "current":
-                print(f"{PROG}: error: no database at {path} (see --state-dir, --db)", file=sys.stderr)
-                return 1
-            path = None
-        if path is not None:
+        if args.cmd == "upgrade" or os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        url = path and f"sqlite:///{path}"
+            url = f"sqlite:///{path}"
+        elif args.cmd == "current":
+            print(f"{PROG}: error: no database at {path} (see --state-dir, --db)", file=sys.stderr)
+            return 1
 
     from slurmlet.controller.store import migrate
     from slurmlet.controller.store.migrations import HEAD
     try:
         if args.cmd == "upgrade":
+            assert url is not None  # (upgrade makes the SQLite file where there is none)
             logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
             from slurmlet.controller.store import history
             history.check(os.path.abspath(args.state_dir), url)  # a lost database is not made anew here either

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Set
 
 from slurmlet.common import cred, wire
 
@@ -324,17 +325,16 @@ def up(argv: list[str]) -> int:
         spawned.add(name)
         cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name),
                "--key-file", key_file]
-        if name in addrs and not (conf.node(name) and conf.node(name).addr):
+        nc = conf.node(name)
+        if name in addrs and not (nc and nc.addr):
             cmd += ["--addr", addrs[name]]
         if name in pools:
             cmd += ["--pool", pools[name]]
-        if not conf.node(name):
+        if not nc:
             cmd += ["--cpus", str(args.cpus_per_node), "--memory", str(args.memory_per_node),
                     "--gpus", str(args.gpus_per_node)]
-        else:
-            nc = conf.node(name)
-            if nc.gpus is not None:
-                cmd += ["--gpus", str(nc.gpus)]
+        elif nc.gpus is not None:
+            cmd += ["--gpus", str(nc.gpus)]
         pids[key] = _spawn(cmd, os.path.join(state, f"agent-{name}.log"), env)
         _write_json(os.path.join(state, "pids.json"), pids)
     if not _wait(lambda: _all_idle(url, node_names, spawned, spawned_at), args.timeout):
@@ -416,7 +416,7 @@ def _ping(url: str) -> bool:
     return _get(url, "/api/v1/ping") is not None
 
 
-def _all_idle(url: str, names: list[str], spawned: set[str] = frozenset(), since: float = 0.0) -> bool:
+def _all_idle(url: str, names: list[str], spawned: Set[str] = frozenset(), since: float = 0.0) -> bool:
     """Every node up, and each agent of `spawned` registered since `since` (a restarted cluster's
     database shows its nodes up from before: only their new agents' registration says they are)."""
     doc = _get(url, "/api/v1/nodes")

@@ -39,7 +39,8 @@ def workload_to_sbatch(doc: dict) -> tuple[str, list[str]]:
         lines.append("#SBATCH --requeue")
         warnings.append("max_retries becomes --requeue (Slurm requeues after node failures and preemption, "
                         "not after a failed exit)")
-    warnings.append(f"accelerator model {accelerator_model(w)}: ask your site for the matching --gres type or partition")
+    warnings.append(f"accelerator model {accelerator_model(w)}: "
+                    "ask your site for the matching --gres type or partition")
     if w.environment and (w.environment.dependencies or w.environment.version):
         warnings.append("environment: install its dependencies on the nodes (module load, a virtual environment) "
                         "before srun")

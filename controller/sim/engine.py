@@ -261,7 +261,7 @@ class Engine:
         self.busy_nodes = [Node(nm, 1, 0, 0, cpus_used=1) for nm in self.names]
         self.index = {nm: i for i, nm in enumerate(self.names)}
         self.partitions = (Partition(PARTITION, self.names),)
-        reqs: dict[int, Request] = {}
+        reqs: dict[int, py_model.Request] = {}  # (the compiled core's Request where it runs)
         # core job ids are 1 + the position in queue order, so the core's (priority, submit time,
         # job id) order is the trace's (submit time, job id) order even when trace ids repeat
         self.pending_jobs = [
@@ -294,7 +294,7 @@ class Engine:
         ranked = self._ranking(nodes_t) if weights.active and not self.exact and window >= 0 else None
         redone = 0
         pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
-        running: dict[int, RunningJob] = {}
+        running: dict[int, py_model.RunningJob] = {}  # (the compiled core's where it runs)
         count = [0] * (procs + 2)  # pending jobs per size
         min_size = procs + 1  # smallest pending size (procs + 1: none)
         heap: list[tuple[float, int]] = []  # (end, queue position)
@@ -359,16 +359,15 @@ class Engine:
                     room -= s
                 queue = (*front, *[pj for pj in it if size[pj.job_id - 1] <= room])
             else:
-                queue = None
+                head_q: tuple[PendingJob, ...] | None = None
                 if ranked is not None and len(pending) > HEAD_MIN:
                     ranked.advance(t, i)
                     fitting = sum(count[:free + 1])  # pending jobs no wider than the free processors
                     ks = ranked.head(t, size, free, window, fitting)
                     if ks is not None:
-                        queue = tuple([pend_objs[k] for k in ks])
+                        head_q = tuple([pend_objs[k] for k in ks])
                         fit_in = sum([size[k] <= free for k in ks])
-                if queue is None:
-                    queue = tuple(pending.values())
+                queue = head_q if head_q is not None else tuple(pending.values())
             if nodes_dirty:
                 nodes_t = tuple(node_list)
                 nodes_dirty = False
@@ -385,8 +384,9 @@ class Engine:
                 # head and the jobs backfill tests are in it, or if no job left out could start.
                 s = len(p.starts) - len(p.backfilled)
                 if not (fit_in == fitting or (s < len(queue) and s + window <= len(queue))
-                        or (ranked.more is not None and self._nothing_fits(ranked.beyond(submit), size, free,
-                                                                             len(queue), s + max(window, 1)))):
+                        or (ranked is not None and ranked.more is not None
+                            and self._nothing_fits(ranked.beyond(submit), size, free, len(queue),
+                                                   s + max(window, 1)))):
                     redone += 1
                     p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast, memo=memo)
             core_s += time.perf_counter() - c0
