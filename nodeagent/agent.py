@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx
@@ -28,6 +29,9 @@ from .env import batch_environment, script_environment
 from .fence import fence_after
 from .launcher import OPEN_TIMEOUT, Launcher
 from .steps import StepRunner
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 log = logging.getLogger("slurmlet.agent")
 LONG_POLL = 2.0  # seconds the controller may hold a sync when there is nothing to do
@@ -67,6 +71,8 @@ def jittered(backoff: float) -> float:
 
 
 class Agent:
+    spool_lock: int  #: the spool's lock (flock), held as long as the agent runs (set by main)
+
     def __init__(self, *, controller: str, name: str, cpus: int | None, memory: int | None, gpus: int | None,
                  gpu_type: str | None, addr: str | None, spool: str, kill_wait: float = 30.0,
                  cluster: str = "slurmlet", pool: str | None = None, slurmd_timeout: float | None = None):
@@ -115,7 +121,7 @@ class Agent:
         #: reached the controller), for ANSWER_TTL seconds at most
         self.answers: list[tuple[float, dict]] = []
         self.tailing: set[asyncio.Task] = set()  #: output reads under way
-        self.tail_pool = None
+        self.tail_pool: ThreadPoolExecutor | None = None
         #: the questions taken (by key): each comes again with every sync until its answer arrives
         self.asked: dict[str, float] = {}
 
@@ -167,9 +173,10 @@ class Agent:
                 self.launcher.done_ids[(jid, lost["restarts"])] = time.time()  # that run never again here
             self.lost[name] = lost
         h = self.launcher.cgroups
-        for jid in h.stale_jobs() if h is not None else []:  # whatever left its session and environment too
-            if not await h.group(jid).remove(self.launcher.kill_wait):
-                log.warning("job %s: processes left by the previous agent outlive SIGKILL", jid)
+        if h is not None:
+            for jid in h.stale_jobs():  # whatever left its session and environment too
+                if not await h.group(jid).remove(self.launcher.kill_wait):
+                    log.warning("job %s: processes left by the previous agent outlive SIGKILL", jid)
         if stale:
             killed = await records_mod.stop(list(stale.values()), self.launcher.kill_wait)
             for name, rec in stale.items():
@@ -216,7 +223,8 @@ class Agent:
                 sync = asyncio.create_task(client.post(f"/api/v1/nodes/{quote(self.name, safe='')}/sync", body))
                 # only a long-poll is given up for news (a short sync that keeps being dropped for the
                 # next answer could starve the node's heartbeat)
-                exited = asyncio.create_task(self.launcher.exited.wait() if body["wait"] else asyncio.sleep(LONG_POLL + 60))
+                exited = asyncio.create_task(self.launcher.exited.wait() if body["wait"]
+                                             else asyncio.sleep(LONG_POLL + 60))
                 try:
                     done, _ = await asyncio.wait({sync, exited}, return_when=asyncio.FIRST_COMPLETED)
                 except asyncio.CancelledError:  # the agent stops: no request left behind to fail unheard
@@ -362,7 +370,7 @@ class Agent:
                 self.scripts_seen[key] = time.time()
                 self.scripts_running.add(key)
                 if len(self.scripts_seen) > 10000:
-                    for k in sorted(self.scripts_seen, key=self.scripts_seen.get)[:5000]:
+                    for k in sorted(self.scripts_seen, key=self.scripts_seen.__getitem__)[:5000]:
                         del self.scripts_seen[k]
                 task = asyncio.create_task(self._node_script(order))
                 self.script_tasks.add(task)
@@ -421,7 +429,8 @@ class Agent:
         common/wire.ANSWERS_BYTES of them (a page waits ASK_WAIT seconds for one: older ones are dropped)."""
         now = time.monotonic()
         self.answers = [(t, a) for t, a in self.answers if now - t < ANSWER_TTL]
-        out, size = [], 0
+        out: list[dict] = []
+        size = 0
         for _, a in self.answers:
             n = len(a.get("data") or "") + 256
             if out and size + n > ANSWERS_BYTES:
@@ -588,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.cred_socket:
         from . import credd
+        assert KEY is not None  # (--cred-socket without the key was refused above)
         try:
             credd.serve(args.cred_socket, KEY)
         except OSError as e:

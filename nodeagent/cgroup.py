@@ -133,7 +133,7 @@ class Hierarchy:
                     _enable_controllers(os.path.dirname(os.path.dirname(base[""])), base[""])
             except OSError as e:
                 why = f"cannot write {e.filename}: {e.strerror}"
-        if why:
+        if why or kind is None:  # (no kind: `why` says why)
             log.warning("cgroups: %s; jobs are tracked by session (as proctrack/linuxproc) and --mem is "
                         "not enforced", why)
             return None

@@ -113,10 +113,11 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     # submitter's own PATH, or first when the job brings none (an air run), so that a host with
     # another Slurm installed still runs slurmlet's srun
     path = env.get("PATH")
-    if bin_dir and path is None:
-        env["PATH"] = bin_dir + os.pathsep + os.defpath
-    elif bin_dir and bin_dir not in path.split(os.pathsep):
-        env["PATH"] = path + os.pathsep + bin_dir
+    if bin_dir:
+        if path is None:
+            env["PATH"] = bin_dir + os.pathsep + os.defpath
+        elif bin_dir not in path.split(os.pathsep):
+            env["PATH"] = path + os.pathsep + bin_dir
     if bin_dir:  # a login shell's /etc/profile resets PATH: PROFILE_HOOK puts this back
         env["SLURMLET_BIN"] = bin_dir
     return env
@@ -254,7 +255,8 @@ def script_environment(order: dict, *, node: str, cluster: str, context: str) ->
     env = {"PATH": SCRIPT_PATH, "SLURM_SCRIPT_CONTEXT": context, "SLURMD_NODENAME": node, "SLURM_CLUSTER_NAME": cluster,
            "SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(order.get("name") or ""),
            "SLURM_JOB_USER": str(order.get("user") or ""), "SLURM_JOB_UID": str(order.get("uid", 0)),
-           "SLURM_JOB_GID": str(order.get("gid", 0)), "SLURM_JOB_ACCOUNT": str(order.get("account") or order.get("user") or ""),
+           "SLURM_JOB_GID": str(order.get("gid", 0)),
+           "SLURM_JOB_ACCOUNT": str(order.get("account") or order.get("user") or ""),
            "SLURM_JOB_PARTITION": str(order.get("partition") or ""), "SLURM_JOB_QOS": str(order.get("qos") or "normal"),
            "SLURM_JOB_NODELIST": str(order.get("nodes") or node)}
     if order.get("restarts"):

@@ -4,12 +4,13 @@ controller takes the node for dead and runs them elsewhere, so no job runs twice
 
 The agent starts it in a session of its own and, before a clean exit, ends it with SIGTERM. The
 fence watches its parent, the agent, through a pidfd (polling its parent pid where pidfds are
-missing): when the agent is gone without that (killed, crashed), the fence waits `--after` seconds, watching the spool's lock: an agent started on the spool meanwhile
-takes over (it kills and reports what was left, see records.py) and the fence exits. Otherwise it
-kills every process of the spool's unfinished records, their whole trees (SIGTERM, SIGKILL after
-`--kill-wait`), and everything in the agent's job cgroups (`--cgroups`), marks the records
-`fenced` with the time, and exits. The agent chooses `--after` so
-that this ends well before the controller's SlurmdTimeout runs out (`fence_after`)."""
+missing): when the agent is gone without that (killed, crashed), the fence waits `--after`
+seconds, watching the spool's lock: an agent started on the spool meanwhile takes over (it kills
+and reports what was left, see records.py) and the fence exits. Otherwise it kills every process
+of the spool's unfinished records, their whole trees (SIGTERM, SIGKILL after `--kill-wait`), and
+everything in the agent's job cgroups (`--cgroups`), marks the records `fenced` with the time, and
+exits. The agent chooses `--after` so that this ends well before the controller's SlurmdTimeout
+runs out (`fence_after`)."""
 
 from __future__ import annotations
 

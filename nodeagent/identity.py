@@ -3,7 +3,8 @@
 `spawn_kwargs(order)` gives asyncio.create_subprocess_exec the user, group and supplementary
 groups of the job's uid; `open_as(path, mode, order)` opens the job's output, error and input
 files with that user's rights (never root's: `-o /etc/shadow` is the user's problem, not the
-system's); `own(path, order)` hands a file the agent created for the job (its script) to that user. An agent that is not root runs every job as itself, as before.
+system's); `own(path, order)` hands a file the agent created for the job (its script) to that user.
+An agent that is not root runs every job as itself, as before.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def job_identity(order: dict) -> tuple[int, int, list[int]] | None:
 def spawn_kwargs(order: dict) -> dict:
     """subprocess arguments that start a job's process as its user, with the submitter's umask."""
     ident, umask = job_identity(order), job_umask(order)
-    out = {} if umask is None else {"umask": umask}
+    out: dict[str, object] = {} if umask is None else {"umask": umask}
     if ident is not None:
         uid, gid, groups = ident
         out.update(user=uid, group=gid, extra_groups=groups)
@@ -147,7 +148,8 @@ def _open_in_child(ident: tuple[int, int, list[int]] | None, umask: int | None, 
             except OSError as e:  # not any one file's fault: said apart, raised in the parent
                 child.sendall(f"E{e.errno or errno.EIO}".encode())
                 raise
-            errs, fds = [], []
+            errs: list[int] = []
+            fds: list[int] = []
             for path, mode in files:
                 if any(errs):  # after a failure the rest stay unopened (ECANCELED): nothing made in vain
                     errs.append(errno.ECANCELED)
@@ -232,10 +234,10 @@ def _open_here(files: list[tuple[str, str]], workdir: str | None) -> tuple[list,
         if path == os.devnull:
             continue
         try:
-            mode = os.stat(path).st_mode
+            st_mode = os.stat(path).st_mode
         except OSError:
             continue  # not there (made by the open), or its open fails as the child's would
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a terminal's open may wait for its line too)
+        if not (stat.S_ISREG(st_mode) or stat.S_ISDIR(st_mode)):  # (a terminal's open may wait for its line too)
             return None
     out: list = []
     failed = False

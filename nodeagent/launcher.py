@@ -17,12 +17,13 @@ import signal
 import stat
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
 from slurmlet.nodeagent import identity
 from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
-from slurmlet.nodeagent.usage import Book
+from slurmlet.nodeagent.usage import Book, Usage
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -45,8 +46,8 @@ class Job:
     suspended_at: float | None = None
     notified: bool = False  # got its preemption notice (SIGTERM) and runs out its GraceTime
     epilog: str | None = None  # slurm.conf Epilog (paths and globs), run when the job ends
-    usage: object = None  # nodeagent.usage.Usage of the batch script's process tree
-    usage_done: object = None  # an asyncio.Event that stops its sampling
+    usage: Usage | None = None  # of the batch script's process tree
+    usage_done: asyncio.Event | None = None  # stops its sampling
     env: dict[str, str] = field(default_factory=dict)  #: the Epilog's environment (env.script_environment)
     owner: dict = field(default_factory=dict)  #: the job's uid and gid: its files are written with their rights
     script: str | None = None  #: the batch script's file, removed when the job ends (as slurmd does)
@@ -223,7 +224,8 @@ class Launcher:
                 stdout=out, stderr=err, cwd="/", env=env, start_new_session=True, **identity.spawn_kwargs(order))
         except (OSError, ValueError) as e:  # ValueError: what exec cannot take (a NUL in an argument)
             log.warning("job %s: exec failed: %s", jid, e)
-            err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {getattr(e, 'strerror', None) or e}\n".encode())
+            why = getattr(e, "strerror", None) or e
+            err.write(f"slurmstepd-{self.node}: error: execve(): {script}: {why}\n".encode())
             _remove_script(script, self.spool)
             self._record(jid, gen, {"job_id": jid, "exit_code": 1, "launch_failed": True, "restarts": gen})
             return
@@ -255,7 +257,7 @@ class Launcher:
         asyncio.create_task(self._reap(job))
 
     def _groups(self, order: dict, step: str) -> tuple[Group, Group] | None:
-        mine = next((a for a in order.get("alloc") or [] if a.get("node") == self.node), {})
+        mine: dict[str, Any] = next((a for a in order.get("alloc") or [] if a.get("node") == self.node), {})
         cpus = self.cpumap.take(order["job_id"], mine.get("cpus") or 1) if self.cpumap else None
         return job_groups(self.cgroups, self.policy, order["job_id"], step, mine.get("memory"), cpus,
                           others(self.gpu_files, mine.get("gpu_ids")) if self.policy.devices else None)
@@ -303,7 +305,7 @@ class Launcher:
 
     async def _reap(self, job: Job) -> None:
         rc = await job.proc.wait()
-        if job.usage is not None:
+        if job.usage_done is not None:
             job.usage_done.set()
         if job.killing:
             # processes that caught SIGTERM get KillWait seconds to finish before SIGKILL
@@ -317,8 +319,8 @@ class Launcher:
         self.ending.add(job.job_id)
         self.jobs.pop(job.job_id, None)
         _remove_script(job.script, self.spool)
-        rep = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0, "signal": -rc if rc < 0 else 0,
-               "end_time": time.time(), "restarts": job.restarts}
+        rep: dict[str, Any] = {"job_id": job.job_id, "exit_code": rc if rc >= 0 else 0,
+                               "signal": -rc if rc < 0 else 0, "end_time": time.time(), "restarts": job.restarts}
         if job.killing == "timeout":
             rep["timeout"] = True
         if job.usage is not None:
@@ -339,20 +341,22 @@ class Launcher:
     async def _end_cgroups(self, job: Job) -> dict:
         """The batch step's exact CPU time and its job's OOM kills from their cgroups, then both
         removed (the job's steps still running here go with it, as the job has ended)."""
+        cg, job_cg = job.cgroup, job.job_cgroup
+        assert cg is not None and job_cg is not None  # (made together, see _groups)
         out: dict = {}
-        times = job.cgroup.cpu_times()
+        times = cg.cpu_times()
         if times is not None:
             out.update(user_cpu=round(times[0], 3), system_cpu=round(times[1], 3))
-        peak = job.cgroup.memory_peak_kb()
+        peak = cg.memory_peak_kb()
         if peak:  # the kernel's own peak: a peak between two samples counts too
             out["max_rss"] = max(peak, job.usage.max_rss if job.usage is not None else 0)
-        kills = job.cgroup.oom_kills()  # the batch step's own (its job's steps count theirs)
+        kills = cg.oom_kills()  # the batch step's own (its job's steps count theirs)
         if kills:
             out["oom"] = True
             with contextlib.suppress(OSError), identity.open_as(job.err_path, "anb", job.owner) as f:
                 f.write(oom_line(self.node, f"{job.job_id}.batch", kills).encode())
-        await job.cgroup.remove(self.kill_wait)
-        await job.job_cgroup.remove(self.kill_wait)
+        await cg.remove(self.kill_wait)
+        await job_cg.remove(self.kill_wait)
         if self.cpumap:
             self.cpumap.release(job.job_id)
         return out
@@ -364,7 +368,7 @@ class Launcher:
         self.finished[jid] = rep
         self.done_ids[(jid, gen)] = time.time()
         if len(self.done_ids) > 10000:
-            for k in sorted(self.done_ids, key=self.done_ids.get)[:5000]:
+            for k in sorted(self.done_ids, key=self.done_ids.__getitem__)[:5000]:
                 del self.done_ids[k]
         self.exited.set()
 
@@ -401,7 +405,8 @@ class Launcher:
         job.suspended_at = None
         log.info("job %s (run %d): killing it (%s)", jid, job.restarts, why)
         now = slurm_time(time.time())
-        msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION", "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
+        msg = {"timeout": " DUE TO TIME LIMIT", "preempt": " DUE TO PREEMPTION",
+               "requeue": " DUE TO JOB REQUEUE"}.get(why, "")
         if why in ("cancel", "timeout", "requeue", "preempt"):
             with contextlib.suppress(OSError), identity.open_as(job.err_path, "anb", job.owner) as f:
                 f.write(f"slurmstepd-{self.node}: error: *** JOB {jid} ON {self.node} CANCELLED AT {now}{msg} ***\n"

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+from typing import Any
 
 
 def _client():  # noqa: ANN202 - an MlflowClient or None
@@ -82,7 +83,7 @@ def node(argv: list[str]) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     run_id = os.environ.get("MLFLOW_RUN_ID")
-    c = _client() if run_id else None
+    c: Any = _client() if run_id else None  # an MlflowClient (mlflow has no type information)
     proc = subprocess.Popen(argv)
     done = threading.Event()
     prefix = f"node{os.environ.get('NODE_RANK', '0')}"

@@ -58,7 +58,7 @@ async def relay(io: str | None, header: dict, master: int) -> None:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
             writer.write(json.dumps(header).encode() + b"\n")
-        except (OSError, asyncio.TimeoutError, ValueError) as e:
+        except (TimeoutError, OSError, ValueError) as e:
             log.warning("srun --pty at %s unreachable (%r): the terminal is closed", io, e)
             reader = writer = None
 

@@ -17,7 +17,9 @@ import os
 import shlex
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..common import streamhead
 from ..common.grammar import compress_counts
@@ -27,6 +29,9 @@ from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line
 from .envs import EnvError, activate
 from .records import TOKEN, Records, new_token, proc_entry
 from .usage import Book, watch
+
+if TYPE_CHECKING:
+    from ..common.cpubind import Bind
 
 log = logging.getLogger("slurmlet.agent")
 
@@ -176,7 +181,9 @@ class StepRunner:
                             job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None,
                             step_mb)
         run.cpus = self._step_cpus(order, job_cpus) if job_cpus else None
-        binds, bind_env, bind = [], {}, None
+        binds: Sequence[list[int] | None] = []
+        bind_env: dict[str, str] = {}
+        bind: Bind | None = None
         if self.affinity and run.cpus:
             from slurmlet.common import cpubind
             try:
@@ -276,7 +283,8 @@ class StepRunner:
             run.usage[rank] = self.book.new(order["job_id"], f"{order['step_id']}.{rank}")
             asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
             if terminal:
-                run.pumps[rank] = [asyncio.create_task(ptyrelay.relay(io, {"rank": rank, "stream": "pty"}, terminal[0]))]
+                head = {"rank": rank, "stream": "pty"}
+                run.pumps[rank] = [asyncio.create_task(ptyrelay.relay(io, head, terminal[0]))]
             elif not files:
                 run.pumps[rank] = [asyncio.create_task(self._pump(io, rank, "out", proc.stdout, run)),
                                    asyncio.create_task(self._pump(io, rank, "err", proc.stderr, run))]
@@ -318,7 +326,7 @@ class StepRunner:
         host, _, port = io.rpartition(":")
         try:
             _, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
-        except (OSError, asyncio.TimeoutError, ValueError) as e:
+        except (TimeoutError, OSError, ValueError) as e:
             log.warning("step output %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
                         header.get("rank"), io, e)
             return None  # srun is gone: the output is dropped, the task still runs
@@ -403,7 +411,7 @@ class StepRunner:
         self.running.pop(run.key, None)
         self.done[run.key] = time.time()
         if len(self.done) > 10000:
-            for k in sorted(self.done, key=self.done.get)[:5000]:
+            for k in sorted(self.done, key=self.done.__getitem__)[:5000]:
                 del self.done[k]
         reports = {rank: u.report() for rank, u in run.usage.items()}
         if peak:  # the kernel's peak of a lone task (see above): exact, between two samples too
@@ -512,7 +520,7 @@ class StepRunner:
         try:  # (at most 2 s: an unreachable srun must not keep the tasks alive)
             if run.ranks and run.io:
                 await asyncio.wait_for(both(), 2)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             self._kill_all(run)
@@ -531,7 +539,8 @@ class StepRunner:
             return
         if now:
             from .launcher import slurm_time
-            line = f"slurmstepd-{self.node}: error: *** STEP {key} ON {self.node} CANCELLED AT {slurm_time(time.time())} ***\n"
+            when = slurm_time(time.time())
+            line = f"slurmstepd-{self.node}: error: *** STEP {key} ON {self.node} CANCELLED AT {when} ***\n"
             run.killing = True
             asyncio.create_task(self._aborted(run, line.encode()))
             return

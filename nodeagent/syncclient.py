@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import h11
@@ -38,7 +39,7 @@ class Reply:
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
 
-    def json(self) -> object:
+    def json(self) -> Any:
         return json.loads(self.content)
 
 

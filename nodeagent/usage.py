@@ -1,7 +1,8 @@
 """Resource use of a job's (or a step task's) process tree, sampled while it runs: the largest
 resident set and virtual memory size seen (sacct's MaxRSS, MaxVMSize) and the CPU time of every
-process seen (TotalCPU, UserCPU, SystemCPU). Processes are found as the kill path finds them (by session id, and in the task's cgroup
-where it has one; the CPU times a cgroup counts replace these samples at the end: see cgroup.py)."""
+process seen (TotalCPU, UserCPU, SystemCPU). Processes are found as the kill path finds them (by
+session id, and in the task's cgroup where it has one; the CPU times a cgroup counts replace these
+samples at the end: see cgroup.py)."""
 
 from __future__ import annotations
 
