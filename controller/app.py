@@ -57,13 +57,14 @@ def create_app(settings: Settings) -> FastAPI:
                     await t
             ctl.store.engine.dispose()
 
-    app = FastAPI(title="slurmlet controller", version="0.1.0", lifespan=lifespan)
+    # (FastAPI's own OpenTelemetry off: /metrics is the controller's, and its spans cost every request)
+    app = FastAPI(title="slurmlet controller", version="0.1.0", lifespan=lifespan,
+                  telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False})
     app.router.route_class = GateRoute
 
     def ctl() -> Controller:
         return app.state.ctl
 
-    app.include_router(accounting.router)
 
     @app.exception_handler(DomainError)
     async def _domain_error(_request: Request, exc: DomainError) -> JSONResponse:
@@ -83,7 +84,8 @@ def create_app(settings: Settings) -> FastAPI:
     async def _too_deep(_request: Request, _exc: RecursionError) -> JSONResponse:
         return too_deep()
 
-    for r in (nodes, jobs, runs, secrets, steps, admin, web):
+    # (the router tries routes in order: the agents' syncs and the requests every job makes first)
+    for r in (nodes, jobs, steps, runs, secrets, admin, web, accounting):
         app.include_router(r.router)
     latency = metrics.install(app, ctl, nodes_of)
     app.add_middleware(Gate, ctl=ctl, latency=latency)  # (the one layer: gate.py)

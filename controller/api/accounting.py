@@ -13,7 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 
 from slurmlet.controller import auth
-from slurmlet.controller.api.deps import CtlDep
+from slurmlet.controller.api.deps import ctl
 from slurmlet.controller.api.schemas import Strict
 from slurmlet.controller.core import fairshare
 from slurmlet.controller.core.limits import TRES_ORDER, tres_text
@@ -35,14 +35,16 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/accounting/{entity}")
-async def show(c: CtlDep, entity: str):
+async def show(request: Request, entity: str):
+    c = ctl(request)
     if entity not in ENTITIES:
         raise NotFound(f"Unknown entity {entity!r}: expected one of {', '.join(ENTITIES)}")
     return {entity: rows(c.store, entity, c.config, c.settings.listen)}
 
 
 @router.post("/api/v1/accounting/{entity}/{action}")
-async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request: Request):
+async def change(entity: str, action: str, body: AcctChange, request: Request):
+    c = ctl(request)
     if body.commit:  # the accounting database is the administrators' (what a change would do is not secret)
         auth.require(request.state.caller, 2)
     acct = c.store.accounts
@@ -67,7 +69,8 @@ async def change(c: CtlDep, entity: str, action: str, body: AcctChange, request:
 
 
 @router.get("/api/v1/shares")
-async def shares(c: CtlDep):
+async def shares(request: Request):
+    c = ctl(request)
     now = c.clock()
     root = c.store.share_tree(now)
     out = []
@@ -161,12 +164,13 @@ def _tree_order(t: Any) -> list:
 
 
 @router.get("/api/v1/reports/usage")
-async def usage_report(c: CtlDep, start: float, end: float, top: int = 10,
+async def usage_report(request: Request, start: float, end: float, top: int = 10,
                        tres: Literal["cpu", "gres/gpu"] = "cpu", buckets: int = Query(0, ge=0, le=1000)):
     """sreport cluster utilization and user topusage over [start, end): CPU-seconds (GPU-seconds
     with `tres=gres/gpu`) reported, allocated (down, planned down and planned are not recorded: 0),
     idle, and the top users; with `buckets=N`, the same figures for each Nth of the window too
     (`series`: what the dashboard plots)."""
+    c = ctl(request)
     from slurmlet.controller.core import report
     if not end > start:
         raise InvalidRequest("end must be after start")

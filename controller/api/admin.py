@@ -12,16 +12,17 @@ from .. import auth
 from ..errors import InvalidRequest
 from ..gate import GateRoute
 from ..runtime import VERSION, Stats
-from .deps import CtlDep, caller
+from .deps import caller, ctl
 
 log = logging.getLogger("slurmlet.controller")
 router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/token")
-async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str | None = None):
+async def token(request: Request, lifespan: int = 1800, username: str | None = None):
     """scontrol token: a JWT for REST clients (X-SLURM-USER-TOKEN), for the caller or, asked by an
     administrator, for another user."""
+    c = ctl(request)
     who = caller(request)
     if c.settings.key is None:
         raise InvalidRequest("authentication is not configured (no cluster key)")
@@ -37,13 +38,15 @@ async def token(c: CtlDep, request: Request, lifespan: int = 1800, username: str
 
 
 @router.get("/api/v1/ping")
-async def ping(c: CtlDep):
+async def ping(request: Request):
+    c = ctl(request)
     return {"ok": True, "cluster": c.config.cluster_name, "version": VERSION}
 
 
 @router.post("/api/v1/reconfigure")
-async def reconfigure(c: CtlDep, request: Request):
+async def reconfigure(request: Request):
     """scontrol reconfigure: re-read slurm.conf or the JSON spec; refused whole or applied whole."""
+    c = ctl(request)
     auth.require(caller(request), 2, auth.InvalidUser)
     warnings = c.reconfigure()
     for w in warnings:
@@ -52,7 +55,8 @@ async def reconfigure(c: CtlDep, request: Request):
 
 
 @router.get("/api/v1/config")
-async def config(c: CtlDep):
+async def config(request: Request):
+    c = ctl(request)
     cfg = c.config
     return {"source": cfg.source, "login_pool": cfg.login_pool, "home_storage": cfg.home_storage,
             "cluster_name": cfg.cluster_name, "version": VERSION, "kill_wait": cfg.kill_wait,
@@ -64,9 +68,10 @@ async def config(c: CtlDep):
 
 
 @router.get("/api/v1/config/file", response_class=PlainTextResponse)
-async def config_file(c: CtlDep):
+async def config_file(request: Request):
     """The slurm.conf this controller read, for the agents' copy (a jobs' SLURM_CONF points there).
     A cluster without one (built in, or a JSON spec) gets a file that names it."""
+    c = ctl(request)
     cfg = c.config
     if cfg.text:
         return cfg.text
@@ -76,10 +81,11 @@ async def config_file(c: CtlDep):
 
 
 @router.get("/api/v1/diag")
-async def diag(c: CtlDep, history: bool = False):
+async def diag(request: Request, history: bool = False):
     """sdiag: scheduler cycle statistics and job counters since the controller started (or sdiag -r).
     `history`: the last passes too (the dashboard's plots), each [when, "main" or "backfill",
     microseconds, jobs examined, jobs pending, jobs started]."""
+    c = ctl(request)
     s = c.stats
     counts = c.store.state_counts()
     return {**({"history": [list(h) for h in s.history]} if history else {}),
@@ -93,8 +99,9 @@ async def diag(c: CtlDep, history: bool = False):
 
 
 @router.post("/api/v1/diag/reset")
-async def diag_reset(c: CtlDep, request: Request):
+async def diag_reset(request: Request):
     """sdiag -r: start the statistics afresh."""
+    c = ctl(request)
     auth.require(caller(request), 1)
     c.stats = Stats()
     return {"ok": True}

@@ -10,7 +10,7 @@ import marshal
 import math
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import Depends, Path, Query, Request
+from fastapi import Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from slurmlet.common.wire import MARSHAL
@@ -28,11 +28,11 @@ JobId = Annotated[int, Path(ge=0, le=MAX_ID)]  #: larger ids name no job (422, n
 Time = Annotated[float | None, Query(allow_inf_nan=False)]  #: a Unix time (no inf or NaN)
 
 
-async def get_ctl(request: Request) -> Controller:
-    return request.app.state.ctl
-
-
-CtlDep = Annotated["Controller", Depends(get_ctl)]
+def ctl(request: Request) -> Controller:
+    """The Controller serving a request (a plain call: a FastAPI dependency costs every request a
+    dependency solve)."""
+    c: Controller = request.app.state.ctl
+    return c
 
 
 def caller(request: Request) -> auth.Caller:

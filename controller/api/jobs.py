@@ -25,13 +25,13 @@ from ..store.queries import only_keys
 from ..views import validate_submit
 from . import limits
 from .deps import (
-    CtlDep,
     JobId,
     Time,
     as_caller,
     as_json,
     as_json_kept,
     caller,
+    ctl,
     own_code,
     own_job,
     parse_ids,
@@ -46,8 +46,9 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs", status_code=201)
-async def submit(c: CtlDep, body: JobSubmit, request: Request):
+async def submit(body: JobSubmit, request: Request):
     """Submit a batch job (sbatch)."""
+    c = ctl(request)
     limits.check_script(body.script, c.config)  # 413 over max_script_size, as slurmctld refuses it
     data = body.model_dump()
     as_caller(request, data)
@@ -75,10 +76,11 @@ async def submit(c: CtlDep, body: JobSubmit, request: Request):
 
 
 @router.post("/api/v1/jobs/batch", status_code=201)
-async def submit_batch(c: CtlDep, body: JobBatch, request: Request):
+async def submit_batch(body: JobBatch, request: Request):
     """Submit up to MAX_BATCH batch jobs at once: each checked as POST /api/v1/jobs checks it,
     then all stored in one transaction, or none (the error names the first refused job,
     `jobs[i]: ...`). Answers their ids in the order of the request."""
+    c = ctl(request)
     if request.headers.get("idempotency-key") is not None:
         raise InvalidRequest("Idempotency-Key: not accepted by /api/v1/jobs/batch (send the jobs one by one)")
     nodes = c.store.capacity_rows()
@@ -136,7 +138,7 @@ STEP_KEYS = frozenset({"steps", "user_cpu", "system_cpu", "total_cpu", "derived_
 
 
 @router.get("/api/v1/jobs")
-async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states: str | None = None,
+async def list_jobs(request: Request, ids: str | None = None, states: str | None = None,
                     users: str | None = None, partitions: str | None = None, names: str | None = None,
                     history: bool = False, since: Time = None, until: Time = None,
                     duplicates: bool = False, accounts: str | None = None,
@@ -146,6 +148,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
     `look`: the dashboard's, see api/web.py. `fields`: only these keys of each job (comma-separated;
     the dashboard's lists need a fifth of them); with `nulls=false`, only those not null (squeue's:
     most of its keys are null for a pending job)."""
+    c = ctl(request)
     from .web import look as look_of
     from .web import writes_of
     seen = look_of(c, writes_of(request)) if look else None  # (taken before the rows are read)
@@ -174,7 +177,7 @@ async def list_jobs(c: CtlDep, request: Request, ids: str | None = None, states:
 
 
 @router.get("/api/v1/squeue")
-async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = None, users: str | None = None,
+async def squeue_text(request: Request, ids: str | None = None, states: str | None = None, users: str | None = None,
                       partitions: str | None = None, names: str | None = None, accounts: str | None = None,
                       qos: str | None = None, shown: str | None = None, tasks: str | None = None,
                       fmt: str | None = None, long_fmt: str | None = None, sort: str | None = None,
@@ -186,6 +189,7 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
     squeue in a loop over a queue that did not change costs it the read of the jobs' ids. A 400 names
     a column squeue does not know. squeue -j: `ids` the jobs (a 404 when none of them is known),
     `shown` the states of those to print, `tasks` the array tasks named (`7_3`, `7_`)."""
+    c = ctl(request)
     from slurmlet.common import render_squeue as render
     from slurmlet.common import wire
     view: dict[str, Any] = dict(fmt=fmt, long_fmt=long_fmt, long=long, start=start, sort=sort)
@@ -215,11 +219,12 @@ async def squeue_text(c: CtlDep, ids: str | None = None, states: str | None = No
 
 
 @router.get("/api/v1/jobs/{job_id}")
-async def get_job(c: CtlDep, job_id: JobId, request: Request,
+async def get_job(job_id: JobId, request: Request,
                   wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0,
                   until: Literal["end", "start"] = "end"):
     """One job. `wait`: up to that many seconds (at most 30) for it to end (sbatch -W, srun), or with
     `until=start` to leave PENDING (srun's allocation granted)."""
+    c = ctl(request)
     deadline = c.clock() + min(max(wait, 0.0), 30.0)
     waiting = ("PENDING", "CONFIGURING") if until == "start" else ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
     while True:
@@ -237,8 +242,9 @@ async def get_job(c: CtlDep, job_id: JobId, request: Request,
 
 
 @router.post("/api/v1/jobs/cancel")
-async def cancel(c: CtlDep, body: CancelRequest, request: Request):
+async def cancel(body: CancelRequest, request: Request):
     """scancel: by ids and/or filters. Answers per-job results."""
+    c = ctl(request)
     now = c.clock()
     ids = [t for jid in body.ids for t in (c.store.array_members(jid) or [jid])]
     bad: list[dict] = []
@@ -270,8 +276,9 @@ async def cancel(c: CtlDep, body: CancelRequest, request: Request):
 
 
 @router.post("/api/v1/jobs/{job_id}/complete")
-async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Request):
+async def complete(job_id: JobId, body: CompleteRequest, request: Request):
     """salloc's release of its allocation, with its command's exit code (the owner's, as scancel's)."""
+    c = ctl(request)
     own_job(c, request, job_id)
     c.notify([c.store.complete(job_id, c.clock(), body.exit_code)])
     c.jobs_changed()
@@ -280,7 +287,8 @@ async def complete(c: CtlDep, job_id: JobId, body: CompleteRequest, request: Req
 
 
 @router.post("/api/v1/jobs/{job_id}/hold")
-async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):
+async def hold(job_id: JobId, request: Request, who: str = "user"):
+    c = ctl(request)
     own_job(c, request, job_id, auth.InvalidUser)
     if who == "admin" and caller(request).level < 1:
         who = "user"  # scontrol hold by a user is a user hold, as in Slurm
@@ -289,8 +297,9 @@ async def hold(c: CtlDep, job_id: JobId, request: Request, who: str = "user"):
 
 
 @router.post("/api/v1/jobs/{job_id}/suspend")
-async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = False):
+async def suspend(job_id: JobId, request: Request, resume: bool = False):
     """scontrol suspend|resume (operators and administrators, as in Slurm)."""
+    c = ctl(request)
     auth.require(caller(request), 1)
     host = c.store.suspend(job_id, c.clock(), resume=resume)
     if host:
@@ -301,7 +310,8 @@ async def suspend(c: CtlDep, job_id: JobId, request: Request, resume: bool = Fal
 
 
 @router.post("/api/v1/jobs/{job_id}/release")
-async def release(c: CtlDep, job_id: JobId, request: Request):
+async def release(job_id: JobId, request: Request):
+    c = ctl(request)
     own_job(c, request, job_id, auth.InvalidUser)
     if c.store.get_row(job_id).held == "admin":  # an administrator's hold is theirs to lift
         auth.require(caller(request), 1)
@@ -311,7 +321,8 @@ async def release(c: CtlDep, job_id: JobId, request: Request):
 
 
 @router.post("/api/v1/jobs/release")
-async def release_many(c: CtlDep, body: IdsRequest, request: Request):
+async def release_many(body: IdsRequest, request: Request):
+    c = ctl(request)
     if caller(request).level < 1:  # a user releases their own jobs only, and only their own holds
         for jid in body.ids or []:
             own_job(c, request, jid, auth.InvalidUser)
@@ -325,7 +336,8 @@ async def release_many(c: CtlDep, body: IdsRequest, request: Request):
 
 
 @router.post("/api/v1/jobs/{job_id}/requeue")
-async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False):
+async def requeue(job_id: JobId, request: Request, hold: bool = False):
+    c = ctl(request)
     own_job(c, request, job_id)
     c.notify([c.store.requeue(job_id, c.clock(), hold=hold)])
     c.wake.set()
@@ -333,7 +345,8 @@ async def requeue(c: CtlDep, job_id: JobId, request: Request, hold: bool = False
 
 
 @router.patch("/api/v1/jobs/{job_id}")
-async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request):
+async def update_job(job_id: JobId, body: JobUpdate, request: Request):
+    c = ctl(request)
     own_job(c, request, job_id, auth.InvalidUser)
     changes = body.model_dump(exclude_unset=True)
     who = caller(request)
@@ -354,9 +367,10 @@ async def update_job(c: CtlDep, job_id: JobId, body: JobUpdate, request: Request
 
 
 @router.get("/api/v1/priorities")
-async def job_priorities(c: CtlDep, ids: str | None = None, users: str | None = None,
+async def job_priorities(request: Request, ids: str | None = None, users: str | None = None,
                          partitions: str | None = None):
     """sprio: the multifactor components of pending jobs, weighted, and the weights."""
+    c = ctl(request)
     now = c.clock()
     snap = c.store.snapshot(now)
     fac = priorities(snap)

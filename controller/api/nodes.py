@@ -12,7 +12,7 @@ from .. import auth
 from ..errors import InvalidRequest
 from ..gate import GateRoute, parked
 from ..views import partition_public
-from .deps import CtlDep, as_json, caller, nodes_of
+from .deps import as_json, caller, ctl, nodes_of
 from .schemas import NodeSync, NodeUpdate
 
 log = logging.getLogger("slurmlet.controller")
@@ -21,24 +21,28 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.get("/api/v1/nodes")
-async def nodes(c: CtlDep):
+async def nodes(request: Request):
+    c = ctl(request)
     return as_json({"nodes": nodes_of(c)})
 
 
 @router.get("/api/v1/partitions")
-async def partitions(c: CtlDep):
+async def partitions(request: Request):
+    c = ctl(request)
     return as_json({"partitions": partition_public(c.config, nodes_of(c))})
 
 
 @router.get("/api/v1/cluster")
-async def cluster(c: CtlDep):
+async def cluster(request: Request):
     """Nodes and partitions in one round trip (sinfo)."""
+    c = ctl(request)
     ns = nodes_of(c)
     return as_json({"nodes": ns, "partitions": partition_public(c.config, ns)})
 
 
 @router.post("/api/v1/nodes/{name}/update")
-async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):
+async def node_update(name: str, body: NodeUpdate, request: Request):
+    c = ctl(request)
     auth.require(caller(request), 1, auth.InvalidUser)  # slurmctld: "Security violation" -> Invalid user id
     state = body.state.upper()
     mapping = {"RESUME": "UP", "IDLE": "UP", "UP": "UP", "DRAIN": "DRAIN", "DOWN": "DOWN"}
@@ -52,8 +56,9 @@ async def node_update(c: CtlDep, name: str, body: NodeUpdate, request: Request):
 
 
 @router.post("/api/v1/nodes/{name}/sync")
-async def node_sync(c: CtlDep, name: str, body: NodeSync, request: Request):
+async def node_sync(name: str, body: NodeSync, request: Request):
     """The agent's channel: register or heartbeat, report exits, receive orders (long-poll)."""
+    c = ctl(request)
     auth.require(caller(request), 2)  # agents sign as root with the cluster key
     # One long-poll per node: a new sync (the agent gave up on the last one, e.g. to report an
     # exit) ends the wait of the one before, which answers no orders; they wait for this one.

@@ -10,7 +10,7 @@ from ..errors import InvalidRequest, NotFound
 from ..gate import GateRoute
 from ..views import validate_submit
 from . import limits
-from .deps import CtlDep, as_caller, as_json, caller, int_field, own_code, read_body
+from .deps import as_caller, as_json, caller, ctl, int_field, own_code, read_body
 from .jobs import _replayed
 from .schemas import JobSubmit
 
@@ -18,8 +18,9 @@ router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/runs")
-async def submit_run(c: CtlDep, request: Request):
+async def submit_run(request: Request):
     """air run: a workload (validated, errors naming the field path) becomes a batch job."""
+    c = ctl(request)
     from slurmlet.controller import workload as wl
     doc = await read_body(request)
     if not isinstance(doc, dict):
@@ -58,15 +59,17 @@ async def submit_run(c: CtlDep, request: Request):
 
 
 @router.get("/api/v1/runs")
-async def list_runs(c: CtlDep):
+async def list_runs(request: Request):
     """air list: id, name, state, accelerators, submit, start and end of every job (compact rows)."""
+    c = ctl(request)
     return as_json({"fields": ["id", "name", "state", "accelerators", "submit", "start", "end"],
                   "runs": c.store.run_rows()})
 
 
 @router.post("/api/v1/code")
-async def put_code(c: CtlDep, request: Request):
+async def put_code(request: Request):
     """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
+    c = ctl(request)
     import base64
     doc = await read_body(request)
     try:
@@ -89,8 +92,9 @@ def _uploader(request: Request, uid: int) -> int:
 
 
 @router.get("/api/v1/code/{sha}")
-async def get_code(c: CtlDep, sha: str, request: Request):
+async def get_code(sha: str, request: Request):
     """A run's packed code, for the agents (root) and operators, and for whoever uploaded it."""
+    c = ctl(request)
     from fastapi.responses import Response
     who = caller(request)
     if who.level < 1 and not (who.known and who.uid is not None and c.store.has_code(sha, who.uid)):

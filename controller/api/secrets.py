@@ -7,13 +7,18 @@ Without a cluster key (an open controller) the request's `?user=` names the user
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import APIRouter, Request
 
 from .. import auth
 from ..errors import InvalidRequest
 from ..gate import GateRoute
-from .deps import CtlDep, as_json, caller, read_body
+from .deps import as_json, caller, ctl, read_body
 from .schemas import MAX_TEXT, check_text
+
+if TYPE_CHECKING:
+    from ..runtime import Controller
 
 router = APIRouter(route_class=GateRoute)
 
@@ -32,7 +37,7 @@ def _checked(**fields: str | None) -> None:
             raise InvalidRequest(f"{where} {v!r}: no slashes or spaces")
 
 
-def owner_of(c: CtlDep, request: Request, account: str | None, user: str | None) -> str:
+def owner_of(c: Controller, request: Request, account: str | None, user: str | None) -> str:
     """The owner a request acts for: an account its caller belongs to, else its caller."""
     _checked(account=account, user=user)
     who = caller(request)
@@ -47,7 +52,7 @@ def owner_of(c: CtlDep, request: Request, account: str | None, user: str | None)
     return f"user:{user or 'root'}"
 
 
-def visible_owners(c: CtlDep, request: Request) -> list[str] | None:
+def visible_owners(c: Controller, request: Request) -> list[str] | None:
     """Whose secrets a caller may list: their own and their accounts'; an administrator's, all (None)."""
     who = caller(request)
     if who.level >= 2:
@@ -58,9 +63,10 @@ def visible_owners(c: CtlDep, request: Request) -> list[str] | None:
 
 
 @router.put("/api/v1/secrets/{scope}/{key}")
-async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
+async def put_secret(scope: str, key: str, request: Request, account: str | None = None,
                      user: str | None = None):
     """Store a secret for air runs; its value is never returned."""
+    c = ctl(request)
     doc = await read_body(request)
     if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
         raise InvalidRequest("expected {\"value\": \"...\"}")
@@ -70,14 +76,16 @@ async def put_secret(c: CtlDep, scope: str, key: str, request: Request, account:
 
 
 @router.delete("/api/v1/secrets/{scope}/{key}")
-async def delete_secret(c: CtlDep, scope: str, key: str, request: Request, account: str | None = None,
+async def delete_secret(scope: str, key: str, request: Request, account: str | None = None,
                         user: str | None = None):
+    c = ctl(request)
     _checked(scope=scope, key=key)
     c.store.delete_secret(owner_of(c, request, account, user), scope, key)
     return {"ok": True}
 
 
 @router.get("/api/v1/secrets")
-async def list_secrets(c: CtlDep, request: Request):
+async def list_secrets(request: Request):
     """Names (and owners) only, of the secrets the caller may use."""
+    c = ctl(request)
     return as_json({"secrets": c.store.secret_names(visible_owners(c, request))})

@@ -12,15 +12,16 @@ from fastapi import APIRouter, Query, Request
 from .. import auth
 from ..errors import NotFound
 from ..gate import GateRoute, parked
-from .deps import CtlDep, JobId, as_json, own_job
+from .deps import JobId, as_json, ctl, own_job
 from .schemas import AttachRequest, StatRequest, StepCancel, StepCreate
 
 router = APIRouter(route_class=GateRoute)
 
 
 @router.post("/api/v1/jobs/{job_id}/steps")
-async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Request):
+async def create_step(job_id: JobId, body: StepCreate, request: Request):
     """srun inside an allocation: a step on the job's nodes; their agents start its tasks."""
+    c = ctl(request)
     own_job(c, request, job_id)
     got = c.store.create_step(job_id, body.model_dump(), c.clock())
     c.notify(x["node"] for x in got["layout"])
@@ -28,8 +29,9 @@ async def create_step(c: CtlDep, job_id: JobId, body: StepCreate, request: Reque
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/cancel")
-async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
+async def cancel_step(job_id: JobId, step_id: JobId, request: Request,
                       body: StepCancel | None = None):
+    c = ctl(request)
     own_job(c, request, job_id)
     scancel = body is not None and body.scancel
     nodes = c.store.cancel_step(job_id, step_id, c.clock(), running_only=scancel)
@@ -40,10 +42,11 @@ async def cancel_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request
 
 
 @router.get("/api/v1/jobs/{job_id}/steps/{step_id}")
-async def get_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
+async def get_step(job_id: JobId, step_id: JobId, request: Request,
                    wait: Annotated[float, Query(allow_inf_nan=False)] = 0.0):
     """One step. `wait`: up to that many seconds (at most 30) for it to be RUNNING no more (srun,
     once its tasks exited, until every node's report of them is in)."""
+    c = ctl(request)
     deadline = c.clock() + min(max(wait, 0.0), 30.0)
     while True:
         ev = c.ended  # (set by each report of steps that ended: api/nodes.py)
@@ -59,9 +62,10 @@ async def get_step(c: CtlDep, job_id: JobId, step_id: JobId, request: Request,
 
 
 @router.post("/api/v1/jobs/{job_id}/steps/{step_id}/attach")
-async def attach(c: CtlDep, job_id: JobId, step_id: JobId, body: AttachRequest, request: Request):
+async def attach(job_id: JobId, step_id: JobId, body: AttachRequest, request: Request):
     """sattach: the step's nodes send its tasks' output so far and to come, and their exits, to
     `body.io` too. Answers the step's nodes and tasks, and whether it still runs."""
+    c = ctl(request)
     own_job(c, request, job_id)
     got = [s for s in c.store.step_rows([job_id]).get(job_id, []) if s["step"] == step_id]
     if not got:
@@ -82,10 +86,11 @@ STAT_WAIT = 5.0
 
 
 @router.post("/api/v1/jobs/{job_id}/stat")
-async def stat(c: CtlDep, job_id: JobId, body: StatRequest, request: Request):
+async def stat(job_id: JobId, body: StatRequest, request: Request):
     """sstat: the running steps' tasks, each sampled now by its node's agent (max RSS and virtual size so
     far, CPU time, processes). The job's owner, operators and administrators; anyone else sees nothing
     (as slurmstepd answers them). Steps: `body.steps` ("0", "batch"), else every running one."""
+    c = ctl(request)
     row = c.store.get_row(job_id)
     try:
         own_job(c, request, job_id)

@@ -20,7 +20,7 @@ from slurmlet.common.wire import PIECE
 
 from ..gate import GateRoute, parked
 from ..store.tables import jobs as J
-from .deps import CtlDep, JobId, as_json, own_job
+from .deps import JobId, as_json, ctl, own_job
 
 router = APIRouter(route_class=GateRoute)
 
@@ -90,9 +90,10 @@ def writes_of(request: Request) -> int:
 
 
 @router.get("/api/v1/events", include_in_schema=False)  # (a stream: no schema tool can end it)
-async def events(c: CtlDep, request: Request) -> StreamingResponse:
+async def events(request: Request) -> StreamingResponse:
     """`event: change` whenever what the dashboard shows may have changed (at once when a job ends,
     else within a second); a comment line every 15 s keeps proxies from closing the stream."""
+    c = ctl(request)
     async def stream():  # noqa: ANN202
         last, quiet = None, 0.0
         yield "retry: 2000\n\n"
@@ -116,7 +117,7 @@ async def events(c: CtlDep, request: Request) -> StreamingResponse:
 
 
 @router.get("/api/v1/jobs/{job_id}/output")
-async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query(-1, ge=-1),
+async def output(job_id: JobId, request: Request, offset: int = Query(-1, ge=-1),
                  limit: int = Query(PIECE, ge=0),
                  which: Literal["stdout", "stderr", "mlflow"] = "stdout",
                  air_node: int | None = Query(None, ge=0, le=100000),
@@ -129,6 +130,7 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
     run's log of its Nth node (read there), of `attempt` (default: the latest). Its owner, operators and
     administrators only (403 for others, as for its script and environment). `error` says why there
     is nothing: not started, no output file, the node silent, the file unreadable."""
+    c = ctl(request)
     own_job(c, request, job_id)
     row = c.store.get_row(job_id)
     node = row.batch_host
@@ -162,11 +164,12 @@ async def output(c: CtlDep, job_id: JobId, request: Request, offset: int = Query
 
 
 @router.get("/api/v1/jobs/{job_id}/usage")
-async def usage(c: CtlDep, job_id: JobId, request: Request):
+async def usage(job_id: JobId, request: Request):
     """CPU and memory of the job over time on each of its nodes, from the agents' samples (kept on
     each node while the job runs and for its last jobs after): `nodes` maps a node to its series,
     one per process tree (`source`: "batch", or a step's task "STEP.RANK"), each a list of
     [time, resident KB, CPU seconds so far]. Its owner, operators and administrators (as sstat)."""
+    c = ctl(request)
     own_job(c, request, job_id)
     row = c.store.get_row(job_id)
     nodes = hostlist.expand_hostlist(row.nodes)[:USAGE_NODES] if row.nodes else []
