@@ -308,7 +308,9 @@ class Spool:
             if (owner is not None and uid != owner) or not self._room(uid):
                 return None
             os.unlink(name + ".req", dir_fd=d)  # taken, unless the client withdrew it first
-            try:
+            try:  # (only a FIFO is opened: no device, nor a file, linked in at the name)
+                if not stat.S_ISFIFO(os.stat(name + ".out", dir_fd=d, follow_symlinks=False).st_mode):
+                    return None
                 out = os.open(name + ".out", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC,
                               dir_fd=d)
             finally:
