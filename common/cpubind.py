@@ -32,21 +32,35 @@ class Bind:
     values: tuple[str, ...] = field(default_factory=tuple)  #: map_cpu's CPU ids, mask_cpu's masks
 
 
+#: the other spellings 22.05's srun takes for a word (case aside): q for quiet, v for verbose, a type
+#: in the singular
+ALIASES = {"q": "quiet", "v": "verbose", "socket": "sockets", "core": "cores", "thread": "threads",
+           "ldom": "ldoms", "board": "boards"}
+#: the types that carry a list (`TYPE:LIST` or `TYPE=LIST`), by each of their spellings
+LISTS = {"map_cpu": "map_cpu", "mapcpu": "map_cpu", "mask_cpu": "mask_cpu", "maskcpu": "mask_cpu",
+         "map_ldom": "map_ldom", "mapldom": "map_ldom", "mask_ldom": "mask_ldom", "maskldom": "mask_ldom"}
+
+
 def parse(value: str | None) -> Bind:
-    """`[quiet|verbose,]TYPE` as srun takes it (SLURM_CPU_BIND's own values included)."""
+    """`[quiet|verbose,]TYPE` as srun takes it (SLURM_CPU_BIND's own values included), in every
+    spelling 22.05 takes (ALIASES, LISTS; `one_thread` is taken and changes nothing here)."""
     if not value:
         return Bind()
     verbose, kind = False, "default"
     values: tuple[str, ...] = ()
     for tok in value.split(","):
         low = tok.lower()
-        if low in ("quiet", "verbose", "v"):
-            verbose = low != "quiet"
+        low = ALIASES.get(low, low)
+        cut = min((i for i in (tok.find(":"), tok.find("=")) if i >= 0), default=-1)
+        if low in ("quiet", "verbose"):
+            verbose = low == "verbose"
+        elif low == "one_thread":
+            pass
         elif low in KINDS:
             kind = "none" if low == "no" else low
-        elif ":" in tok and tok.split(":", 1)[0].lower() in ("map_cpu", "mask_cpu", "map_ldom", "mask_ldom"):
-            name, _, rest = tok.partition(":")
-            kind, values = name.lower(), tuple(rest.split(",")) if rest else ()
+        elif cut > 0 and tok[:cut].lower() in LISTS:
+            rest = tok[cut + 1:]
+            kind, values = LISTS[tok[:cut].lower()], tuple(rest.split(",")) if rest else ()
         elif kind in ("map_cpu", "mask_cpu") and tok:  # the rest of a map/mask list after its first comma
             values = (*values, tok)
         else:

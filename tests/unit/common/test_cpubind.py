@@ -44,6 +44,19 @@ def test_verbose_lines_are_slurmstepds():
     assert verbose_line(parse("v,cores"), "node1", 0, 0, [0]) % 1 == "cpu-bind=MASK - node1, task  0  0 [1]: mask 0x1 set"
 
 
+@pytest.mark.parametrize("value, same", [
+    ("q", "quiet"), ("Q,cores", "quiet,cores"), ("v,core", "verbose,cores"), ("thread", "threads"),
+    ("socket", "sockets"), ("ldom", "ldoms"), ("board", "boards"), ("q,one_thread,cores", "cores"),
+    ("mapcpu:1,0", "map_cpu:1,0"), ("map_cpu=1,0", "map_cpu:1,0"), ("MASKCPU=0x2,0x1", "mask_cpu:0x2,0x1"),
+    ("NONE", "none"), ("no", "none"),
+])
+def test_every_spelling_srun_takes_is_the_same_binding(value, same):
+    """22.05's srun reads `q`, `v`, the singular types, `one_thread`, `mapcpu`/`maskcpu` and `=` before a
+    list as it reads their long forms (a workflow engine's executor starts every rule with
+    `srun --cpu-bind=q`)."""
+    assert parse(value) == parse(same)
+
+
 @pytest.mark.parametrize("value", ["bogus", "map_cpu:", "mask_cpu:zz", "cores,bogus", "map_cpu:a"])
 def test_srun_refuses_what_it_cannot_parse(value):
     with pytest.raises(CpuBindError) as e:
