@@ -23,43 +23,20 @@ TABLE: list[Opt] = [
 
 
 def parse_when(value: str, now: float) -> float | None:
-    """sacct -S/-E forms: now[{+|-}N[units]], today, midnight, YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS],
-    MM/DD[/YY], MMDD[YY]."""
-    v = value.strip().lower()
-    lt = time.localtime(now)
-    midnight = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
-    if v in ("today", "midnight"):
-        return midnight
-    if v == "now":
-        return now
-    if v.startswith("now") and v[3:4] in "+-" and len(v) > 4:
-        sign = 1 if v[3] == "+" else -1
-        num = "".join(ch for ch in v[4:] if ch.isdigit())
-        unit = v[4 + len(num):] or "seconds"
-        mult = next((m for u, m in (("s", 1), ("min", 60), ("h", 3600), ("d", 86400), ("w", 604800))
-                     if unit.startswith(u)), None)
-        if not num or mult is None:
-            return None
-        return now + sign * int(num) * mult
+    """sacct -S/-E: Slurm's parse_time() forms (common/slurmtime.py; a time without a date is one
+    past), e.g. `now-1hour`, `midnight`, `YYYY-MM-DD[THH:MM[:SS]]`, `YYYY-MM-DD-HH:MM:SS`, `HH:MM`,
+    `MM/DD[/YY]`; None for none of them."""
+    from slurmlet.common.grammar import OptError
+    from slurmlet.common.slurmtime import parse_begin
     try:
-        if "-" in v[:10] and len(v) >= 10:
-            date, _, clock = v.partition("t")
-            y, m, d = (int(x) for x in date.split("-"))
-            hh, mm, ss = (list(map(int, clock.split(":"))) + [0, 0, 0])[:3] if clock else (0, 0, 0)
-            return time.mktime((y, m, d, hh, mm, ss, 0, 0, -1))
-        if ":" in v:
-            hh, mm, ss = (list(map(int, v.split(":"))) + [0, 0])[:3]
-            return time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, hh, mm, ss, 0, 0, -1))
-        if "/" in v:
-            parts = [int(x) for x in v.split("/")]
-            y = lt.tm_year if len(parts) < 3 else 2000 + parts[2] % 100
-            return time.mktime((y, parts[0], parts[1], 0, 0, 0, 0, 0, -1))
-        if v.isdigit() and len(v) in (4, 6):
-            y = lt.tm_year if len(v) == 4 else 2000 + int(v[4:6])
-            return time.mktime((y, int(v[:2]), int(v[2:4]), 0, 0, 0, 0, 0, -1))
-    except (ValueError, OverflowError):
+        return parse_begin(value, now, prog="sacct", option="-S", past=True)
+    except OptError:
         return None
-    return None
+
+
+def _midnight(now: float) -> float:
+    lt = time.localtime(now)
+    return time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
 
 
 USAGE = ("Usage: sacct [-j jobid[.step]] [-o fields] [-P|-p] [-n] [-X] [-S time] [-E time] [-s states]\n"
@@ -102,7 +79,7 @@ def main(argv: list[str]) -> int:
     elif "state" in o and not ids:
         since = now  # with -s and no -S, sacct looks at jobs in those states now
     elif not ids:
-        since = parse_when("midnight", now)  # sacct's default window: since 00:00 today
+        since = _midnight(now)  # sacct's default window: since 00:00 today
     if "endtime" in o:
         until = parse_when(o["endtime"][-1], now)
         if until is None:
