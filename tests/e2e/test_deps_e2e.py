@@ -60,6 +60,8 @@ def test_singleton_and_bad_dependencies(cluster: Cluster):
     wait_until(lambda: c.job(second)["reason"] == "Dependency", what="singleton to wait")
     gate.touch()
     c.wait_state(second, "COMPLETED")
-    for spec in ("afterok:99999999", "afterok:", "sometime:1"):
+    for spec in ("afterok:99999999", "afterok:", "sometime:1"):  # (the first past MaxJobId)
         r = c.run(["sbatch", f"--dependency={spec}", "--wrap", "true"])
         assert (r.returncode, r.stderr) == (1, "sbatch: error: Batch job submission failed: Job dependency problem\n")
+    # a job that never existed is taken as one that ended long ago: 22.05 submits and runs it
+    c.wait_state(c.sbatch("--dependency=afterok:999999", "--wrap", "true"), "COMPLETED")

@@ -184,8 +184,6 @@ def test_dependencies_hold_jobs_until_their_targets_end(store: JobStore):
     d = store.submit(body(dependency=f"afternotok:{a}"), 4.0)
     e = store.submit(body(name="train", dependency="singleton"), 5.0)
     with pytest.raises(InvalidRequest, match="Job dependency problem"):
-        store.submit(body(dependency="afterok:999999"), 6.0)
-    with pytest.raises(InvalidRequest, match="Job dependency problem"):
         store.submit(body(dependency="afterok:"), 6.0)
     assert store.public(store.get_row(b))["dependency"] == f"afterok:{a}(unfulfilled)"
     schedule(store, 10.0)
