@@ -108,8 +108,16 @@ def identify(c: Controller, scope: Scope, headers: Headers) -> tuple[auth.Caller
     return auth.token_caller(key, headers, c.clock(), c.store.admin_level), None
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | int | None:
-    """The request's body, read while it stays within `limit` bytes: the bytes; the count read when it
+@dataclass(frozen=True)
+class Overflow:
+    """A body that went past its limit: the bytes read, and whether the client was still sending."""
+
+    size: int
+    more: bool
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | Overflow | None:
+    """The request's body, read while it stays within `limit` bytes: the bytes; an Overflow when it
     went past (nothing more is read); None when the client went away."""
     parts = []
     size = 0
@@ -120,7 +128,7 @@ async def read_body(receive: Receive, limit: int) -> bytes | int | None:
         chunk = msg.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return size
+            return Overflow(size, bool(msg.get("more_body")))
         parts.append(chunk)
         if not msg.get("more_body"):
             return b"".join(parts)
@@ -238,8 +246,8 @@ class Gate:
             got = await read_body(receive, limit)
             if got is None:
                 return  # (the client went away)
-            if isinstance(got, int):
-                await _too_large(receive, send, limits.refusal(method, path, limit, got), who.known)
+            if isinstance(got, Overflow):  # (what the client still sends is dropped for a known caller)
+                await _too_large(receive, send, limits.refusal(method, path, limit, got.size), who.known and got.more)
                 return
             body = got
         if pending is not None:
@@ -333,9 +341,9 @@ async def _refuse(send: Send, err: DomainError) -> None:
 
 
 async def _too_large(receive: Receive, send: Send, err: DomainError, linger: bool) -> None:
-    """413. For a caller the gate identified, what the client still sends is read and dropped for at most
-    limits.LINGER seconds first (nginx's lingering close), so that it reads the answer rather than a
-    reset connection; nobody's is not read at all."""
+    """413. With `linger` (a caller the gate identified whose body is not all read), what the client
+    still sends is read and dropped for at most limits.LINGER seconds first (nginx's lingering close),
+    so that it reads the answer rather than a reset connection; nobody's is not read at all."""
     if linger:
         with contextlib.suppress(asyncio.TimeoutError):
             async with asyncio.timeout(limits.LINGER):

@@ -74,7 +74,7 @@ def own_code(c: Controller, request: Request, data: dict, prefix: str = "") -> N
         raise InvalidRequest(prefix + "code_source: the packed code was not uploaded")
 
 
-async def read_body(request: Request) -> object:
+async def json_body(request: Request) -> object:
     """The request's body as the gate decoded it (gate.py: bounded, JSON); 400 when there is none."""
     doc = await request.json()
     if doc is None:

@@ -10,7 +10,7 @@ from ..errors import InvalidRequest, NotFound
 from ..gate import GateRoute
 from ..views import validate_submit
 from . import limits
-from .deps import as_caller, as_json, caller, ctl, int_field, own_code, read_body
+from .deps import as_caller, as_json, caller, ctl, int_field, json_body, own_code
 from .jobs import _replayed
 from .schemas import JobSubmit
 
@@ -22,7 +22,7 @@ async def submit_run(request: Request):
     """air run: a workload (validated, errors naming the field path) becomes a batch job."""
     c = ctl(request)
     from slurmlet.controller import workload as wl
-    doc = await read_body(request)
+    doc = await json_body(request)
     if not isinstance(doc, dict):
         raise InvalidRequest("expected a JSON object")
     code = doc.get("code")
@@ -71,7 +71,7 @@ async def put_code(request: Request):
     """air run: the packed code_source (.tar.gz, base64 in `data`); answers its id (sha256)."""
     c = ctl(request)
     import base64
-    doc = await read_body(request)
+    doc = await json_body(request)
     try:
         data = base64.b64decode(doc["data"], validate=True) if isinstance(doc, dict) else b""
     except (KeyError, TypeError, ValueError):  # binascii.Error, and a str that is not ASCII

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from .. import auth
 from ..errors import InvalidRequest
 from ..gate import GateRoute
-from .deps import as_json, caller, ctl, read_body
+from .deps import as_json, caller, ctl, json_body
 from .schemas import MAX_TEXT, check_text
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def put_secret(scope: str, key: str, request: Request, account: str | None
                      user: str | None = None):
     """Store a secret for air runs; its value is never returned."""
     c = ctl(request)
-    doc = await read_body(request)
+    doc = await json_body(request)
     if not isinstance(doc, dict) or not isinstance(doc.get("value"), str):
         raise InvalidRequest("expected {\"value\": \"...\"}")
     _checked(scope=scope, key=key, value=doc["value"])

@@ -39,7 +39,7 @@ class Run:
     read, what it answered, and what reached the app."""
 
     def __init__(self, app, method: str, path: str, headers: list[tuple[bytes, bytes]],
-                 chunks: list[bytes], local: int | None = None) -> None:
+                 chunks: list[bytes], local: int | None = None, stays: bool = False) -> None:
         self.read = 0
         self.reached: list[dict] = []
         self.sent: list[dict] = []
@@ -55,6 +55,8 @@ class Run:
 
         async def receive() -> dict:
             if not left:
+                if stays:  # (a client that sent its whole body and waits for the answer, as a server's receive)
+                    await asyncio.Event().wait()
                 return {"type": "http.disconnect"}
             chunk = left.pop(0)
             self.read += len(chunk)
@@ -67,7 +69,7 @@ class Run:
                  "headers": headers}
         if local is not None:
             scope[gate.LOCAL] = local
-        asyncio.run(gate.Gate(inner, lambda: ctl, latency)(scope, receive, send))
+        asyncio.run(asyncio.wait_for(gate.Gate(inner, lambda: ctl, latency)(scope, receive, send), 60))
         self.latency = latency
 
     @property
@@ -111,7 +113,7 @@ def test_a_change_by_nobody_is_refused_before_its_body_is_read(app, length) -> N
     assert r.latency.codes == {("POST", metrics.UNMATCHED, 401): 1}  # (timed like every request)
 
 
-def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:
+def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app, monkeypatch) -> None:
     """A known caller's oversized body: refused at its Content-Length without a read, or, chunked,
     as soon as it passes the limit (what follows is read and dropped for LINGER seconds at most, here
     until the client stops)."""
@@ -123,6 +125,12 @@ def test_a_body_is_bounded_by_the_bytes_read_chunked_or_not(app) -> None:
     assert (r.status, r.reached) == (413, [])
     assert r.read == 40 * MIB  # (all of it: the lingering read drops what a known client still sends)
     assert json.loads(r.sent[1]["body"])["detail"]["limit"] == limit
+    # a body whose last piece passes the limit is answered at once: nothing is left to drop (a client
+    # that waits for its answer would otherwise wait LINGER seconds)
+    monkeypatch.setattr(limits, "LINGER", 3600.0)
+    r = Run(app[0], "POST", "/api/v1/jobs", [(b"transfer-encoding", b"chunked"), signed], [b"x" * MIB] * 33,
+            stays=True)
+    assert (r.status, r.reached, r.read) == (413, [], 33 * MIB)
     # a read carries no body: one sent by nobody is refused at its first bytes, and not read on
     r = Run(app[0], "GET", "/api/v1/jobs", [(b"transfer-encoding", b"chunked")], [b"x" * MIB] * 40)
     assert (r.status, r.read, r.reached) == (413, MIB, [])
