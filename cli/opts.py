@@ -114,6 +114,16 @@ def _directive_tokens(rest: str, label: str, lineno: int, prog: str, raw: list[s
 
 def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
                    warnings: list[str] | None = None) -> list[str]:
+    """The arguments of a script's `#SBATCH` lines (see `directive_groups`); a heterogeneous
+    job's separator is refused here (salloc and srun take no script)."""
+    groups = directive_groups(script, label=label, prog=prog, warnings=warnings)
+    if len(groups) > 1:
+        raise _het_error(prog)
+    return groups[0]
+
+
+def directive_groups(script: str, *, label: str = "script", prog: str = "sbatch",
+                     warnings: list[str] | None = None) -> list[list[str]]:
     """The arguments of a script's `#SBATCH` lines, as sbatch collects them.
 
     Lines are read from the top until the first one that is neither blank nor a comment (its
@@ -124,11 +134,12 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
     `'...'`, backslash escapes a quote or `#`); an unquoted `#` ends the line; an empty argument
     (`""`) ends the line too, as in Slurm.  An unterminated quote is `<prog>: fatal: LABEL: line N:
     Unmatched `"` in [...]` (exit 1).  A `hetjob`/`packjob` separator word (any case, unquoted,
-    even as an option's value: `-J hetjob`; a heterogeneous job) is refused: slurmlet has no
-    heterogeneous jobs.  The word inside another argument (`--comment=hetjob`), quoted
-    (`"hetjob"`) or in a comment is no separator, as in Slurm.
+    even as an option's value: `-J hetjob`) starts the next component of a heterogeneous job: the
+    arguments come as one list per component.  The word inside another argument
+    (`--comment=hetjob`), quoted (`"hetjob"`) or in a comment is no separator, as in Slurm.
     """
-    args: list[str] = []
+    groups: list[list[str]] = [[]]
+    args = groups[0]
     warned = False
     lines = script.split("\n")
     if lines and lines[-1] == "":
@@ -148,10 +159,17 @@ def directive_args(script: str, *, label: str = "script", prog: str = "sbatch",
                 break
             continue
         written: list[str] = []
-        args.extend(_directive_tokens(rest, label, lineno, prog, written))
-        if any(w.lower() in ("hetjob", "packjob") for w in written):
-            raise _het_error(prog)
-    return args
+        tokens = _directive_tokens(rest, label, lineno, prog, written)
+        if not any(w.lower() in ("hetjob", "packjob") for w in written):
+            args.extend(tokens)
+            continue
+        for token, word in zip(tokens, written):
+            if word.lower() in ("hetjob", "packjob"):
+                args = []
+                groups.append(args)
+            else:
+                args.append(token)
+    return groups
 
 
 def _het_error(prog: str) -> OptError:
@@ -333,8 +351,18 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
         first.apply(ctx, key, val)
         cli_items.append((key, val))
     rest = argv[g.optind:]
-    if rest and rest[0] == ":":
-        raise _het_error(prog)
+    cli_groups = [cli_items]  # a heterogeneous job's components: `OPTS : OPTS ... script`
+    while rest and rest[0] == ":":
+        more: list[tuple[str, str | None]] = []
+        g = Getopt(prog, rest[1:], tbl)
+        for key, val, _ in g:
+            if key in flags:
+                flags[key] = True
+                return _early(flags)
+            first.apply(ctx, key, val)  # (checked; --wrap and -D are read from any component)
+            more.append((key, val))
+        cli_groups.append(more)
+        rest = rest[1:][g.optind:]
     wrap = first.values.get("wrap")
     if wrap is not None and rest:
         raise opt_error(prog, "Script arguments not permitted with --wrap option", 1)
@@ -356,23 +384,40 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
             stdin_text = read_stdin()
         script, default_name, script_args, label = stdin_text or "", "sbatch", [], "stdin"
         _check_script(prog, script)
-    # pass 2: directives < SBATCH_* < command line
-    state = State()
+    # pass 2: directives < SBATCH_* < command line, for each component of a heterogeneous job
     warnings: list[str] = []
     info: list[str] = []
-    try:
-        result = _sbatch_pass2(ctx, tbl, state, flags, script, label, env, cli_items, warnings, info,
-                               max_array_size)
-    except OptError as e:
-        e.lines[:0] = warnings
-        raise
-    if result is not None:
-        return result
+    dgroups = directive_groups(script, label=label, prog=prog, warnings=warnings) if label is not None else [[]]
+    states: list[State] = []
+    for n in range(max(len(dgroups), len(cli_groups))):
+        state = State()
+        if states:  # a later component starts from the first one's options, less its shape (INHERITED)
+            _inherit(state, states[0])
+        try:
+            result = _sbatch_pass2(ctx, tbl, state, flags, dgroups[n] if n < len(dgroups) else [], env,
+                                   cli_groups[n] if n < len(cli_groups) else [], info, max_array_size)
+        except OptError as e:
+            e.lines[:0] = warnings
+            raise
+        if result is not None:
+            return result
+        states.append(state)
+    submits = []
+    for state in states:
+        v = state.values
+        array, dep, gpus = v.pop("_array", None), v.pop("_dependency", None), v.pop("_gpus", {})
+        submits.append(build_submit(v, script=script, default_name=default_name, script_args=script_args,
+                                    env=env, cwd=cwd, user=user, uid=uid, gid=gid, group=group, host=host,
+                                    now=now, prog=prog, gpus=gpus, array=array, dependency=dep,
+                                    prio_process=prio_process))
+        if gpus.get("gpu_type"):
+            submits[-1]["gpu_type"] = gpus["gpu_type"]
+    submit = submits[0]
+    if len(submits) > 1:
+        submit["het"] = submits[1:]
+    state = states[0]
     v = state.values
-    array, dep, gpus = v.pop("_array", None), v.pop("_dependency", None), v.pop("_gpus", {})
-    submit = build_submit(v, script=script, default_name=default_name, script_args=script_args,
-                          env=env, cwd=cwd, user=user, uid=uid, gid=gid, group=group, host=host, now=now,
-                          prog=prog, gpus=gpus, array=array, dependency=dep, prio_process=prio_process)
+    gpus = {"gpu_type": submit.get("gpu_type")}
     return {
         "submit": submit, **flags,
         "parsable": bool(v.get("parsable")), "wait": bool(v.get("wait")), "test_only": bool(v.get("test-only")),
@@ -382,16 +427,31 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
     }
 
 
-def _sbatch_pass2(ctx: Ctx, tbl: Table, state: State, flags: dict[str, bool], script: str,
-                  label: str | None, env: dict[str, str], cli_items: list, warnings: list[str],
-                  info: list[str], max_array_size: int) -> dict | None:
-    """Directives, SBATCH_* variables, the command line again, then the final checks.  Returns
-    the early answer for a help/usage/version request met in the directives, else None (the
-    checked array, dependency and GPU counts are left in state.values under `_array`,
-    `_dependency`, `_gpus`)."""
+#: what a heterogeneous job's later component takes from its first unless it names it itself
+#: (22.05: `sbatch -p high -t 5 --mem=500 -c2 -n1 : -n2` gives the second component TimeLimit=5 and
+#: 500M but the default partition and 1 CPU per task): all but the options that shape its allocation
+_NOT_INHERITED = frozenset(("nodes", "ntasks", "ntasks-per-node", "cpus-per-task", "partition", "gres", "gpus",
+                            "gpus-per-node", "gpus-per-task", "gpus-per-socket", "cpus-per-gpu", "mem-per-gpu",
+                            "nodelist", "exclude", "exclusive", "constraint", "array", "_array", "_gpus",
+                            "_dependency", "dependency"))
+
+
+def _inherit(state: State, first: State) -> None:
+    for key, value in first.values.items():
+        if key not in _NOT_INHERITED:
+            state.values[key] = value
+            state.raw[key] = first.raw.get(key)
+            state.src[key] = first.src.get(key, "cli")
+
+
+def _sbatch_pass2(ctx: Ctx, tbl: Table, state: State, flags: dict[str, bool], dargs: list[str],
+                  env: dict[str, str], cli_items: list, info: list[str], max_array_size: int) -> dict | None:
+    """A component's directives (`dargs`), SBATCH_* variables, the command line again, then the
+    final checks.  Returns the early answer for a help/usage/version request met in the directives,
+    else None (the checked array, dependency and GPU counts are left in state.values under
+    `_array`, `_dependency`, `_gpus`)."""
     prog = ctx.prog
-    if label is not None:
-        dargs = directive_args(script, label=label, prog=prog, warnings=warnings)
+    if dargs:
         dg = Getopt(prog, dargs, tbl)
         for key, val, _ in dg:
             if key in flags:    # --help/--usage/--version are first-pass (command line) only

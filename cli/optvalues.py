@@ -315,7 +315,7 @@ SRUN_USED = {
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input", "job-name", "jobid",
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
-    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters",
+    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "het-group",
 }
 SALLOC_USED = {
     "account", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "exclude", "exclusive",

@@ -93,9 +93,13 @@ def scontrol_show_job(job: JobDict, *, one_liner: bool = False, details: bool = 
         head += f"ArrayJobId={j['array_job_id']} ArrayTaskId={j.get('array_task_str') or j['array_task_id']} "
         if j.get("array_max_tasks"):
             head += f"ArrayTaskThrottle={j['array_max_tasks']} "
+    if j.get("het_job_id") is not None:
+        head += f"HetJobId={j['het_job_id']} HetJobOffset={j.get('het_job_offset') or 0} "
     head += f"JobName={j.get('name')}"
-    lines = [
-        head,
+    lines = [head]
+    if j.get("het_job_id_set"):
+        lines.append(f"HetJobIdSet={j['het_job_id_set']}")
+    lines += [
         f"UserId={j.get('user')}({j.get('uid', 0)}) GroupId={j.get('group')}({j.get('gid', 0)}) "
         "MCS_label=N/A",
         f"Priority={j.get('priority', 0)} Nice={j.get('nice') or 0} Account={j.get('account')} "

@@ -58,6 +58,11 @@ def main(argv: list[str]) -> int:
     tasks: list[str] = []
     steps: list[tuple[int, int]] = []
     for tok in common.split_list(pos):
+        head, plus, offset = tok.partition("+")
+        if plus and head.isdigit() and offset.isdigit():  # 22.05 cancels a heterogeneous job only whole
+            print(f"scancel: error: Kill job error on job id {tok}: "
+                  "Operation not permitted on individual component of heterogeneous job", file=sys.stderr)
+            return 1
         base, dot, step = tok.partition(".")
         head, _, task = base.partition("_")
         if not head.isdigit() or (task and not task.isdigit() and task != "*") or (dot and not step.isdigit()) \

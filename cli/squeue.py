@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     if "jobs" in o:
         ids = []
         for tok in common.split_list([v or "" for v in o["jobs"]]):
-            base = tok.split("_")[0].split(".")[0]
+            base = tok.split("_")[0].split(".")[0].split("+")[0]  # (J+N: a heterogeneous job, whole)
             if not base.isdigit():
                 print(f"squeue: error: Invalid job id: {tok}", file=sys.stderr)
                 return 1

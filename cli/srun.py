@@ -17,8 +17,18 @@ if TYPE_CHECKING:
 def main(argv: list[str]) -> int:
     from slurmlet.cli.opts import parse_srun
     from slurmlet.common.grammar import OptError
+    groups: list[list[str]] = [[]]  # `srun A : B`: a heterogeneous step (and job), a component per group
+    for arg in argv:
+        if arg == ":":
+            groups.append([])
+        else:
+            groups[-1].append(arg)
     try:
-        req = parse_srun(argv, env=dict(os.environ), cwd=os.getcwd())
+        req = parse_srun(groups[0], env=dict(os.environ), cwd=os.getcwd())
+        if len(groups) > 1 or "het-group" in req["opts"]:
+            # each component's counts are its own or its job component's, not the batch step's
+            bare = {k: v for k, v in os.environ.items() if k not in _COUNTS}
+            req["components"] = _components([parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups])
     except OptError as e:
         sys.stderr.write("\n".join(e.lines) + "\n")
         return e.code
@@ -56,6 +66,29 @@ def main(argv: list[str]) -> int:
     finally:
         if req["pty"]:
             _pty_restore()
+
+
+#: the job's counts that srun takes from its environment (a batch step's: the first component's)
+_COUNTS = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE", "SLURM_CPUS_PER_TASK")
+
+
+def _components(parsed: list[dict]) -> list[dict]:
+    """A heterogeneous step's components: one per `:`-separated group (`parsed`), in
+    the job component of its place or of its --het-group; `--het-group=0,1` alone runs the same
+    command in each of them. Refused as srun refuses a group it cannot read."""
+    from slurmlet.common.grammar import OptError, parse_array
+    parts = []
+    for n, r in enumerate(parsed):
+        spec = r["opts"].get("het-group")
+        try:
+            groups = parse_array(str(spec), 128, "srun")[0] if spec is not None else [n]
+        except OptError:
+            groups = []
+        if not groups or max(groups) > 127:
+            raise OptError([f"srun: fatal: Invalid --het-group value: {spec}"], 1, fixed=True)
+        parts += [{"het_group": g, "argv": r["command"], "nodes": r["nodes_min"], "ntasks": r["ntasks"],
+                   "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"]} for g in groups]
+    return parts
 
 
 #: srun --pty: the terminal's settings before srun made it raw, restored when srun ends
@@ -117,6 +150,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+            **({"components": req["components"]} if req.get("components") else {}),
             # the streams' headers as words: no JSON decoder to load (common/streamhead.py)
             "io_header": streamhead.WORDS}
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being

@@ -132,7 +132,10 @@ def job_reason(job: JobDict) -> str:
 
 
 def job_id_str(job: JobDict, tasks: str | None = None) -> str:
-    """``7885_[0-3]`` (collapsed array), ``7885_2`` (array task) or ``7889``."""
+    """``7885_[0-3]`` (collapsed array), ``7885_2`` (array task), ``7887+1`` (a heterogeneous
+    job's component) or ``7889``."""
+    if job.get("het_job_id") is not None:
+        return f"{job['het_job_id']}+{job.get('het_job_offset') or 0}"
     if tasks is not None:
         return f"{job['array_job_id']}_[{tasks}]"
     if job_is_array(job):

@@ -256,7 +256,8 @@ def squeue_long_table() -> dict[str, Field]:
 def _state_sort_key(letter: str) -> Callable[[QRow], Any]:
     """Sort key for one ``squeue -S`` letter."""
     keys: dict[str, Callable[[QRow], Any]] = {
-        "i": lambda r: (r.j.get("array_job_id") or r.j["job_id"], r.j.get("array_task_id") or -1),
+        "i": lambda r: (r.j.get("het_job_id") or r.j.get("array_job_id") or r.j["job_id"],
+                        r.j.get("het_job_offset") or r.j.get("array_task_id") or -1),
         "A": lambda r: r.j["job_id"],
         "j": lambda r: r.j.get("name") or "",
         "u": lambda r: r.j.get("user") or "",
@@ -336,8 +337,8 @@ def collapse_arrays(jobs: list[JobDict], now: float) -> list[QRow]:
 
 
 #: the job keys every squeue line reads (array collapsing, the default sort, squeue's own filters)
-ROW_KEYS = ("job_id", "array_job_id", "array_task_id", "array_max_tasks", "name", "partition", "state", "reason",
-            "nodes", "priority")
+ROW_KEYS = ("job_id", "array_job_id", "array_task_id", "array_max_tasks", "het_job_id", "het_job_offset", "name",
+            "partition", "state", "reason", "nodes", "priority")
 _TIMES = ("start_time", "end_time", "suspended_secs", "pre_sus_time", "time_limit", "submit_time", "eligible_time",
           "expected_start")
 _SIZES = ("num_cpus", "num_nodes", "num_tasks", "min_cpus_node", "cpus_per_task", "ntasks_per_node", "mem_per_cpu",

@@ -23,6 +23,29 @@ def rendezvous(order: dict, node: str, node_addr: str) -> dict[str, str]:
     return out
 
 
+def het_environment(het: list[dict]) -> dict[str, str]:
+    """A heterogeneous job's variables: each component's facts under `*_HET_GROUP_<n>` and 22.05's
+    older `*_PACK_GROUP_<n>` names, and the number of components (`het`: nodesync.het_facts)."""
+    out = {"SLURM_HET_SIZE": str(len(het)), "SLURM_PACK_SIZE": str(len(het))}
+    for n, comp in enumerate(het):
+        cpus, tasks = comp["cpus"] or [1], comp["tasks"] or [1]
+        facts = {"SLURM_JOB_ACCOUNT": comp["account"], "SLURM_JOB_CPUS_PER_NODE": compress_counts(cpus),
+                 "SLURM_JOB_ID": str(comp["job_id"]), "SLURM_JOB_NAME": comp["name"],
+                 "SLURM_JOB_NODELIST": comp["nodelist"], "SLURM_JOB_NUM_NODES": str(len(cpus)),
+                 "SLURM_JOB_PARTITION": comp["partition"], "SLURM_JOB_QOS": comp["qos"],
+                 "SLURM_NPROCS": str(sum(tasks)), "SLURM_NTASKS": str(sum(tasks)),
+                 "SLURM_TASKS_PER_NODE": compress_counts(tasks)}
+        if comp.get("cpus_per_task") and comp["cpus_per_task"] != 1:
+            facts["SLURM_CPUS_PER_TASK"] = str(comp["cpus_per_task"])
+        if comp.get("mem_per_cpu"):
+            facts["SLURM_MEM_PER_CPU"] = str(comp["mem_per_cpu"])
+        elif comp.get("mem_per_node") is not None:
+            facts["SLURM_MEM_PER_NODE"] = str(comp["mem_per_node"])
+        for name, value in facts.items():
+            out[f"{name}_HET_GROUP_{n}"] = out[f"{name}_PACK_GROUP_{n}"] = value
+    return out
+
+
 def batch_environment(order: dict, *, node: str, cluster: str, controller_url: str, bin_dir: str,
                       node_addr: str, submit_host: str | None = None) -> dict[str, str]:
     """Job environment for the batch script on the first node of the allocation."""
@@ -108,6 +131,8 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         for key, var in (("array_count", "COUNT"), ("array_max", "MAX"), ("array_min", "MIN"), ("array_step", "STEP")):
             if order.get(key) is not None:
                 s[f"SLURM_ARRAY_TASK_{var}"] = str(order[key])
+    if order.get("het"):
+        s.update(het_environment(order["het"]))
     env.update(s)
     # the slurmlet commands (srun, scontrol, ...) must be found inside the job: after the
     # submitter's own PATH, or first when the job brings none (an air run), so that a host with

@@ -108,8 +108,11 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
                     "SLURM_JOB_PARTITION": str(job["partition"]), "SLURM_JOB_ACCOUNT": str(job["account"]),
                     "SLURM_JOB_QOS": str(job["qos"]), "SLURM_JOB_NODELIST": str(order.get("job_nodes") or ""),
                     "SLURM_JOB_NUM_NODES": str(len(job["cpus"]) or 1),
-                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1]),
-                    "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0": compress_counts(job["cpus"] or [1])})
+                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1])})
+        if "SLURM_HET_SIZE" not in env:  # (a heterogeneous job's come from its batch environment)
+            env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
+        else:  # its step's job is the components the step runs in
+            env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"]
     if order.get("master_port"):
         env["MASTER_PORT"] = str(order["master_port"])
     io = req.get("io")

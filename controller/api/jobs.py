@@ -56,7 +56,11 @@ async def submit(body: JobSubmit, request: Request):
     key, digest = (None, None) if data.get("test_only") else _keyed(request, data)
     user = data["user"]
     try:
-        data = validate_submit(data, c.config, c.store.capacity_rows())
+        nodes = c.store.capacity_rows()
+        het = data.pop("het", None)
+        data = validate_submit(data, c.config, nodes)
+        if het:
+            data["het"] = _het_components(request, c, data, het, nodes)
         if data.get("test_only"):
             return JSONResponse(status_code=200, content=_test_only(c, data))
         job_id, made = c.store.submit_keyed(data, c.clock(), key, digest)
@@ -101,6 +105,24 @@ async def submit_batch(body: JobBatch, request: Request):
     if any(wakes_scheduler(d) for d in datas):
         c.wake.set()
     return JSONResponse({"job_ids": ids}, status_code=201)
+
+
+def _het_components(request: Request, c: Controller, leader: dict, het: list[dict], nodes: list) -> list[dict]:
+    """A heterogeneous job's other components, each checked as a job of its own is (an array or
+    another level of components is refused, as 22.05 refuses them)."""
+    if leader.get("array"):
+        raise InvalidRequest("Job arrays of heterogeneous jobs are not supported")
+    out = []
+    for comp in het:
+        if comp.get("array") or comp.get("het"):
+            raise InvalidRequest("Job arrays of heterogeneous jobs are not supported")
+        comp = dict(comp, user=leader["user"], uid=leader["uid"], gid=leader["gid"], group=leader["group"],
+                    script=leader["script"])
+        comp.pop("het", None)
+        as_caller(request, comp)
+        own_code(c, request, comp)
+        out.append(validate_submit(comp, c.config, nodes))
+    return out
 
 
 def _keyed(request: Request, data: dict) -> tuple[str | None, str | None]:

@@ -109,6 +109,9 @@ class JobSubmit(Strict):
     #: with `interactive`: an srun's own allocation, for its step 0 alone; the step's end ends it
     #: (with srun's exit code), also when that srun was killed and cannot release it
     srun_step: bool = False
+    #: a heterogeneous job (sbatch's `#SBATCH hetjob`, `:`): its other components, in order (their
+    #: `script` is not used: the batch script, this one's, runs on the first node of the first)
+    het: list[JobSubmit] | None = Field(None, min_length=1, max_length=127)
 
     @model_validator(mode="after")
     def _nodes_range(self) -> JobSubmit:
@@ -238,6 +241,17 @@ class StepFinished(Strict):
     usage: StepUsage | None = None
 
 
+class HetStepPart(Strict):
+    """One component of a heterogeneous step: the job component it runs in and its own request."""
+
+    het_group: int = Field(ge=0, le=127)
+    argv: list[str] = Field(min_length=1)
+    nodes: int | None = Field(None, ge=1)
+    ntasks: int | None = Field(None, ge=1)
+    ntasks_per_node: int | None = Field(None, ge=1)
+    cpus_per_task: int | None = Field(None, ge=1)
+
+
 class StepCreate(Strict):
     """srun's step request: where and how many tasks, what they run, where their output goes."""
 
@@ -266,6 +280,9 @@ class StepCreate(Strict):
     #: other tasks' output is discarded
     pty: bool = False
     winsize: tuple[int, int] = (24, 80)
+    #: a step of a heterogeneous job (srun `A : B`, --het-group): per component of the step, its
+    #: job component (`het_group`) and what runs there (argv, task counts); ranks follow one another
+    components: list[HetStepPart] | None = Field(None, min_length=1, max_length=128)
 
     @model_validator(mode="after")
     def _winsize(self) -> StepCreate:

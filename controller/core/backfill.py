@@ -137,7 +137,8 @@ def _to_test(cyc: Cycle, items: list[Item]) -> list[PendingJob]:
 def backfill(cyc: Cycle, items: list[Item]) -> None:
     cfg, snap, out = cyc.cfg, cyc.snap, cyc.out
     now = snap.now
-    jobs = _to_test(cyc, items)
+    # a heterogeneous job starts in the main pass only, all its components at once
+    jobs = [job for job in _to_test(cyc, items) if not job.het]
     if not jobs:
         return
     # the main pass's fences do not apply: the time map keeps backfill off what waiting jobs need

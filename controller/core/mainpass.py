@@ -6,12 +6,13 @@ whatever else runs (`static_reason`: holds, begin time, partition limits)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
 from .alloc import partition_misfit
 from .cycle import BF_REASONS, Cycle, Item
-from .model import Node, Partition, PendingJob, Reason, Request, RunningJob, natural_key
+from .model import Node, NodeAlloc, Partition, PendingJob, Reason, Request, RunningJob, natural_key
 from .nodes import NodeMap, Verdicts
 from .preempt import preempt
 
@@ -96,7 +97,9 @@ def main_pass(cyc: Cycle, items: list[Item]) -> None:
             reasons[job.job_id] = Reason.PRIORITY
             continue
         allocs = cyc.fit_open(job.request, part.name)
-        if allocs is None and cyc.may_preempt(job):
+        if job.het:
+            allocs = het_fit(cyc, job, allocs)
+        elif allocs is None and cyc.may_preempt(job):
             allocs = preempt(cyc, job, part)
         if allocs is None:
             out.reasons[job.job_id] = cyc.blocked_reason(part)
@@ -106,6 +109,24 @@ def main_pass(cyc: Cycle, items: list[Item]) -> None:
                 return
             continue
         cyc.start(job, allocs)
+
+
+def het_fit(cyc: Cycle, job: PendingJob, first: tuple[NodeAlloc, ...] | None) -> tuple[NodeAlloc, ...] | None:
+    """A heterogeneous job's allocation: its first component's (`first`) and each other one's on
+    open nodes that no earlier component took, each allocation marked with its component; None
+    unless every component fits now (they start together or not at all)."""
+    if first is None:
+        return None
+    out = list(first)
+    for offset, (part, req) in enumerate(job.het, 1):
+        if part not in cyc.parts or cyc.parts[part].up is False:
+            return None
+        taken = tuple(a.node for a in out)
+        got = cyc.fit_open(replace(req, exclude=req.exclude + taken), part)
+        if got is None:
+            return None
+        out.extend(replace(a, het=offset) for a in got)
+    return tuple(out)
 
 
 def _waits(cyc: Cycle, items: list[Item], at: int, statics: Statics) -> None:

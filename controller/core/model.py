@@ -146,6 +146,9 @@ class PendingJob:
     #: keys of `Snapshot.counters` this job charges while it runs (AccountingStorageEnforce=limits)
     limits: tuple[str, ...] = ()
     bill: float = 0.0  #: its billing TRES (TRESBillingWeights), for billing limits
+    #: a heterogeneous job (this, its first component): the others' partitions and requests, in
+    #: order. All start together, each on nodes of its own, or none does
+    het: tuple[tuple[str, Request], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +158,7 @@ class NodeAlloc:
     memory: int
     gpu_ids: tuple[int, ...]
     tasks: int
+    het: int = 0  #: a heterogeneous job's component that holds it (its offset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import func, insert, select, update
 
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
+from . import het
 from .base import FINAL_STATES, Part, Shared
 from .tables import job_runs as RUNS
 from .tables import jobs as J
@@ -37,6 +40,20 @@ def archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int 
                                   batch_exit_signal=sig))
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _then_follow(action: F) -> F:
+    """An action on a job, after which heterogeneous jobs' components follow their leaders."""
+    @functools.wraps(action)
+    def run(self: Actions, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        try:
+            return action(self, *args, **kwargs)
+        finally:
+            self.follow()
+    return cast(F, run)
+
+
 class Actions(Part):
     """What users and operators do to jobs."""
 
@@ -45,8 +62,20 @@ class Actions(Part):
         self.queries = queries  #: (sacct -D shows earlier runs as it shows jobs)
 
     # ---------------------------------------------------------------- user actions
+    def _leader(self, job_id: int) -> int:
+        """What an action on `job_id` acts on: its heterogeneous job as a whole (its leader), or it."""
+        with self.engine.connect() as c:
+            return het.leader_of(c, job_id)
+
+    def follow(self) -> None:
+        """Heterogeneous jobs' components take what an action did to their leaders."""
+        with self.engine.begin() as c:
+            het.follow(c)
+
+    @_then_follow
     def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:
         """scancel. Returns the batch host to notify, if any."""
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.pending_action)
                             .where(J.c.id == job_id)).first()
@@ -68,10 +97,12 @@ class Actions(Part):
                 state="CANCELLED", end_time=now, cancelled_by=uid, pending_action="cancel"))
             return row.batch_host
 
+    @_then_follow
     def complete(self, job_id: int, now: float, exit_code: int) -> str | None:
         """salloc relinquishes its allocation: the job ends COMPLETED (FAILED with the command's non-zero
         exit code), its holder and steps are stopped as under a cancel. A pending one is cancelled.
         Returns the batch host to notify, if any."""
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state, J.c.active).where(J.c.id == job_id)).first()
             if row is None:
@@ -84,7 +115,9 @@ class Actions(Part):
             relinquish(c, job_id, row.state, exit_code, now)
             return c.execute(select(J.c.batch_host).where(J.c.id == job_id)).scalar()
 
+    @_then_follow
     def hold(self, job_id: int, who: str) -> None:
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state).where(J.c.id == job_id)).first()
             if row is None:
@@ -94,10 +127,12 @@ class Actions(Part):
             c.execute(update(J).where(J.c.id == job_id).values(
                 held=who, reason="JobHeldUser" if who == "user" else "JobHeldAdmin"))
 
+    @_then_follow
     def suspend(self, job_id: int, now: float, resume: bool = False) -> str | None:
         """scontrol suspend|resume: a running job is stopped (its CPUs and GPUs lent, as under SUSPEND
         preemption, but the scheduler never resumes it) or goes on; Slurm 22.05's refusals. Returns its
         batch host (its agent must act), None when nothing changed (suspending a suspended job)."""
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             r = c.execute(select(J.c.state, J.c.active, J.c.pending_action, J.c.suspend_time, J.c.batch_host)
                           .where(J.c.id == job_id).with_for_update()).first()
@@ -121,7 +156,9 @@ class Actions(Part):
                 state="SUSPENDED", suspend_time=now, preempt_time=None))
             return r.batch_host
 
+    @_then_follow
     def release(self, job_id: int, now: float) -> None:
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state, J.c.held).where(J.c.id == job_id)).first()
             if row is None:
@@ -139,7 +176,9 @@ class Actions(Part):
             return c.execute(update(J).where(*cond).values(
                 held=None, reason="None", eligible_time=func.coalesce(J.c.eligible_time, now))).rowcount
 
+    @_then_follow
     def requeue(self, job_id: int, now: float, *, hold: bool = False) -> str | None:
+        job_id = self._leader(job_id)
         with self.engine.begin() as c:
             row = c.execute(select(J.c.state, J.c.active, J.c.batch_host, J.c.requeue)
                             .where(J.c.id == job_id)).first()

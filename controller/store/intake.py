@@ -61,9 +61,32 @@ class Intake(Part):
             return known, False
 
     def _submit(self, body: dict, now: float, key: str | None, digest: str | None = None) -> int:
-        row, spec, _ = self._prepare(body, now)
+        row, spec, n = self._prepare(body, now)
+        comps = []
+        for comp in body.get("het") or []:  # a heterogeneous job: each component admitted as a job
+            crow, _, k = self._prepare(dict(comp, dependency=None), now, n)
+            comps.append(crow)
+            n += k
         with self.engine.begin() as c:
-            return self._insert(c, body.get("array"), row, spec, key, digest)
+            job_id = self._insert(c, body.get("array"), row, spec, key, digest)
+            if comps:
+                self._het(c, job_id, row, comps)
+            return job_id
+
+    @staticmethod
+    def _het(c: Any, leader: int, row: dict, comps: list[dict]) -> None:
+        """The other components of the heterogeneous job `leader` (its first), each a row of its own
+        after it, pending with it. Their state follows the leader's (het.follow)."""
+        ids = [leader]
+        for offset, crow in enumerate(comps, 1):
+            ids.append(int(c.execute(INSERT_JOB, dict(
+                crow, het_job_id=leader, het_job_offset=offset, held=row["held"], reason=row["reason"],
+                eligible_time=row["eligible_time"], dependency=None)).inserted_primary_key[0]))
+        # every component's spec names them all (scontrol's HetJobIdSet)
+        for offset, (jid, r) in enumerate(zip(ids, [row, *comps])):
+            spec = dict(json.loads(r["spec"]), het_ids=ids)
+            c.execute(update(J).where(J.c.id == jid).values(het_job_id=leader, het_job_offset=offset,
+                                                            spec=json.dumps(spec)))
 
     def submit_many(self, bodies: list[dict], now: float) -> list[int]:
         """Many jobs at once (POST /api/v1/jobs/batch): all admitted, then all written in one

@@ -13,9 +13,9 @@ from sqlalchemy import bindparam, insert, select, update
 from slurmlet.common.scripts import exit_code_env
 from slurmlet.controller.errors import InvalidRequest, NotFound
 
-from . import scripts, steps
+from . import het, scripts, steps
 from .actions import archive_run
-from .base import KILL_WHY, Part, Shared
+from .base import KILL_WHY, Part, Shared, compress
 from .blobs import resolve_secrets
 from .prepared import set_job, set_node
 from .queries import Queries
@@ -29,6 +29,23 @@ ACTIVE_ON = select(J).where(J.c.batch_host == bindparam("_node_name"), J.c.activ
 ACTIVE_JOB_ON = select(J).where(J.c.id == bindparam("_job_id"), J.c.batch_host == bindparam("_node_name"),
                                 J.c.active.is_(True))
 NODE_ADDRS = select(N.c.name, N.c.addr).where(N.c.name.in_(bindparam("_names", expanding=True)))
+
+
+def het_facts(rows: list[Any], alloc: list[dict], def_mem_per_cpu: int | None) -> list[dict]:
+    """Each component's facts, in order, from its row and its part of the leader's `alloc`: what
+    the *_HET_GROUP_* variables say of it (nodeagent/env.py, het_environment)."""
+    out = []
+    for comp in rows:
+        spec = json.loads(comp.spec)
+        mine = het.part_of(alloc, comp.het_job_offset or 0)
+        mem_per_cpu = spec.get("mem_per_cpu") or (def_mem_per_cpu if spec.get("mem_per_node") is None else None)
+        out.append({"job_id": comp.id, "name": comp.name, "partition": comp.partition,
+                    "account": comp.account or comp.user, "qos": comp.qos or "normal",
+                    "nodelist": compress([a["node"] for a in mine]), "cpus": [a["cpus"] for a in mine],
+                    "tasks": [a["tasks"] for a in mine], "ntasks": sum(a["tasks"] for a in mine),
+                    "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_cpu": mem_per_cpu,
+                    "mem_per_node": spec.get("mem_per_node")})
+    return out
 
 
 @dataclass
@@ -66,6 +83,8 @@ class NodeSync(Part):
             self._scripts_done(c, name, body.get("scripts_done") or [], now)
             for lost in body.get("lost") or []:
                 self._lost(c, name, lost, now)
+            if body.get("finished") or body.get("lost") or body.get("steps_finished"):
+                het.follow(c)
             running = set(body.get("running") or [])
             ending, notified = set(body.get("ending") or []), set(body.get("notified") or [])
             stopped = set(body.get("suspended") or [])
@@ -183,7 +202,18 @@ class NodeSync(Part):
             "array_count": spec.get("array_count"), "array_min": spec.get("array_min"),
             "array_max": spec.get("array_max"), "array_step": spec.get("array_step"),
             "array_job_id": r.array_job_id, "array_task_id": r.array_task_id, "nice": r.nice,
+            **self._het_facts(r),
         }
+
+    def _het_facts(self, r: Any) -> dict:
+        """A heterogeneous job's launch: the batch script sees its first component's allocation, and
+        each component's facts (`het`, for the *_HET_GROUP_* variables)."""
+        if r.het_job_id is None:
+            return {}
+        alloc = json.loads(r.alloc or "[]")
+        with self.engine.connect() as c:
+            rows = het.components(c, r.id)
+        return {"alloc": het.part_of(alloc, 0), "het": het_facts(rows, alloc, self.config.def_mem_per_cpu)}
 
     def _finish(self, c: Any, node: str, fin: dict, now: float) -> None:
         """The batch script of a job ended on `node` (or its processes are gone)."""
@@ -407,6 +437,8 @@ class NodeSync(Part):
                     out.jobs[r.id] = self._node_failed(c, r, now)
                     out.silent |= nodes & silent
                     out.others |= nodes - silent
+            if out.jobs:
+                het.follow(c)
         return out if out.jobs else None
 
 

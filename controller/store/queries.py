@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, and_, bindparam, event, func, or_, select
 
+from slurmlet.common.grammar import fmt_ranges
 from slurmlet.controller.core.limits import alloc_tres, billing, request_tres
 from slurmlet.controller.core.model import NodeAlloc, Request
 from slurmlet.controller.core.nodes import requested_cpus
@@ -243,6 +244,9 @@ class Queries(Part):
         spec = json.loads(row.spec)
         req = request_of(spec)
         alloc = json.loads(row.alloc) if row.alloc else []
+        het_id, het_offset = getattr(row, "het_job_id", None), getattr(row, "het_job_offset", None)
+        if het_id is not None and not het_offset:  # a heterogeneous job's leader: its own component
+            alloc = [a for a in alloc if not a.get("het")]
         num_cpus = sum(a["cpus"] for a in alloc) if alloc else requested_cpus(req)
         num_nodes = len(alloc) if alloc else req.nodes_min
         num_tasks = sum(a["tasks"] for a in alloc) if alloc else (
@@ -257,7 +261,7 @@ class Queries(Part):
             mem_per_cpu = self.config.def_mem_per_cpu
         steps = []
         interactive = bool(spec.get("interactive"))  # salloc's: its holder is no batch step
-        if row.batch_host and not interactive:
+        if row.batch_host and not interactive and not het_offset:  # (the leader's runs the script)
             batch_alloc = alloc[0] if alloc else {"cpus": 1, "node": row.batch_host}
             steps.append({
                 "step": "batch", "name": "batch",
@@ -271,6 +275,8 @@ class Queries(Part):
             })
         return {
             "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
+            "het_job_id": het_id, "het_job_offset": het_offset,
+            "het_job_id_set": fmt_ranges(spec["het_ids"]) if spec.get("het_ids") else None,
             "name": row.name, "user": row.user, "uid": row.uid, "gid": row.gid, "group": row.grp,
             "account": row.account, "qos": row.qos, "partition": row.partition,
             "state": row.state, "reason": row.reason,
@@ -434,9 +440,10 @@ def _conditions(params: dict) -> list:
     conds: list[ColumnElement[bool]] = []
     if "among" in params:
         conds.append(J.c.id.in_(bindparam("among", expanding=True)))
-    if "ids" in params:  # (a job, or an array's tasks by the array's id)
+    if "ids" in params:  # (a job, an array's tasks by the array's id, a heterogeneous job's components by its)
         conds.append(or_(J.c.id.in_(bindparam("ids", expanding=True)),
-                         J.c.array_job_id.in_(bindparam("array_ids", expanding=True))))
+                         J.c.array_job_id.in_(bindparam("array_ids", expanding=True)),
+                         J.c.het_job_id.in_(bindparam("array_ids", expanding=True))))
     conds += [column.in_(bindparam(name, expanding=True)) for name, column in _ONE_OF if name in params]
     if "shown_after" in params:
         conds.append(_shown_after(bindparam("shown_after")))

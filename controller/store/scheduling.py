@@ -4,7 +4,7 @@ dependencies, usage and fair share) and `apply`, which writes a plan in one tran
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Iterable
 
 from sqlalchemy import bindparam, func, or_, select, update
@@ -25,7 +25,7 @@ from slurmlet.controller.core.model import (
 )
 from slurmlet.controller.core.priority import decayed_span
 
-from . import deps
+from . import deps, het
 from .accounts import enforce_flags
 from .base import Part, Shared, compress, pattern_path, port_free, request_of
 from .nodesync import NodeSync
@@ -37,7 +37,7 @@ from .tables import nodes as N
 _PENDING = select(J.c.id, J.c.partition, J.c.priority, J.c.submit_time, J.c.time_limit, J.c.begin_time, J.c.held,
                   J.c.reason, J.c.nice, J.c.eligible_time, J.c.est_start, J.c.user, J.c.site_factor, J.c.dependency,
                   J.c.name, J.c.array_job_id, J.c.array_task_id, J.c.array_max_tasks, J.c.account,
-                  J.c.qos).where(J.c.state == "PENDING")
+                  J.c.qos, J.c.het_job_id, J.c.het_job_offset).where(J.c.state == "PENDING")
 _ACTIVE = select(J.c.id, J.c.alloc, J.c.spec, J.c.state, J.c.partition, J.c.start_time, J.c.time_limit,
                  J.c.priority, J.c.requeue, J.c.pending_action, J.c.suspended_secs, J.c.user, J.c.account, J.c.qos,
                  J.c.preempt_time).where(J.c.active.is_(True))
@@ -101,8 +101,13 @@ class Scheduling(Part):
     def snapshot(self, now: float) -> Snapshot:
         with self.engine.connect() as c:
             pend = list(c.execute(_PENDING))
+            comps: dict[int, list[Any]] = {}  # heterogeneous jobs: their leaders stand for them
+            if any(r.het_job_offset for r in pend):
+                for r in sorted((r for r in pend if r.het_job_offset), key=lambda r: r.het_job_offset):
+                    comps.setdefault(r.het_job_id, []).append(r)
+                pend = [r for r in pend if not r.het_job_offset]
             # a job's request never changes after submission: parse each spec once
-            missing = [r.id for r in pend if r.id not in self.shared.requests]
+            missing = [r.id for r in pend + [x for rs in comps.values() for x in rs] if r.id not in self.shared.requests]
             for i in range(0, len(missing), 500):
                 for jid, spec in c.execute(select(J.c.id, J.c.spec).where(J.c.id.in_(missing[i:i + 500]))):
                     self.shared.requests[jid] = request_of(json.loads(spec))
@@ -111,7 +116,7 @@ class Scheduling(Part):
             blocked.update(self._throttled(c, [r for r in pend if r.array_max_tasks and r.id not in blocked]))
             act = list(c.execute(_ACTIVE))
             node_rows = list(c.execute(_NODES))
-        live = {r.id for r in pend}
+        live = {r.id for r in pend} | {x.id for rs in comps.values() for x in rs}
         if len(self.shared.requests) > 2 * len(live) + 1000:
             self.shared.requests = {k: v for k, v in self.shared.requests.items() if k in live}
         if len(self._deps) > 2 * len(live) + 1000:
@@ -129,7 +134,8 @@ class Scheduling(Part):
             nice=r.nice, eligible_time=r.eligible_time,
             fs_factor=fs[(r.account, r.user)][0] if fs else None, site=r.site_factor or 0,
             blocked_reason=blocked.get(r.id), qos=r.qos, qos_factor=qos_factor.get(r.qos, 0.0),
-            limits=charges.get(r.id, ()))
+            limits=charges.get(r.id, ()),
+            het=tuple((x.partition, self.shared.requests[x.id]) for x in comps.get(r.id, ())))
             for r in pend)
         found.reasons = {r.id: r.reason for r in pend}
         found.priorities = {r.id: r.priority for r in pend}
@@ -455,7 +461,7 @@ class Scheduling(Part):
                 ports.add(port)
                 res = c.execute(_START, {
                     "jid": s.job_id, "master_port": port, "now": now, "batch_host": host,
-                    "alloc": json.dumps([asdict(a) for a in s.allocs]), "nodes": compress(s.node_names),
+                    "alloc": het.alloc_json(s.allocs), "nodes": compress([a.node for a in s.allocs if not a.het]),
                     "stdout": pattern_path(row, spec, "stdout", host),
                     "stderr": pattern_path(row, spec, "stderr", host)})
                 if res.rowcount == 1:
@@ -492,5 +498,6 @@ class Scheduling(Part):
                     state="RUNNING", suspend_time=None,
                     suspended_secs=J.c.suspended_secs + max(0.0, now - (held.suspend_time or now))))
                 woken.add(held.batch_host)
+            het.follow(c)
         return Applied(woken, tuple(found.dep_kill), found.next_dep_time)
 

@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, func, insert, select, update
 
 from slurmlet.controller.errors import Conflict, InvalidRequest, NotFound
 
+from . import het
 from .actions import relinquish
 from .tables import jobs as J
 from .tables import nodes as N
@@ -75,20 +76,57 @@ def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_no
     return out
 
 
+def het_layout(alloc: list[dict], req: dict) -> list[dict]:
+    """A heterogeneous job's step: each of its components (srun `A : B`, --het-group; the first
+    job component alone without them) laid out on its job component's nodes, ranks one after
+    another across them (one rank space), each node's entry naming its component and, where the
+    components run different commands, its command."""
+    parts = req.get("components") or [{"het_group": 0, **{k: req.get(k) for k in _PART_KEYS}}]
+    out: list[dict] = []
+    for part in parts:
+        mine = het.part_of(alloc, part["het_group"])
+        if not mine or any(x["het"] == part["het_group"] for x in out):
+            raise InvalidRequest("Requested node configuration is not available")
+        ntasks = part.get("ntasks")
+        if ntasks is None and part.get("nodes") is None and part.get("ntasks_per_node") is None:
+            ntasks = sum(a["tasks"] for a in mine)  # the job component's tasks, as srun takes them
+        lay = plan_layout(mine, part.get("nodes"), ntasks, part.get("ntasks_per_node"), part.get("cpus_per_task") or 1,
+                          req.get("nodelist") if not req.get("components") else None,
+                          part.get("cpus_per_task") is not None)
+        first = sum(len(x["ranks"]) for x in out)
+        for x in lay:
+            x.update(ranks=[first + r for r in x["ranks"]], het=part["het_group"])
+            if req.get("components"):
+                x["argv"] = part["argv"]
+        out.extend(lay)
+    return out
+
+
+#: a step request's keys that say where and how many tasks (also those of a component of it)
+_PART_KEYS = ("argv", "nodes", "ntasks", "ntasks_per_node", "cpus_per_task")
+
+
 def create(c: Any, job_id: int, req: dict, now: float) -> dict:
-    job = c.execute(select(J.c.state, J.c.alloc, J.c.active, J.c.pending_action).where(J.c.id == job_id)).first()
+    job = c.execute(select(J.c.state, J.c.alloc, J.c.active, J.c.pending_action, J.c.het_job_id)
+                    .where(J.c.id == job_id)).first()
     if job is None:
         raise NotFound()
     if job.state != "RUNNING" or not job.active or job.pending_action:
         raise Conflict("Job/step already completing or completed")
-    layout = plan_layout(json.loads(job.alloc), req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
-                         req.get("cpus_per_task") or 1, req.get("nodelist"), req.get("cpus_per_task") is not None)
+    alloc = json.loads(job.alloc)
+    if job.het_job_id is not None:
+        layout = het_layout(alloc, req)
+    elif req.get("components"):
+        raise InvalidRequest("Requested node configuration is not available")  # (not a heterogeneous job)
+    else:
+        layout = plan_layout(alloc, req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
+                             req.get("cpus_per_task") or 1, req.get("nodelist"), req.get("cpus_per_task") is not None)
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")
     last = c.execute(select(func.max(S.c.step_id)).where(S.c.job_id == job_id)).scalar()
     step_id = 0 if last is None else last + 1
-    argv = req.get("argv") or []
+    argv = (req.get("components") or [req])[0].get("argv") or req.get("argv") or []
     c.execute(insert(S).values(job_id=job_id, step_id=step_id, name=(argv[0].rsplit("/", 1)[-1] if argv else ""),
                                state="RUNNING", layout=json.dumps(layout), request=json.dumps(req), start_time=now,
                                results="{}", exit_code=0, exit_signal=0))
@@ -215,6 +253,13 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
         if key in running or key in done or node in json.loads(r.results):
             continue
         layout = json.loads(r.layout)
+        request, job_nodes, job_cpus = json.loads(r.request), r.job_nodes, [a["cpus"] for a in json.loads(r.alloc or "[]")]
+        if "het" in mine:  # a heterogeneous job's step: its job is the components it runs in
+            groups = {x["het"] for x in layout}
+            held = [a for a in json.loads(r.alloc or "[]") if a.get("het", 0) in groups]
+            job_nodes, job_cpus = hostlist.collect_hostlist([a["node"] for a in held]), [a["cpus"] for a in held]
+            if "argv" in mine:
+                request["argv"] = mine["argv"]
         orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
                        "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
@@ -223,14 +268,14 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
                        "job_cpus": next((a.get("cpus") for a in json.loads(r.alloc or "[]") if a["node"] == node), None),
                        "tasks_per_node": [len(x["ranks"]) for x in layout],
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
-                       "job_nodes": r.job_nodes, "request": json.loads(r.request),
+                       "job_nodes": job_nodes, "request": request,
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
                        "code": json.loads(r.job_spec).get("code"),
                        "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid,
                        # the job's own facts: a step of `srun --jobid` from outside has none in its environment
                        "job": {"name": r.job_name, "partition": r.partition, "account": r.account or r.user,
                                "qos": r.qos or "normal",
-                               "cpus": [a["cpus"] for a in json.loads(r.alloc or "[]")]}})
+                               "cpus": job_cpus}})
     for key in sorted(running - live - ending):
         jid, sid = key.split(".")
         orders.append({"op": "kill_step", "job_id": int(jid), "step_id": int(sid)})

@@ -53,6 +53,11 @@ jobs = Table(
     Column("stderr", Text),
     Column("array_job_id", Integer),
     Column("array_task_id", Integer),
+    #: a heterogeneous job's components: each a row, `het_job_id` the first one's id (its leader, offset 0).
+    #: The leader holds the whole allocation (its `alloc` entries name their component, "het"); the
+    #: others follow its state (store/het.py) and are never active themselves
+    Column("het_job_id", Integer),
+    Column("het_job_offset", Integer),
     Column("comment", Text),
     Column("dependency", Text),
     Column("est_start", Float),  #: pending: the start backfill expects (squeue --start)
@@ -75,7 +80,8 @@ jobs = Table(
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_host_active", jobs.c.batch_host, jobs.c.active)
 Index("ix_jobs_end", jobs.c.end_time)
-Index("ix_jobs_array", jobs.c.array_job_id)  #: sacct -j / squeue -j name arrays by their job id
+Index("ix_jobs_array", jobs.c.array_job_id)
+Index("ix_jobs_het", jobs.c.het_job_id)  #: sacct -j / squeue -j name arrays by their job id
 #: the jobs on nodes: each scheduling pass, node sync and squeue reads them, and without this index
 #: each read went through the whole history, scripts and environments included
 Index("ix_jobs_active", jobs.c.active)

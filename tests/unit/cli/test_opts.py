@@ -868,11 +868,19 @@ class TestDirectives:
         assert e.lines[0].startswith("sbatch: error: Change from #SLURM")
         assert e.lines[1] == "sbatch: option requires an argument -- 'J'"
 
-    def test_heterogeneous_jobs_are_refused(self):
-        het = ["sbatch: error: heterogeneous jobs (hetjob, ':') are not supported by slurmlet"]
-        e = fails(["s.sh"], files={"s.sh": script("#SBATCH -J first", "#SBATCH hetjob", "#SBATCH -J second")})
-        assert (e.lines, e.code) == (het, 1)
-        assert fails(["-N1", ":", "-N2", "s.sh"], files={"s.sh": SCRIPT}).lines == het
+    def test_hetjob_lines_and_colons_make_components_that_take_the_firsts_options_less_its_shape(self):
+        # 22.05: `sbatch -p high -t 5 -J hinh --comment=cc --hold --mem=500 -n1 -c2 : -n2` gives the second
+        # component the name, time, comment, hold and memory, its own tasks and CPUs, the default partition
+        files = {"s.sh": script("#SBATCH -J first -p p2 -t 5 --comment=cc --hold --mem=500 -n1 -c2",
+                                "#SBATCH hetjob", "#SBATCH -n2", "#SBATCH packjob -N2")}
+        j = job(["s.sh"], files=files)
+        assert (j["name"], j["ntasks"], j["cpus_per_task"], j["partition"]) == ("first", 1, 2, "p2")
+        assert [(h["name"], h["ntasks"], h["nodes_min"], h["cpus_per_task"], h["partition"], h["time_limit"],
+                 h["comment"], h["hold"], h["mem_per_node"]) for h in j["het"]] == [
+            ("first", 2, 1, 1, None, 5, "cc", True, 500), ("first", None, 2, 1, None, 5, "cc", True, 500)]
+        j = job(["-J", "x", "-n1", ":", "-J", "y", "-n3", "--wrap", "true"])
+        assert (j["name"], j["ntasks"], [(h["name"], h["ntasks"]) for h in j["het"]]) == ("x", 1, [("y", 3)])
+        assert "het" not in job(["s.sh"], files={"s.sh": script('#SBATCH --comment="hetjob" -J hetjob2')})
 
     def test_command_line_overrides_directives(self):
         files = {"s.sh": script("#SBATCH -J fromfile -t 10 -p dirpart", "#SBATCH --requeue")}

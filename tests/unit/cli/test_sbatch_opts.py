@@ -351,11 +351,15 @@ class TestDirectives:
         assert with_script(SH + "#SBATCH -D sub\n")["workdir"] == f"{CWD}/sub"
 
     @pytest.mark.parametrize("line", ["#SBATCH hetjob", "#SBATCH HETJOB", "#SBATCH -J first packjob",
-                                      "#SBATCH   hetjob  ", "#SBATCH -J hetjob", "#SBATCH hetjob -J x"])
-    def test_heterogeneous_separator_is_refused(self, line):
-        # Slurm takes any unquoted word hetjob/packjob as a component separator, even after -J
-        lines, code = script_refused(f"{SH}{line}\n#SBATCH -J second\n")
-        assert code == 1 and "heterogeneous" in lines[-1]
+                                      "#SBATCH   hetjob  ", "#SBATCH hetjob -J second"])
+    def test_heterogeneous_separator_starts_the_next_component(self, line):
+        # Slurm takes any unquoted word hetjob/packjob as a component separator
+        j = with_script(f"{SH}{line}\n#SBATCH -J second\n")
+        assert [h["name"] for h in j["het"]] == ["second"]
+
+    def test_a_separator_after_an_option_leaves_it_without_its_value(self):
+        lines, code = script_refused(f"{SH}#SBATCH -J hetjob\n")
+        assert code == 255 and "sbatch: option requires an argument -- 'J'" in lines  # (22.05: the same)
 
     @pytest.mark.parametrize("line", ["#SBATCH --comment=hetjob", "#SBATCH -J a # hetjob",
                                       "#SBATCH --job-name=myhetjob"])

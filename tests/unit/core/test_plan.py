@@ -209,3 +209,41 @@ def test_an_equal_partition_object_is_remembered_and_a_changed_one_is_not_mistak
     limited = plan(snap(ns, jobs, [part(ns, max_nodes=1)]), memo=memo)
     assert not limited.starts and limited.reasons[1] == Reason.PARTITION_NODE_LIMIT
     assert plan(snap(ns, jobs, [part(ns)]), memo=memo) == first
+
+
+# ---------------------------------------------------------------- heterogeneous jobs
+def het(i: int, *reqs: Request, **kw) -> PendingJob:
+    """A heterogeneous job whose first component asks for the first request, the others the rest."""
+    return job(i, reqs[0], het=tuple(("debug", r) for r in reqs[1:]), **kw)
+
+
+def test_a_heterogeneous_job_starts_every_component_on_nodes_of_its_own():
+    ns = nodes(3, cpus=4)
+    p = plan(snap(ns, [het(1, Request(ntasks=1), Request(ntasks=2), Request(nodes_min=1))]))
+    (s,) = p.starts
+    assert [(a.node, a.het, a.tasks) for a in s.allocs] == [("node1", 0, 1), ("node2", 1, 2), ("node3", 2, 1)]
+
+
+def test_a_heterogeneous_job_starts_whole_or_not_at_all():
+    ns = nodes(2, cpus=4)
+    # each component alone fits, both together do not (a node each, and only one node is free enough)
+    busy = (ns[0], Node(name="node2", cpus=4, memory=32000, gpus=8, cpus_used=2))
+    p = plan(snap(busy, [het(1, Request(cpus_per_task=3), Request(cpus_per_task=3))]))
+    assert p.starts == [] and p.reasons[1] == Reason.RESOURCES
+    p = plan(snap(ns, [het(1, Request(cpus_per_task=4), Request(cpus_per_task=4))]))
+    assert [[a.node for a in s.allocs] for s in p.starts] == [["node1", "node2"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 4), min_size=1, max_size=3), min_size=1, max_size=4))
+def test_property_components_never_share_a_node_and_all_of_a_job_start(jobs):
+    ns = nodes(4, cpus=4)
+    p = plan(snap(ns, [het(i, *[Request(ntasks=n) for n in comps]) for i, comps in enumerate(jobs, 1)]))
+    for s in p.starts:
+        comps = jobs[s.job_id - 1]
+        assert sorted({a.het for a in s.allocs}) == list(range(len(comps)))
+        owner = {}
+        for a in s.allocs:
+            assert owner.setdefault(a.node, a.het) == a.het
+        for k, n in enumerate(comps):
+            assert sum(a.tasks for a in s.allocs if a.het == k) == n

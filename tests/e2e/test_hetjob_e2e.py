@@ -1,0 +1,163 @@
+"""Heterogeneous jobs on a real 2-node local cluster, against 22.05's own (tests/data/slurm-2205-hetjob.md):
+`#SBATCH hetjob` and `:` components under one job id shown as J+0, J+1; the per-component variables;
+`srun A : B` and --het-group as one step with one rank space; a gloo process group across the
+components; all components placed together or not at all; scancel of the whole job."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIN, Cluster, wait_until
+
+pytestmark = pytest.mark.e2e
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm-2205-hetjob.md"
+
+#: the capture's script, with SLURMD_NODENAME for `hostname` (a task's host name is the machine's
+#: where nodes share one) and its files in the job's own directory
+SCRIPT = """#!/bin/bash
+#SBATCH -J hetcap -o out-%j.txt
+#SBATCH -N1 -n1 -c2
+#SBATCH hetjob
+#SBATCH -N1 -n2
+env | grep -E '^SLURM' | sort > batchenv.txt
+srun -l bash -c 'echo $SLURMD_NODENAME $SLURM_PROCID $SLURM_NTASKS $SLURM_STEP_NUM_TASKS $SLURM_HET_SIZE' : -l bash -c 'echo $SLURMD_NODENAME $SLURM_PROCID $SLURM_NTASKS'
+srun --het-group=0,1 -l bash -c 'env | grep ^SLURM | sort > stepenv-$SLURM_PROCID.txt'
+srun --het-group=1 -l printenv SLURMD_NODENAME
+srun -l printenv SLURMD_NODENAME
+"""
+
+
+def captured(title: str) -> list[str]:
+    """The lines of the code block under the capture's section `title`."""
+    text = DATA.read_text()
+    at = text.index(f"## {title}")
+    block = text[text.index("```", at) + 3:]
+    return block[:block.index("```")].strip("\n").splitlines()
+
+
+def as_here(lines: list[str], jid: int) -> dict[str, str]:
+    """The capture's variables as this cluster gives them: its nodes node3 and node4 are node1 and
+    node2 here, its job ids 1 and 2 this job's; memory (DefMemPerCPU there, none here) left out."""
+    out = {}
+    for line in lines:
+        name, _, value = line.partition("=")
+        if "MEM_PER_CPU" in name:
+            continue
+        value = value.replace("node[3-4]", "node[1-2]").replace("node3", "node1").replace("node4", "node2")
+        if name.startswith(("SLURM_JOB_ID_", "SLURM_JOBID_")):
+            value = str(jid + int(value) - 1)
+        out[name] = value
+    return out
+
+
+def het_vars(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if re.search(r"_(HET|PACK)_(GROUP_\d+|SIZE)$", k)}
+
+
+def read_env(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_a_hetjob_script_runs_its_components_as_one_job_as_2205_does(cluster: Cluster):
+    c = cluster
+    jid = c.sbatch(script=SCRIPT)
+    c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=90)
+    out = (c.workdir / f"out-{jid}.txt").read_text().splitlines()
+    want = [line.replace("node3", "node1").replace("node4", "node2") for line in captured("The script's output")]
+    # (the components' lines of one step come in any order)
+    assert sorted(out[:3]) == sorted(want[:3]) and out[3:] == want[3:], out
+    # the batch script's per-component variables are 22.05's
+    ref = as_here(captured("The batch script's environment (SLURM_*)"), jid)
+    got = read_env(c.workdir / "batchenv.txt")
+    assert het_vars(got) == het_vars(ref)
+    assert {k: got.get(k) for k in ("SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_ID")} == \
+        {k: ref[k] for k in ("SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS")} | {"SLURM_JOB_ID": str(jid)}
+    # a task of the step over both components: the job is both of them, the ranks one space
+    ref = as_here(captured("A task's environment in `srun --het-group=0,1` (rank 0; ranks 1 and 2 ran on node4)"), jid)
+    got = read_env(c.workdir / "stepenv-0.txt")
+    assert het_vars(got) == het_vars(ref)
+    keys = ("SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_JOB_CPUS_PER_NODE", "SLURM_NODELIST", "SLURM_NTASKS",
+            "SLURM_STEP_NUM_TASKS", "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_PROCID", "SLURM_NODEID")
+    assert {k: got.get(k) for k in keys} == {k: ref[k] for k in keys}
+    assert {read_env(c.workdir / f"stepenv-{r}.txt")["SLURM_PROCID"] for r in (1, 2)} == {"1", "2"}
+    # sacct: each component a job of its own under the one id; the steps are the job's (22.05 lists
+    # each step under every component it ran in: here under the first)
+    r = c.run(f"sacct -j {jid} -X -n -P -o JobID,JobIDRaw,JobName,State,NodeList")
+    assert r.stdout.splitlines() == [f"{jid}+0|{jid}|hetcap|COMPLETED|node1", f"{jid}+1|{jid + 1}|hetcap|COMPLETED|node2"]
+    r = c.run(f"sacct -j {jid} -n -P -o JobID,JobIDRaw,State")
+    assert f"{jid}+0.batch|{jid}.batch|COMPLETED" in r.stdout.splitlines()
+
+
+def test_squeue_scontrol_and_scancel_see_one_job_of_two_components(cluster: Cluster):
+    c = cluster
+    jid = c.sbatch("-J", "h2", "-o", "/dev/null", "-n1", ":", "-n2", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", timeout=60)
+    wait_until(lambda: c.job(jid + 1)["state"] == "RUNNING", 30, what="the second component to follow")
+    for target in (str(jid), f"{jid}+1"):  # 22.05: J+N names the whole job too
+        r = c.run([str(BIN / "squeue"), "-j", target, "-h", "-o", "%i %A %P %t %D %N"])
+        assert r.stdout.splitlines() == [f"{jid}+0 {jid} debug R 1 node1", f"{jid}+1 {jid + 1} debug R 1 node2"]
+    r = c.run([str(BIN / "squeue"), "-j", str(jid + 1), "-h", "-o", "%i"])  # a component's own id: itself
+    assert r.stdout.split() == [f"{jid}+1"]
+    r = c.run([str(BIN / "scontrol"), "show", "job", str(jid)])
+    heads = [line for line in r.stdout.splitlines() if line.startswith("JobId=")]
+    assert heads == [f"JobId={jid} HetJobId={jid} HetJobOffset=0 JobName=h2",
+                     f"JobId={jid + 1} HetJobId={jid} HetJobOffset=1 JobName=h2"]
+    assert r.stdout.count(f"   HetJobIdSet={jid}-{jid + 1}\n") == 2
+    r = c.run([str(BIN / "scancel"), f"{jid}+1"])  # 22.05: no component alone
+    assert r.returncode != 0 and r.stderr.strip() == (
+        f"scancel: error: Kill job error on job id {jid}+1: "
+        "Operation not permitted on individual component of heterogeneous job")
+    assert c.job(jid)["state"] == "RUNNING"
+    assert c.run([str(BIN / "scancel"), str(jid)]).returncode == 0
+    c.wait_state(jid, "CANCELLED", timeout=30)
+    c.wait_state(jid + 1, "CANCELLED", timeout=30)
+
+
+def test_components_start_together_or_not_at_all(fresh_cluster):
+    c = fresh_cluster(nodes=2, cpus=4)
+    c.start()
+    try:
+        blocker = c.sbatch("-w", "node2", "-c4", "-o", "/dev/null", "--wrap", "sleep 300")
+        c.wait_state(blocker, "RUNNING", timeout=60)
+        # the first component fits on node1 now, the second (a whole node) only once node2 is free
+        jid = c.sbatch("-o", "/dev/null", "-n1", ":", "-c4", "--wrap", "sleep 300")
+        small = c.sbatch("-o", "/dev/null", "-c1", "--wrap", "sleep 300")  # behind it in the queue
+        c.wait_state(small, "RUNNING", timeout=60)  # a pass looked at the heterogeneous job meanwhile
+        assert c.job(jid)["state"] == "PENDING" and c.job(jid + 1)["state"] == "PENDING"
+        c.run([str(BIN / "scancel"), str(small), str(blocker)])
+        c.wait_state(jid, "RUNNING", timeout=60)
+        j0, j1 = c.job(jid), wait_until(lambda: (j := c.job(jid + 1))["state"] == "RUNNING" and j, 30)
+        assert {j0["nodes"], j1["nodes"]} == {"node1", "node2"}  # each component on nodes of its own
+        c.run([str(BIN / "scancel"), str(jid)])
+    finally:
+        c.stop()
+
+
+TRAIN = """import os, torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method="env://", rank=int(os.environ["SLURM_PROCID"]),
+                        world_size=int(os.environ["SLURM_NTASKS"]))
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"{os.environ['SLURMD_NODENAME']} rank {dist.get_rank()} of {dist.get_world_size()}: {t.item():g}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_srun_A_colon_B_forms_one_gloo_process_group_across_the_components(cluster: Cluster):
+    pytest.importorskip("torch")
+    c = cluster
+    (c.workdir / "train.py").write_text(TRAIN)
+    py = sys.executable
+    script = (f"#!/bin/bash\n#SBATCH -N1 -n1\n#SBATCH hetjob\n#SBATCH -N1 -n1\n"
+              f"srun -l {py} train.py : -l {py} train.py\n")
+    jid = c.sbatch("-o", "gloo-%j.out", script=script)
+    j = c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=180)
+    out = (c.workdir / f"gloo-{jid}.out").read_text()
+    assert sorted(line for line in out.splitlines() if " rank " in line) == [
+        "0: node1 rank 0 of 2: 3", "1: node2 rank 1 of 2: 3"], out
+    assert j["state"] == "COMPLETED"
