@@ -83,11 +83,12 @@ def test_squeue_json_is_22_05s_document(cluster: Cluster):
     run = c.sbatch("-J", "json-run", "-o", f"{wd}/run-%j.out", "--wrap", "sleep 300")
     pend = c.sbatch("-J", "json-pend", f"--dependency=afterok:{run}", "--wrap", "sleep 10")
     done = c.sbatch("-J", "json-done", "-o", f"{wd}/done-%j.out", "--wrap", "true")
+    failed = c.sbatch("-J", "json-fail", "-o", "/dev/null", "--wrap", "exit 3")
     arr = c.sbatch("-J", "json-arr", "--array=0-3%2", "--wrap", "sleep 300")
     opts = c.sbatch("-J", "json-opts", "-N", "2", "-c", "2", "-t", "5", "--mem=2000", "--gres=gpu:2",
                     "-e", f"{wd}/err-%j.txt", "-o", f"{wd}/out-%x.txt", "--comment", "hello", "--wrap", "sleep 300")
     try:
-        for job_id, state in ((run, "RUNNING"), (done, "COMPLETED"), (opts, "RUNNING")):
+        for job_id, state in ((run, "RUNNING"), (done, "COMPLETED"), (failed, "FAILED"), (opts, "RUNNING")):
             c.wait_state(job_id, state)
 
         def settled() -> dict | None:
@@ -136,6 +137,9 @@ def test_squeue_json_is_22_05s_document(cluster: Cluster):
         assert jobs[run]["job_resources"]["allocated_nodes"][0]["memory_allocated"] == 1000
         assert jobs[run]["tres_alloc_str"] == "cpu=1,mem=1000M,node=1,billing=1"
         assert (jobs[done]["standard_output"], jobs[done]["exit_code"]) == (f"{wd}/done-%j.out", 0)
+        # (the wait status: `exit 3` is 768)
+        assert (jobs[failed]["job_state"], jobs[failed]["exit_code"], jobs[failed]["state_reason"]) == \
+            ("FAILED", 768, "NonZeroExitCode")
         o = jobs[opts]
         assert (o["standard_output"], o["standard_error"]) == (f"{wd}/out-%x.txt", f"{wd}/err-%j.txt")
         assert (o["node_count"], o["cpus"], o["time_limit"], o["memory_per_node"], o["memory_per_cpu"],
