@@ -131,10 +131,8 @@ def main(argv: list[str]) -> int:
             if want:
                 j["steps"] = [s for s in j["steps"] if str(s["step"]) in want]
     if "json" in o:
-        import json
-
-        from slurmlet.cli import sacct_json
-        print(json.dumps(sacct_json.document(jobs), indent=2))
+        from slurmlet.cli import sacct_json, slurm_json
+        slurm_json.write(sacct_json.document(jobs))
         return 0
     from slurmlet.cli import render_sacct as render
     parsable = "P" if "parsable2" in o else ("p" if "parsable" in o else None)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 
+from slurmlet.cli import slurm_json
+from slurmlet.cli.slurm_json import seconds as _int
+
 
 def _exit(code: int, sig: int) -> dict:
     status = "SIGNALED" if sig else ("SUCCESS" if code == 0 else "FAILED")
@@ -28,10 +31,6 @@ def _tres(j: dict, allocated: bool) -> list[dict]:
     if gpus:
         out.append({"type": "gres", "name": "gpu", "id": 1001, "count": gpus})
     return out
-
-
-def _int(t: float | None) -> int:
-    return int(t) if t else 0
 
 
 def _step(j: dict, s: dict, now: float) -> dict:
@@ -110,6 +109,4 @@ def job(j: dict, now: float | None = None) -> dict:
 
 
 def document(jobs: list[dict]) -> dict:
-    return {"meta": {"plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
-                     "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
-            "errors": [], "jobs": [job(j) for j in jobs]}
+    return slurm_json.document(slurm_json.OPENAPI_DB, "jobs", [job(j) for j in jobs])

@@ -37,6 +37,10 @@ def main(argv: list[str]) -> int:
             return 1
     data = http.request("GET", "/api/v1/cluster")
     nodes, parts = data["nodes"], data["partitions"]
+    if "json" in o:  # (22.05 prints every node, whatever the filters say)
+        from slurmlet.cli import sinfo_json, slurm_json
+        slurm_json.write(sinfo_json.document(nodes))
+        return 0
     if "partition" in o:
         want = set(common.split_list(o["partition"]))
         parts = [p for p in parts if p["name"] in want]
@@ -54,10 +58,6 @@ def main(argv: list[str]) -> int:
         nodes = [n for n in nodes if n["state"] != "DOWN"]
     if "dead" in o:
         nodes = [n for n in nodes if n["state"] == "DOWN"]
-    if "json" in o:
-        import json
-        print(json.dumps({"nodes": nodes, "partitions": parts}, indent=2))
-        return 0
     from slurmlet.cli import render_sinfo as render
     try:
         lines = render.sinfo_lines(nodes, parts, node_oriented="node" in o, long="long" in o,

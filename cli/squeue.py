@@ -110,6 +110,10 @@ def main(argv: list[str]) -> int:
     users = common.split_list(o.get("user", []))
     if "me" in o:
         users.append(common.current_user())
+    if "json" in o:  # (22.05 prints every job slurmctld holds, whatever the filters say)
+        from slurmlet.cli import slurm_json, squeue_json
+        slurm_json.write(squeue_json.document(http.request("GET", "/api/v1/jobs")["jobs"], time.time()))
+        return 0
     q = []
     if ids:
         q.append("ids=" + ",".join(map(str, ids)))
@@ -126,7 +130,7 @@ def main(argv: list[str]) -> int:
                             "long_fmt": o["Format"][-1] if "Format" in o else None,
                             "long": "long" in o, "start": "start" in o,
                             "sort": o["sort"][-1] if "sort" in o else None}
-    if "json" not in o and not view["long"] and not view["start"] and \
+    if not view["long"] and not view["start"] and \
             not rendered_here(view["fmt"], view["long_fmt"], view["sort"]):
         # the controller renders the lines (and keeps them: squeue in a loop costs it little); a
         # controller without GET /api/v1/squeue (404) gets the jobs rendered here
@@ -149,7 +153,7 @@ def main(argv: list[str]) -> int:
         if status != 404:
             http.decoded(status, header, data)  # (raises the controller's error)
     from slurmlet.common import render_squeue as render
-    keys = None if "json" in o else render.job_keys(**view)
+    keys = render.job_keys(**view)
     if keys:  # only what the columns show, and of that what is set: a fifth of each job or less
         q.append("fields=" + ",".join(keys) + "&nulls=false")
     jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(q) if q else ""))["jobs"]
@@ -161,11 +165,6 @@ def main(argv: list[str]) -> int:
         jobs = [j for j in jobs if j["state"] in keep]
     if task_filter:
         jobs = render.named_tasks(jobs, task_filter)
-    if "json" in o:
-        import json
-        print(json.dumps({"meta": {"Slurm": {"version": {"major": 22, "micro": 8, "minor": 5},
-                                             "release": "22.05.8"}}, "errors": [], "jobs": jobs}, indent=2))
-        return 0
     try:
         lines = render.squeue_lines(jobs, noheader="noheader" in o, now=time.time(), array_collapse="array" not in o,
                                     **view)

@@ -419,14 +419,18 @@ def node_state_compact(code: int) -> str:
 def node_state_complete(code: int) -> str:
     """``node_state_string_complete`` (scontrol ``State=``): ``MIXED``, ``IDLE+DRAIN``,
     ``DOWN+NOT_RESPONDING``."""
-    names = {NODE_UNKNOWN: "UNKNOWN", NODE_DOWN: "DOWN", NODE_IDLE: "IDLE",
-             NODE_ALLOCATED: "ALLOCATED", NODE_ERROR: "ERROR", NODE_MIXED: "MIXED",
-             NODE_FUTURE: "FUTURE"}
-    out = names.get(code & NODE_BASE, "UNKNOWN")
-    for bit, name in _FLAG_ORDER:
-        if code & bit:
-            out += "+" + name
-    return out
+    base, flags = node_state_parts(code)
+    return "+".join([base, *flags])
+
+
+_BASE_WORDS = {NODE_UNKNOWN: "UNKNOWN", NODE_DOWN: "DOWN", NODE_IDLE: "IDLE", NODE_ALLOCATED: "ALLOCATED",
+               NODE_ERROR: "ERROR", NODE_MIXED: "MIXED", NODE_FUTURE: "FUTURE"}
+
+
+def node_state_parts(code: int) -> tuple[str, list[str]]:
+    """The base state (``IDLE``, ``MIXED``, ``DOWN``...) and the flags (``DRAIN``, ``NOT_RESPONDING``...)
+    of ``node_state_string_complete``, apart (`sinfo --json`'s ``state`` and ``state_flags``)."""
+    return _BASE_WORDS.get(code & NODE_BASE, "UNKNOWN"), [name for bit, name in _FLAG_ORDER if code & bit]
 
 
 def node_is_other(code: int) -> bool:

@@ -297,6 +297,7 @@ class Queries(Part):
             "stdout": row.stdout or pattern_path(row, spec, "stdout"),
             "stderr": row.stderr or pattern_path(row, spec, "stderr"),
             "stdin": spec.get("stdin") or "/dev/null",
+            "stdout_pattern": spec.get("stdout"), "stderr_pattern": spec.get("stderr"),
             "comment": row.comment, "dependency": row.dependency, "command": None,
             "requeue": bool(row.requeue), "restarts": row.restarts, "batch": not interactive,
             "held": row.held, "cancelled_by": row.cancelled_by, "time_left": None,
