@@ -53,6 +53,29 @@ def detect_gpus() -> tuple[int, str | None]:
     return len(names), model
 
 
+#: unshare(2)'s flag for a UTS namespace of its own (os.CLONE_NEWUTS from Python 3.12)
+CLONE_NEWUTS = 0x04000000
+
+
+def own_hostname(name: str) -> None:
+    """Move this process into a UTS namespace of its own whose host name is `name`: what it starts
+    from then on (jobs, steps, Prolog and Epilog, whichever user they run as) inherits it, and
+    `hostname`, `uname -n` and gethostname() there say the node's name, as on a node of its own.
+    Needs CAP_SYS_ADMIN (root); raises OSError. unshare(2) moves the calling thread only: called
+    before the agent starts any thread, every thread it starts later is in the namespace too."""
+    unshare = getattr(os, "unshare", None)
+    if unshare is not None:  # Python 3.12+
+        unshare(CLONE_NEWUTS)
+    else:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWUTS) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare(CLONE_NEWUTS): {os.strerror(err)}")
+    import socket
+    socket.sethostname(name)
+
+
 #: the longest pause between attempts to reach a controller that does not answer (seconds); an
 #: agent also waits at most a quarter of SlurmdTimeout (`max_backoff`): a controller started again
 #: gives its nodes one SlurmdTimeout to sync before it takes them for dead
@@ -86,7 +109,7 @@ class Agent:
             "gpus": real_gpus if gpus is None else gpus,
             "gpu_type": gpu_type or real_type or ("H100" if (gpus or 0) > 0 and not real_gpus else None),
             "addr": addr or "127.0.0.1",
-            "hostname": platform.node(),
+            "hostname": os.uname().nodename,  # (its own where --own-hostname gave it one: not platform's cache)
             "boot_time": psutil.boot_time(),
             "arch": platform.machine(),
             "os": f"{platform.system()} {platform.release()} {platform.version()}",
@@ -567,6 +590,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cred-socket", default=None,
                     help="also sign credentials for the node's users on this Unix socket, as `slurmlet credd` "
                          f"does (munged's role), e.g. {cred.DEFAULT_SOCKET}: jobs' srun and scontrol use it")
+    ap.add_argument("--own-hostname", action="store_true",
+                    help="run in a UTS namespace of its own whose host name is --name, so that the jobs here see "
+                         "the node's name as their host's (several agents on one host; needs root). `slurmlet up` "
+                         "gives it to each agent where it runs as root")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     global KEY
@@ -584,6 +611,12 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--{opt} must be {'positive' if opt != 'gpus' else 'zero or more'}, got {v}")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.own_hostname and os.uname().nodename != args.name:  # (before any thread: see own_hostname)
+        try:
+            own_hostname(args.name)
+        except (OSError, ValueError) as e:
+            log.warning("--own-hostname: jobs here see the host's name %s, not %s: %s", os.uname().nodename,
+                        args.name, e)
     controller = args.controller if "://" in args.controller else f"http://{args.controller}"
     try:
         syncclient.address(controller)

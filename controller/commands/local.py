@@ -330,6 +330,8 @@ def up(argv: list[str]) -> int:
             cmd += ["--addr", addrs[name]]
         if name in pools:
             cmd += ["--pool", pools[name]]
+        if name in addrs and os.geteuid() == 0:  # its jobs see its name as their host's, which resolves
+            cmd.append("--own-hostname")
         if not nc:
             cmd += ["--cpus", str(args.cpus_per_node), "--memory", str(args.memory_per_node),
                     "--gpus", str(args.gpus_per_node)]

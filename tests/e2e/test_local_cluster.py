@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -15,6 +18,8 @@ import pytest
 from tests.conftest import BIN, wait_until
 
 pytestmark = pytest.mark.e2e
+
+USER = "slurmlet-u1"  #: a user the hostname test makes (and removes) where it is not there
 
 
 def test_up_exports_then_down_stops_exactly_its_processes(tmp_path: Path):
@@ -243,3 +248,70 @@ def test_two_clusters_on_one_host_do_not_touch_each_other(tmp_path: Path):
         cli(ea, "slurmlet", "down", "--state-dir", str(a))
     hosts = Path("/etc/hosts").read_text()
     assert str(a) not in hosts and str(b) not in hosts
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"),
+                    reason="a UTS namespace per node needs root; the user's job needs useradd and setpriv")
+def test_tasks_see_their_node_name_as_their_host_name(tmp_path: Path):
+    """On 22.05 a task's host is its node: `srun -N2 -l hostname` prints `0: node1` and `1: node2`,
+    the batch script's `hostname` is its batch host's name, `sinfo -o %n` and scontrol's NodeHostName
+    the nodes' names (tests/data/slurm-2205-hostname.md). The agents of a local cluster started as
+    root share one host: each runs in a UTS namespace of its own named after its node, and so do the
+    jobs it starts, whichever user they run as."""
+    machine = os.uname().nodename
+    assert machine not in ("node1", "node2")
+    base = Path(tempfile.mkdtemp(prefix="slurmlet-uts-"))
+    base.chmod(0o755)  # (pytest's tmp_path is 0700: the user could not reach the spool)
+    state = base / "state"
+    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("SLURMLET_CONTROLLER", None)
+    r = subprocess.run([str(BIN / "slurmlet"), "up", "--nodes", "2", "--state-dir", str(state), "--port", "0"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+    exports.pop("PATH")  # ("...:$PATH", for a shell to expand)
+    env.update(exports)
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=60)
+
+    made = False
+    try:
+        r = cli("srun", "-N2", "-l", "hostname")
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()) == ["0: node1", "1: node2"]
+        r = cli("srun", "-N2", "-l", "bash", "-c", 'echo "$(uname -n) $HOSTNAME $(python3 -c "import socket; '
+                'print(socket.gethostname())") $SLURMD_NODENAME $SLURM_TOPOLOGY_ADDR"')
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()) == ["0: node1 node1 node1 node1 node1", "1: node2 node2 node2 node2 node2"]
+        out = tmp_path / "batch.out"
+        r = cli("sbatch", "--wait", "-N2", "-o", str(out), "--wrap",
+                'hostname; uname -n; echo "$SLURMD_NODENAME"; srun -l hostname | sort')
+        assert r.returncode == 0, r.stderr
+        lines = out.read_text().splitlines()
+        assert lines[0] in ("node1", "node2") and lines[:3] == [lines[0]] * 3, lines
+        assert lines[3:] == ["0: node1", "1: node2"]
+        assert cli("sinfo", "-h", "-N", "-o", "%N %n").stdout.splitlines() == ["node1 node1", "node2 node2"]
+        assert "NodeHostName=node1 " in cli("scontrol", "show", "node", "node1").stdout
+        # a user's job: the namespace was the agent's (root's) before the job became the user's
+        try:
+            pwd.getpwnam(USER)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", USER], check=True)
+            made = True
+        u = pwd.getpwnam(USER)
+        e = {"PATH": env["PATH"], "HOME": "/", "SLURMLET_CONTROLLER": env["SLURMLET_CONTROLLER"],
+             "SLURMLET_SPOOL": env["SLURMLET_SPOOL"], "SLURMLET_KEY_FILE": "/nonexistent",
+             "SLURMLET_CRED_SOCKET": "/nonexistent"}
+        r = subprocess.run(["setpriv", f"--reuid={u.pw_uid}", f"--regid={u.pw_gid}", "--clear-groups", str(BIN / "srun"),
+                            "-N2", "-l", "sh", "-c", "echo $(id -un) $(hostname)"],
+                           capture_output=True, text=True, env=e, cwd="/tmp", timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.splitlines()) == [f"0: {USER} node1", f"1: {USER} node2"]
+        assert os.uname().nodename == machine  # the host's own is left as it was
+    finally:
+        cli("slurmlet", "down", "--state-dir", str(state))
+        if made:
+            subprocess.run(["userdel", USER], check=False)
+        shutil.rmtree(base, ignore_errors=True)
