@@ -110,10 +110,6 @@ def main(argv: list[str]) -> int:
     users = common.split_list(o.get("user", []))
     if "me" in o:
         users.append(common.current_user())
-    if "json" in o:  # (22.05 prints every job slurmctld holds, whatever the filters say)
-        from slurmlet.cli import slurm_json, squeue_json
-        slurm_json.write(squeue_json.document(http.request("GET", "/api/v1/jobs")["jobs"], time.time()))
-        return 0
     q = []
     if ids:
         q.append("ids=" + ",".join(map(str, ids)))
@@ -125,6 +121,17 @@ def main(argv: list[str]) -> int:
         q.append("names=" + quote(",".join(common.split_list(o["name"]))))
     if states is not None and not ids:  # (the finished jobs stay on the controller: squeue prints none)
         q.append("states=" + ",".join(states))
+    if "json" in o:
+        # the jobs the filters name (22.05 prints every job slurmctld holds whatever they say; a tool that
+        # asks `squeue --json -j ID` for one job, as TorchX's describe does, wants that job)
+        # (without -t, every state the controller still holds, finished jobs too, as 22.05 lists them)
+        from slurmlet.cli import slurm_json, squeue_json
+        named = [x for x in q if not x.startswith("states=")]
+        jobs = http.request("GET", "/api/v1/jobs" + ("?" + "&".join(named) if named else ""))["jobs"]
+        if "states" in o and states is not None:
+            jobs = [j for j in jobs if j["state"] in set(states)]
+        slurm_json.write(squeue_json.document(jobs, time.time()))
+        return 0
     #: render_squeue's keyword arguments for the view: fmt, long_fmt and sort (str | None), long and start
     view: dict[str, Any] = {"fmt": o["format"][-1] if "format" in o else None,
                             "long_fmt": o["Format"][-1] if "Format" in o else None,

@@ -153,10 +153,12 @@ def test_squeue_json_is_22_05s_document(cluster: Cluster):
         assert (rest["array_job_id"], rest["array_task_id"], rest["array_task_string"], rest["array_max_tasks"],
                 rest["state_reason"]) == (arr, None, "2-3%2", 2, "JobArrayTaskLimit")
 
-        # as 22.05's, squeue --json prints every job whatever the filters say (a job that does not exist too)
-        assert [j["job_id"] for j in _squeue_json(c, "-j", str(run), "-t", "R", "-u", "nobody")[1]["jobs"]] == \
-            [j["job_id"] for j in doc["jobs"]]
-        assert len(_squeue_json(c, "-j", "999999")[1]["jobs"]) == len(doc["jobs"])
+        # squeue --json prints the jobs its filters name (22.05 prints every job whatever they say; a tool
+        # that asks `squeue --json -j ID` for its job, as TorchX's describe does, gets that job alone)
+        assert [j["job_id"] for j in _squeue_json(c, "-j", str(run))[1]["jobs"]] == [run]
+        assert _squeue_json(c, "-j", str(run), "-u", "nobody")[1]["jobs"] == []
+        assert [j["job_id"] for j in _squeue_json(c, "-t", "PD", "-u", "root")[1]["jobs"]] == \
+            [j["job_id"] for j in doc["jobs"] if j["job_state"] == "PENDING"]
     finally:
         c.run([str(BIN / "scancel"), str(run), str(arr), str(opts), str(pend)])
 
