@@ -20,7 +20,7 @@ def main(argv: list[str]) -> int:
     try:
         req = parse_srun(argv, env=dict(os.environ), cwd=os.getcwd())
     except OptError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
+        (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
         return e.code
     o = req["opts"]
     if "version" in o:
