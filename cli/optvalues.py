@@ -41,7 +41,7 @@ class Ctx:
 
 _MAIL_TYPES = {"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT", "TIME_LIMIT",
                "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"}
-_HINTS = {"compute_bound", "memory_bound", "multithread", "nomultithread", "help"}
+_HINTS = {"compute_bound", "memory_bound", "multithread", "nomultithread"}
 _PROFILES = {"all", "none", "energy", "lustre", "network", "task"}
 _ACCTG = {"task", "energy", "network", "filesystem"}
 
@@ -207,8 +207,18 @@ def _v_mem_bind(c: Ctx, v: str | None) -> str:
     return v
 
 
+HINT_HELP = """Application hint options:
+    --hint=             Bind tasks according to application hints
+        compute_bound   use all cores in each socket
+        memory_bound    use only one core in each socket
+        [no]multithread [don't] use extra threads with in-core multi-threading
+        help            show this help message"""
+
+
 def _v_hint(c: Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
+        if t.lower() == "help":  # the list, on standard output, and the command ends there (exit 1)
+            raise OptError(HINT_HELP.split("\n"), 1, stdout=True)
         if t.lower() not in _HINTS:
             raise opt_error(c.prog, f'unrecognized --hint argument "{t}", see --hint=help', 1)
     return v or ""

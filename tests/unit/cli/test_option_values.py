@@ -24,6 +24,7 @@ Case = tuple[str, str | None, int, list[str]]
 
 CASES: dict[str, list[Case]] = {
     'distribution': [
+        ('sbatch', 'help', 255, ['sbatch: error: Invalid --distribution specification']),
         ('sbatch', 'fcyclic:block', 255, ['sbatch: error: Invalid --distribution specification']),
         ('sbatch', 'hostfile:block', 255, ['sbatch: error: Invalid --distribution specification']),
         ('sbatch', '*:fcyclic', 0, []),
@@ -110,6 +111,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', 'cyclic:fcyclic:cyclic', 0, []),
     ],
     'mail-type': [
+        ('sbatch', 'help', 255, ['sbatch: error: Invalid --mail-type specification']),
         ('sbatch', 'NONE', 0, []),
         ('sbatch', 'BEGIN', 0, []),
         ('sbatch', 'END', 0, []),
@@ -141,6 +143,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', 'BEGIN,,END', 0, []),
     ],
     'propagate': [
+        ('sbatch', 'help', 1, ['sbatch: error: Bad rlimit name: help', 'sbatch: error: --propagate=help is not valid.']),
         ('sbatch', None, 0, []),
         ('sbatch', 'ALL', 0, []),
         ('sbatch', 'NONE', 0, []),
@@ -199,6 +202,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', '', 255, ['sbatch: error: Invalid --open-mode specification']),
     ],
     'signal': [
+        ('sbatch', 'help', 255, ['sbatch: error: Invalid --signal specification']),
         ('sbatch', 'USR1', 0, []),
         ('sbatch', 'SIGUSR1', 0, []),
         ('sbatch', '10', 0, []),
@@ -256,6 +260,7 @@ CASES: dict[str, list[Case]] = {
         ('srun', 'R:USR1@5', 0, []),
     ],
     'hint': [
+        ('sbatch', 'help', 1, ['Application hint options:', '    --hint=             Bind tasks according to application hints', '        compute_bound   use all cores in each socket', '        memory_bound    use only one core in each socket', "        [no]multithread [don't] use extra threads with in-core multi-threading", '        help            show this help message']),
         ('sbatch', 'compute_bound', 0, []),
         ('sbatch', 'memory_bound', 0, []),
         ('sbatch', 'multithread', 0, []),
@@ -373,6 +378,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', '', 0, []),
     ],
     'profile': [
+        ('sbatch', 'help', 255, ['sbatch: error: invalid --profile=help option']),
         ('sbatch', 'all', 0, []),
         ('sbatch', 'none', 0, []),
         ('sbatch', 'energy', 0, []),
@@ -385,6 +391,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', '', 255, ['sbatch: error: invalid --profile= option']),
     ],
     'acctg-freq': [
+        ('sbatch', 'help', 255, ['sbatch: error: Invalid --acctg-freq specification: help']),
         ('sbatch', '30', 0, []),
         ('sbatch', 'task=30', 0, []),
         ('sbatch', 'energy=10,task=5', 0, []),
@@ -422,6 +429,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', '', 0, []),
     ],
     'cpu-freq': [
+        ('sbatch', 'help', 255, ['sbatch: error: unrecognized --cpu-freq argument "help"', 'sbatch: error: Invalid --cpu-freq argument']),
         ('sbatch', 'low', 0, []),
         ('sbatch', 'medium', 0, []),
         ('sbatch', 'high', 0, []),
@@ -467,6 +475,7 @@ CASES: dict[str, list[Case]] = {
         ('sbatch', 'low:', 255, ['sbatch: error: gov on cpu-frec () illegal without max', 'sbatch: error: Invalid --cpu-freq argument']),
     ],
     'gpu-bind': [
+        ('sbatch', 'help', 255, ['sbatch: error: Invalid --gpu-bind argument: gpu:help']),
         ('sbatch', 'closest', 0, []),
         ('sbatch', 'single:2', 0, []),
         ('sbatch', 'map_gpu:0,1', 0, []),
@@ -660,7 +669,11 @@ def test_value_as_2205_takes_it(prog: str, arg: str, rc: int, lines: list[str]) 
 
 
 def test_help_lists_go_to_standard_output() -> None:
-    """`--mem-bind=help` prints its list on standard output and ends with 255; `srun --mpi=list` with 0."""
+    """`--mem-bind=help` prints its list on standard output and ends with 255, `--hint=help` with 1,
+    `srun --mpi=list` with 0."""
+    with pytest.raises(OptError) as e:
+        run("sbatch", ["--hint=help"])
+    assert e.value.stdout and e.value.code == 1 and e.value.lines[0] == "Application hint options:"
     with pytest.raises(OptError) as e:
         run("sbatch", ["--mem-bind=help"])
     assert e.value.stdout and e.value.code == 255 and e.value.lines[0] == "Memory bind options:"
