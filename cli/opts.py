@@ -465,7 +465,7 @@ def _sbatch_pass2(ctx: Ctx, tbl: Table, state: State, flags: dict[str, bool], da
     check_counts(prog, state, info)
     gpus = resolved_gpus(ctx, state)
     v = state.values
-    if str(v.get("distribution") or "").lower().startswith("arbitrary") and not v.get("nodelist"):
+    if v.get("distribution") == "arbitrary" and not v.get("nodelist"):
         raise opt_error(prog, "With Arbitrary distribution you need to specify a nodelist or hostfile with the -w "
                    "option", 1)
     if "nodes" in v and v["nodes"] == (0, 0):

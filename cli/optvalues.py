@@ -41,7 +41,7 @@ class Ctx:
 
 _MAIL_TYPES = {"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT", "TIME_LIMIT",
                "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS"}
-_HINTS = {"compute_bound", "memory_bound", "multithread", "nomultithread", "help"}
+_HINTS = {"compute_bound", "memory_bound", "multithread", "nomultithread"}
 _PROFILES = {"all", "none", "energy", "lustre", "network", "task"}
 _ACCTG = {"task", "energy", "network", "filesystem"}
 
@@ -98,15 +98,19 @@ def _v_nice(c: Ctx, v: str | None) -> int:
 
 
 def _v_signal(c: Ctx, v: str | None) -> str:
-    parse_signal(v or "", c.prog)
+    if "B" in parse_signal(v or "", c.prog)[2] and c.prog == "srun":  # a step has no batch shell to signal
+        raise opt_error(c.prog, "Invalid --signal specification", 255)
     return v or ""
 
 
-def _v_kill_inv(c: Ctx, v: str | None) -> bool:
-    low = (v or "").lower()
-    if low not in ("yes", "no"):
-        raise opt_error(c.prog, "Invalid --kill-on-invalid-dep specification", 255)
-    return low == "yes"
+def _v_yes_no(option: str, default: str = "") -> _Validator:
+    """`yes` or `no` (case aside); no value at all is `default`."""
+    def check(c: Ctx, v: str | None) -> bool:
+        low = (v or default).lower()
+        if low not in ("yes", "no"):
+            raise opt_error(c.prog, f"Invalid {option} specification", 255)
+        return low == "yes"
+    return check
 
 
 def _v_no_kill(c: Ctx, v: str | None) -> bool:
@@ -119,14 +123,102 @@ def _v_no_kill(c: Ctx, v: str | None) -> bool:
 
 
 def _v_mail_type(c: Ctx, v: str | None) -> str:
-    for t in (v or "").split(","):
-        if t.upper() not in _MAIL_TYPES:
-            raise opt_error(c.prog, "Invalid --mail-type specification", 255)
+    # 22.05 sets the events it knows among the comma-separated words and passes over the others:
+    # a value is refused only where no word is one (NONE among them)
+    if not any(t.upper() in _MAIL_TYPES for t in (v or "").split(",")):
+        raise opt_error(c.prog, "Invalid --mail-type specification", 255)
     return v or ""
+
+
+#: the limits --propagate names, as 22.05 spells them (case and all; `RLIMIT_` before one is taken too)
+RLIMITS = ("AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK")
+
+
+def _v_propagate(c: Ctx, v: str | None) -> str:
+    """`--propagate[=ALL|NONE|NAME[,NAME...]]`; no value or an empty one is ALL."""
+    if not v or v in ("ALL", "NONE"):
+        return v or "ALL"
+    for t in v.split(","):
+        name = t[7:] if t.startswith("RLIMIT_") else t
+        if t and name not in RLIMITS:
+            raise OptError([f"{c.prog}: error: Bad rlimit name: {name}",
+                            f"{c.prog}: error: --propagate={v} is not valid."], 1)
+    return v
+
+
+#: --mem-bind's words (case aside) besides the map_mem/mask_mem lists
+_MEM_BIND_WORDS = {"p", "prefer", "nosort", "sort", "q", "quiet", "v", "verbose", "no", "none", "rank", "local"}
+MEM_BIND_HELP = """Memory bind options:
+    --mem-bind=         Bind memory to locality domains (ldom)
+        nosort          avoid sorting pages at startup
+        sort            sort pages at startup
+        q[uiet]         quietly bind before task runs (default)
+        v[erbose]       verbosely report binding before task runs
+        no[ne]          don't bind tasks to memory (default)
+        rank            bind by task rank
+        local           bind to memory local to processor
+        map_mem:<list>  specify a memory binding for each task
+                        where <list> is <cpuid1>,<cpuid2>,...<cpuidN>
+        mask_mem:<list> specify a memory binding mask for each tasks
+                        where <list> is <mask1>,<mask2>,...<maskN>
+        help            show this help message"""
+
+
+def _bad_digit(item: str, mask: bool) -> str:
+    """The first character that is no digit of a map list's decimal number or a mask list's hex one
+    (`0x` or not); empty where there is none."""
+    body = item[2:] if mask and item[:2].lower() == "0x" else item
+    ok = "0123456789abcdefABCDEF" if mask else "0123456789"
+    return next((ch for ch in body if ch not in ok), "")
+
+
+def _is_value(s: str) -> bool:
+    """Slurm's _isvalue(): does a list value (decimal, or hex with or without 0x) start here?"""
+    if s[:1].isdigit():
+        return True
+    rest = s.lstrip("0123456789abcdefABCDEF")
+    return rest[:1] in ("", ",")
+
+
+def _v_mem_bind(c: Ctx, v: str | None) -> str:
+    """`--mem-bind=[{quiet|verbose},]TYPE` as 22.05 reads it: a comma not followed by a value ends a
+    word (so `map_mem:0,1` keeps its list); `help` prints the list of types (exit 255)."""
+    v = v or ""
+    buf = "".join(";" if ch == "," and not _is_value(v[i + 1:]) else ch for i, ch in enumerate(v))
+    words = [w for w in buf.split(";") if w] or [""]
+    for w in words:
+        low = w.lower()
+        if low == "help":
+            raise OptError(MEM_BIND_HELP.split("\n"), 255, stdout=True)
+        if low in _MEM_BIND_WORDS:
+            continue
+        kind = "map_mem" if low.startswith(("map_mem", "mapmem")) else \
+            "mask_mem" if low.startswith(("mask_mem", "maskmem")) else None
+        if kind is None:
+            raise opt_error(c.prog, f'unrecognized --mem-bind argument "{w}"', 255)
+        cut = min((i for i in (w.find(":"), w.find("=")) if i >= 0), default=len(w))
+        listed = w[cut + 1:].split(":")[0].split("=")[0]
+        if not listed:
+            raise opt_error(c.prog, f'missing list for "--mem-bind={kind}:<list>"', 255)
+        for item in listed.split(","):
+            bad = _bad_digit(item, kind == "mask_mem")
+            if bad:
+                raise opt_error(c.prog, f"Failed to validate number: {item}, the offending character is {bad}", 255)
+    return v
+
+
+HINT_HELP = """Application hint options:
+    --hint=             Bind tasks according to application hints
+        compute_bound   use all cores in each socket
+        memory_bound    use only one core in each socket
+        [no]multithread [don't] use extra threads with in-core multi-threading
+        help            show this help message"""
 
 
 def _v_hint(c: Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
+        if t.lower() == "help":  # the list, on standard output, and the command ends there (exit 1)
+            raise OptError(HINT_HELP.split("\n"), 1, stdout=True)
         if t.lower() not in _HINTS:
             raise opt_error(c.prog, f'unrecognized --hint argument "{t}", see --hint=help', 1)
     return v or ""
@@ -142,19 +234,142 @@ def _v_profile(c: Ctx, v: str | None) -> str:
 def _v_acctg(c: Ctx, v: str | None) -> str:
     for t in (v or "").split(","):
         kind, eq, num = t.partition("=")
-        if not (digits(t) or (eq and kind.lower() in _ACCTG and digits(num))):
-            raise opt_error(c.prog, f"Invalid --acctg-freq specification: {v}", 255)
+        if t and not (digits(t) or (eq and kind.lower() in _ACCTG and digits(num))):
+            raise opt_error(c.prog, f"Invalid --acctg-freq specification: {t}", 255)
     return v or ""
 
 
+#: --distribution's first level (case aside) and the levels after it; `hostfile` is `arbitrary`
+_DIST_FIRST = {"block": "block", "cyclic": "cyclic", "arbitrary": "arbitrary", "hostfile": "arbitrary",
+               "*": "*", "pack": "*", "nopack": "*"}
+_DIST_LEVELS = ("block", "cyclic", "fcyclic", "*", "")
+
+
 def _v_distribution(c: Ctx, v: str | None) -> str:
-    spec, _, pack = (v or "").partition(",")
-    levels = spec.split(":")
-    first = levels[0].lower()
-    ok = (first in ("block", "cyclic", "arbitrary", "*") or (first.startswith("plane=") and digits(first[6:]))
-          ) and len(levels) <= 3 and all(x.lower() in ("block", "cyclic", "fcyclic", "*") for x in levels[1:])
-    if not ok or (pack and pack.lower() not in ("pack", "nopack")):
+    """`-m plane=N` (the whole value), or `DIST[:DIST[:DIST]][,Pack|NoPack]` as 22.05 takes it:
+    the canonical first level (`block`, `cyclic`, `arbitrary`, `*`) or `plane`."""
+    v = v or ""
+    if v[:5].lower() == "plane":
+        size, end = strtol(v, 6)
+        if v[5:6] != "=" or size <= 0 or end != len(v):
+            raise OptError([f"{c.prog}: error: Invalid plane size or size not specified",
+                            f"{c.prog}: error: Invalid --distribution specification"], 255)
+        return "plane"
+    spec, _, pack = v.partition(",")
+    levels = spec.lower().split(":")
+    if len(levels) == 1:
+        first = _DIST_FIRST.get(levels[0])
+    else:  # the levels of tasks over sockets and cores after the nodes' (`arbitrary:` has none)
+        first = levels[0] if levels[0] in ("block", "cyclic", "*", "") else None
+    if (first is None or len(levels) > 3 or not all(x in _DIST_LEVELS for x in levels[1:])
+            or pack.lower() not in ("", "pack", "nopack")):
         raise opt_error(c.prog, "Invalid --distribution specification", 255)
+    return first or "*"
+
+
+#: --cpu-freq's words: frequencies as 22.05 encodes them (so `high-low` is refused as min above max), and
+#: governors, each by the prefix 22.05 matches it by (case aside)
+_CPU_FREQ = (("lo", 0x80000001), ("him1", 0x80000004), ("highm1", 0x80000004), ("hi", 0x80000003),
+             ("med", 0x80000002))
+_CPU_GOVERNORS = (("co", "Conservative"), ("perf", "Performance"), ("pow", "PowerSave"), ("user", "UserSpace"),
+                  ("onde", "OnDemand"), ("sched", "SchedUtil"))
+#: CpuFreqGovernors as slurm.conf leaves it by default
+CPU_FREQ_GOVERNORS = ("OnDemand", "Performance", "UserSpace")
+
+
+def _v_cpu_freq(c: Ctx, v: str | None) -> str:
+    """`--cpu-freq={p1[-p2[:p3]]|governor}` as 22.05's cpu_freq_verify_cmdline reads it."""
+    v = v or ""
+    errs: list[str] = []
+
+    def gov(word: str) -> str | None:
+        return next((g for pre, g in _CPU_GOVERNORS if word[:len(pre)].lower() == pre), None)
+
+    def freq(word: str) -> int:
+        for pre, code in _CPU_FREQ:
+            if word[:len(pre)].lower() == pre:
+                return code
+        n = strtol(word)[0] if word[:1].isdigit() else 0
+        if n <= 0:
+            errs.append(f'unrecognized --cpu-freq argument "{word}"')
+        return n
+
+    head, colon, p3 = v.partition(":")
+    p1, dash, p2 = head.partition("-")
+    g = gov(p1)
+    if g is not None:
+        if dash or colon:
+            errs.append(f"governor cannot be specified twice {p1}{{-}}:{p3} in --cpu-freq")
+    elif (lo := freq(p1)) and (not dash or (hi := freq(p2))):
+        if colon and not dash:
+            errs.append(f"gov on cpu-frec ({p3}) illegal without max")
+        elif colon and (g := gov(p3)) is None:
+            errs.append(f"illegal governor: {p3} on --cpu-freq")
+        elif dash and lo > hi:
+            errs.append(f"min cpu-frec ({p1}) must be < max cpu-freq ({p2})")
+    if g is not None and g not in CPU_FREQ_GOVERNORS:
+        errs.append(f"governor of {v} is not allowed in slurm.conf")
+    if errs:
+        raise OptError([f"{c.prog}: error: {e}" for e in errs] + [f"{c.prog}: error: Invalid --cpu-freq argument"],
+                       255)
+    return v
+
+
+#: --gpu-bind's types, by the prefix 22.05 matches them by (case aside); the lists' digits
+_GPU_BIND = ("closest", "none", "single:", "map_gpu:", "mask_gpu:")
+
+
+def _v_gpu_bind(c: Ctx, v: str | None) -> str:
+    """`--gpu-bind=[verbose,]TYPE`: closest, none, single:N, map_gpu:LIST (decimal), mask_gpu:LIST (hex)."""
+    v = v or ""
+    rest = v[8:] if v[:8].lower() == "verbose," else v
+    kind = next((k for k in _GPU_BIND if rest[:len(k)].lower() == k), None)
+    lines = []
+    if kind in ("map_gpu:", "mask_gpu:"):
+        for item in rest[len(kind):].split(","):
+            bad = _bad_digit(item, kind == "mask_gpu:")
+            if bad:
+                lines.append(f"{c.prog}: error: Failed to validate {item}, offending character is {bad}")
+                break
+    if kind is None or lines:
+        raise OptError([*lines, f"{c.prog}: error: Invalid --gpu-bind argument: gpu:{v}"], 255)
+    return v
+
+
+def _v_accel_bind(c: Ctx, v: str | None) -> str:
+    # 22.05 looks for the letters it knows (g: GPU, n: NIC, v: verbose) anywhere in the value
+    if not any(ch in (v or "") for ch in "gnv"):
+        raise opt_error(c.prog, "Invalid --accel-bind specification", 255)
+    return v or ""
+
+
+_GPU_FREQS = ("low", "medium", "high", "highm1")
+
+
+def _v_gpu_freq(c: Ctx, v: str | None) -> str:
+    """`--gpu-freq=[<type>=]<value>[,<type>=<value>][,verbose]`: a value is low, medium, high, highm1
+    (spelled so) or a number of MHz; the one type is `memory`."""
+    for t in (v or "").split(","):
+        val = t[7:] if t.startswith("memory=") else t
+        if t != "verbose" and val not in _GPU_FREQS and not digits(val):
+            raise opt_error(c.prog, f"Invalid --gpu-freq argument: gpu:{v}", 255)
+    return v or ""
+
+
+#: the MPI plugins 22.05 has (srun --mpi=list), spelled as it needs them
+MPI_TYPES = ("pmix", "none", "cray_shasta", "pmi2")
+
+
+def _v_mpi(c: Ctx, v: str | None) -> str:
+    if v == "list":  # the list, on standard output, and srun ends there (exit 0)
+        raise OptError(["MPI plugin types are...", *(f"\t{t}" for t in MPI_TYPES),
+                        "specific pmix plugin versions available: pmix_v4"], 0, stdout=True)
+    if v not in MPI_TYPES:
+        raise OptError([f"{c.prog}: error: Couldn't find the specified plugin name for mpi/{v} looking at all files",
+                        f"{c.prog}: error: cannot find mpi plugin for mpi/{v}",
+                        f"{c.prog}: error: MPI: Cannot create context for mpi/{v}",
+                        f"{c.prog}: error: MPI: Unable to load any plugin",
+                        f"{c.prog}: error: Invalid MPI type '{v}', --mpi=list for acceptable types"], 1)
     return v or ""
 
 
@@ -279,14 +494,18 @@ _VALIDATORS = {
     "deadline": _v_begin("--deadline"), "delay-boot": _v_delay_boot, "distribution": _v_distribution,
     "exclusive": _v_exclusive, "get-user-env": _v_get_user_env, "gid": _v_gid, "gpus": _v_gpus,
     "gpus-per-node": _v_gpus, "gpus-per-task": _v_gpus, "gres": _v_gres, "hint": _v_hint,
-    "jobid": _v_jobid, "kill-on-bad-exit": _v_kill_bad_exit, "kill-on-invalid-dep": _v_kill_inv,
+    "jobid": _v_jobid, "kill-on-bad-exit": _v_kill_bad_exit, "kill-on-invalid-dep": _v_yes_no("--kill-on-invalid-dep"),
     "mail-type": _v_mail_type, "mem": _v_mem("--mem"), "mem-per-cpu": _v_mem("--mem-per-cpu"),
     "mem-per-gpu": _v_mem("--mem-per-gpu"), "mincpus": _v_int("--mincpus"), "nice": _v_nice,
     "no-kill": _v_no_kill, "nodes": lambda c, v: parse_nodes(v or "", c.prog),
     "ntasks": _v_int("--ntasks"), "ntasks-per-core": _v_int("--ntasks-per-core"),
     "ntasks-per-gpu": _v_int("--ntasks-per-gpu"), "ntasks-per-node": _v_int("--ntasks-per-node"),
     "ntasks-per-socket": _v_int("--ntasks-per-socket"), "ntasks-per-tres": _v_int("--ntasks-per-tres"),
-    "open-mode": _v_open_mode, "profile": _v_profile, "signal": _v_signal,
+    "open-mode": _v_open_mode, "profile": _v_profile, "signal": _v_signal, "propagate": _v_propagate,
+    "mem-bind": _v_mem_bind, "cpu-freq": _v_cpu_freq, "gpu-bind": _v_gpu_bind, "mpi": _v_mpi,
+    "accel-bind": _v_accel_bind, "gpu-freq": _v_gpu_freq, "send-libs": _v_yes_no("--send-libs", "yes"),
+    "resv-ports": lambda c, v: parse_int(c.prog, "--resv-port", v or "", False),
+    "immediate": lambda c, v: parse_int(c.prog, "immediate", v or "", False),
     "sockets-per-node": _v_int("--sockets-per-node"), "switches": _v_switches,
     "thread-spec": _v_int("--thread-spec", False), "threads-per-core": _v_int("--threads-per-core"),
     "time": _v_time("--time"), "time-min": _v_time("--time-min"), "tmp": _v_mem("--tmp"), "uid": _v_uid,

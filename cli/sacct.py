@@ -25,13 +25,10 @@ TABLE: list[Opt] = [
 def parse_when(value: str, now: float) -> float | None:
     """sacct -S/-E: Slurm's parse_time() forms (common/slurmtime.py; a time without a date is one
     past), e.g. `now-1hour`, `midnight`, `YYYY-MM-DD[THH:MM[:SS]]`, `YYYY-MM-DD-HH:MM:SS`, `HH:MM`,
-    `MM/DD[/YY]`; None for none of them."""
-    from slurmlet.common.grammar import OptError
-    from slurmlet.common.slurmtime import parse_begin
-    try:
-        return parse_begin(value, now, prog="sacct", option="-S", past=True)
-    except OptError:
-        return None
+    `MM/DD[/YY]`; 0 for a value that names no time (as if the option were not given); raises
+    OptError with parse_time's line for anything else."""
+    from slurmlet.common.slurmtime import parse_date
+    return float(parse_date(value, now, past=True))
 
 
 def _midnight(now: float) -> float:
@@ -71,20 +68,22 @@ def main(argv: list[str]) -> int:
         except ValueError as e:
             print(f"sacct: fatal: unrecognized job state value '{e}'", file=sys.stderr)
             return 1
-    if "starttime" in o:
-        since = parse_when(o["starttime"][-1], now)
-        if since is None:
-            print(f"sacct: error: invalid time format: {o['starttime'][-1]}", file=sys.stderr)
-            return 1
-    elif "state" in o and not ids:
+    from slurmlet.common.grammar import OptError
+    try:
+        since = parse_when(o["starttime"][-1], now) if "starttime" in o else 0
+        until = parse_when(o["endtime"][-1], now) if "endtime" in o else None
+    except OptError as e:  # parse_time's own line, and nothing after it
+        print(*e.lines, sep="\n", file=sys.stderr)
+        return 1
+    if since:
+        pass
+    elif ids:  # no -S (or one that names no time): with -j, any time
+        since = None
+    elif "state" in o:
         since = now  # with -s and no -S, sacct looks at jobs in those states now
-    elif not ids:
+    else:
         since = _midnight(now)  # sacct's default window: since 00:00 today
-    if "endtime" in o:
-        until = parse_when(o["endtime"][-1], now)
-        if until is None:
-            print(f"sacct: error: invalid time format: {o['endtime'][-1]}", file=sys.stderr)
-            return 1
+    until = until or None
     if since is not None and until is not None and since > until:
         def iso(t: float) -> str:
             return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))

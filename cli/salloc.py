@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
         req = parse_salloc(argv, env=dict(os.environ), cwd=os.getcwd(), user=current_user(),
                            host=os.uname().nodename.split(".")[0])
     except OptError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
+        (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
         return e.code
     if req["version"]:
         print("slurm-wlm 22.05.8")

@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     try:  # the user, group and host are this process's (parse_sbatch looks them up)
         req = parse_sbatch(argv, env=dict(os.environ), cwd=os.getcwd(), read_stdin=_read_stdin)
     except OptError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
+        (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
         return e.code
     if req["version"]:
         print("slurm-wlm 22.05.8")

@@ -185,12 +185,14 @@ _NODE_STATES = ("RESUME", "IDLE", "UP", "DRAIN", "DOWN")
 
 def update(args: list[str]) -> int:
     kv: dict[str, str] = {}
+    given: dict[str, str] = {}  #: each key as written, for the messages that quote it
     for a in args:
         if "=" not in a:
             print(f"Invalid input: {a}\nRequest aborted", file=sys.stderr)
             return 1
         k, v = a.split("=", 1)
         kv[k.lower()] = v
+        given[k.lower()] = a
     if "nodename" in kv:
         if kv.get("state", "").upper() not in _NODE_STATES:
             print(f"Invalid input: state={kv.get('state', '')}\nRequest aborted\nValid states are: NoResp DRAIN "
@@ -216,7 +218,18 @@ def update(args: list[str]) -> int:
         return 1
     body: dict[str, object] = {}
     for k, v in kv.items():
-        if k == "timelimit":
+        if len(k) >= 2 and "starttime".startswith(k):
+            # parse_time's forms for a date to come; a refused one is said and the rest still applies
+            from slurmlet.common.grammar import OptError
+            from slurmlet.common.slurmtime import parse_date
+            try:
+                when = parse_date(v)
+            except OptError as e:
+                print(*e.lines, sep="\n", file=sys.stderr)
+                continue
+            if when:
+                body["begin_time"] = float(when)
+        elif k == "timelimit":
             from slurmlet.common.grammar import OptError
             from slurmlet.common.slurmtime import parse_time
             try:
@@ -238,8 +251,11 @@ def update(args: list[str]) -> int:
                 print(f"Invalid {name} value: {v}", file=sys.stderr)
                 return 1
         else:
-            print(f"Update of this parameter is not supported: {k}=", file=sys.stderr)
+            print(f"Update of this parameter is not supported: {given[k]}\nRequest aborted", file=sys.stderr)
             return 1
+    if not body:
+        print("No changes specified", file=sys.stderr)
+        return 1
     try:
         http.request("PATCH", f"/api/v1/jobs/{int(jid_s)}", body)
     except ValueError:

@@ -23,24 +23,30 @@ def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
+def _when(value: str, now: float) -> float | None:
+    """A start=/end= time; None where it names none (empty), or is refused (parse_time's line said)."""
+    from slurmlet.cli.sacct import parse_when
+    from slurmlet.common.grammar import OptError
+    try:
+        return parse_when(value, now) or None
+    except OptError as e:
+        print(*e.lines, sep="\n", file=sys.stderr)
+        return None
+
+
 def window(args: dict[str, str], now: float) -> tuple[float, float]:
     """start=/end= (sacct's time forms), whole hours as the rollups are; by default yesterday."""
-    from slurmlet.cli.sacct import parse_when
     lt = time.localtime(now)
     midnight = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
     start, end = midnight - 86400, midnight
     if "start" in args:  # a bad time is said and the default kept, as 22.05 does
-        got = parse_when(args["start"], now)
-        if got is None:
-            print(f"Invalid time specification (pos=0): {args['start']}", file=sys.stderr)
-        else:
+        got = _when(args["start"], now)
+        if got is not None:
             start = got
             end = now if "end" not in args else end
     if "end" in args:
-        got = parse_when(args["end"], now)
-        if got is None:
-            print(f"Invalid time specification (pos=0): {args['end']}", file=sys.stderr)
-        else:
+        got = _when(args["end"], now)
+        if got is not None:
             end = got
     start, end = _hour(start), _hour(end)  # (an end past now counts up to now)
     if end <= start:

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
             bare = {k: v for k, v in os.environ.items() if k not in _COUNTS}
             req["components"] = _components([parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups])
     except OptError as e:
-        sys.stderr.write("\n".join(e.lines) + "\n")
+        (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
         return e.code
     o = req["opts"]
     if "version" in o:

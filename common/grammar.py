@@ -33,15 +33,17 @@ class OptError(Exception):
     """A refused command line: `lines` go to stderr verbatim, `code` is the exit status.
 
     `fixed` marks the exit-1 refusals that ignore SLURM_EXIT_ERROR (Slurm's fatal() and
-    parse_int() call exit(1) themselves); other exit-1 refusals use SLURM_EXIT_ERROR when set."""
+    parse_int() call exit(1) themselves); other exit-1 refusals use SLURM_EXIT_ERROR when set.
+    `stdout` marks a text that goes to standard output instead (a `help` value's list)."""
 
-    def __init__(self, lines: list[str] | str, code: int = 255, fixed: bool = False):
+    def __init__(self, lines: list[str] | str, code: int = 255, fixed: bool = False, stdout: bool = False):
         if isinstance(lines, str):
             lines = [lines]
         super().__init__("\n".join(lines))
         self.lines = list(lines)
         self.code = code
         self.fixed = fixed
+        self.stdout = stdout
 
 
 def opt_error(prog: str, msg: str, code: int) -> OptError:

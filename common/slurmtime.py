@@ -347,25 +347,36 @@ def _slurm_parse_time(s: str, now: float, past: bool = False) -> int:
         raise _TimeProb(pos) from None
 
 
+def parse_date(value: str, now: float | None = None, *, past: bool = False) -> int:
+    """Slurm's parse_time() as its callers see it: an epoch in local time, 0 where the value names no
+    time at all (empty, blanks only).  A refusal raises OptError with parse_time's own line,
+    `Invalid time specification (pos=N): VALUE` (each caller adds its own after it, or none: sacct).
+    `past` is sacct's reading: a time without a date is the last one past, a date without a year
+    this year's unless that is still to come."""
+    import time
+    try:
+        return _slurm_parse_time(value, time.time() if now is None else now, past)
+    except _TimeProb as p:
+        raise OptError([f"Invalid time specification (pos={p.pos}): {value}"], 1) from None
+
+
 def parse_begin(value: str, now: float | None = None, *, prog: str = "sbatch", option: str = "--begin",
                 past: bool = False) -> float:
     """`--begin`/`--deadline` as Slurm's parse_time(): an epoch (seconds) in local time.
 
-    Forms (case-insensitive, combinable): `now[+-]N[seconds|minutes|hours|days|weeks]`,
-    `HH:MM[:SS][AM|PM]` (today, or tomorrow once passed), `YYYY-MM-DD[THH:MM[:SS]]`,
-    `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`, `midnight`, `noon`, `fika` (15:00), `teatime`
-    (16:00), `today`, `tomorrow`, `utsEPOCH`.  `now` is injectable (default: the clock).
+    Forms (case-insensitive, combinable, separated by blanks, `-` or `T`):
+    `now[+-]N[seconds|second|minutes|minute|hours|hour|days|day|weeks|week]` (no other unit
+    spellings: `now+1h` is refused), `HH:MM[:SS][ ][AM|PM]` (today, or tomorrow once passed),
+    `YYYY-MM-DD[THH:MM[:SS]]`, `YYYY-MM-DD-HH:MM:SS`, `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`,
+    `midnight`, `noon`, `fika` (15:00), `teatime` (16:00), `today`, `tomorrow`, `utsEPOCH`
+    (`elevenses` is not a 22.05 word).  `now` is injectable (default: the clock).
     Refusals print Slurm's two lines, `Invalid time specification (pos=N): VALUE` and
     `<prog>: error: Invalid --begin specification` (exit 255).
     """
-    import time
-    if now is None:
-        now = time.time()
     try:
-        t = _slurm_parse_time(value, now, past)
-    except _TimeProb as p:
-        raise OptError([f"Invalid time specification (pos={p.pos}): {value}",
-                        f"{prog}: error: Invalid {option} specification"], 255) from None
+        t = parse_date(value, now, past=past)
+    except OptError as e:
+        raise OptError([*e.lines, f"{prog}: error: Invalid {option} specification"], 255) from None
     if not t:
         raise opt_error(prog, f"Invalid {option} specification", 255)
     return float(t)

@@ -383,6 +383,8 @@ async def update_job(job_id: JobId, body: JobUpdate, request: Request):
         new, old = changes["time_limit"] if "time_limit" in changes else None, row.time_limit
         if "time_limit" in changes and row.state != "PENDING" and (old is not None and (new is None or new > old)):
             raise auth.Forbidden()
+    if changes.get("begin_time") is not None:
+        changes["begin_time"] = max(changes["begin_time"], c.clock())
     c.store.update_job(job_id, changes)
     c.wake.set()
     return {"ok": True}

@@ -131,6 +131,8 @@ class JobBatch(Strict):
 
 class JobUpdate(Strict):
     time_limit: int | None = Field(None, ge=0, le=MAX_ID)
+    #: scontrol update StartTime=: when a pending job may start (a time past is now)
+    begin_time: float | None = Field(None, ge=0)
     partition: str | None = None
     name: str | None = None
     comment: str | None = None

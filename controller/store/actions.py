@@ -231,6 +231,10 @@ class Actions(Part):
                     if row.state != "PENDING":
                         raise Conflict("Job is no longer pending execution")
                     values["partition"] = v
+                elif k == "begin_time":
+                    if row.state != "PENDING":
+                        raise Conflict("Job is no longer pending execution")
+                    values["begin_time"] = values["eligible_time"] = v
                 elif k in ("time_limit", "name", "comment", "nice", "site_factor"):
                     values[k] = v
                     if k == "nice":

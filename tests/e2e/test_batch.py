@@ -105,6 +105,34 @@ def test_hold_release_and_squeue_reasons(cluster: Cluster):
     assert r.stdout == f"{jid} COMPLETED\n"
 
 
+def test_scontrol_update_starttime_takes_parse_times_forms(cluster: Cluster):
+    """22.05's `scontrol update StartTime=` (`St=` and any longer prefix; there is no BeginTime=): a
+    pending job's EligibleTime becomes that time; a refused time is said and the other changes still
+    apply; a running job's is refused (tests/data/slurm-2205-values.md)."""
+    jid = cluster.sbatch("-H", "--wrap", "true")
+    r = cluster.run(f"scontrol update JobId={jid} StartTime=2030-03-17T17:46:40")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "EligibleTime=2030-03-17T17:46:40" in cluster.run(f"scontrol show job {jid}").stdout
+    r = cluster.run(f"scontrol update JobId={jid} St=2031-01-15T10:30")
+    assert (r.returncode, r.stderr) == (0, "")
+    assert "EligibleTime=2031-01-15T10:30:00" in cluster.run(f"scontrol show job {jid}").stdout
+    r = cluster.run(f"scontrol update JobId={jid} StartTime=bogus")
+    assert (r.returncode, r.stderr) == (1, "Invalid time specification (pos=0): bogus\nNo changes specified\n")
+    r = cluster.run(f"scontrol update JobId={jid} StartTime=now+1h Comment=y")
+    assert (r.returncode, r.stderr) == (0, "Invalid time specification (pos=4): now+1h\n")
+    out = cluster.run(f"scontrol show job {jid}").stdout
+    assert "EligibleTime=2031-01-15T10:30:00" in out and "Comment=y" in out
+    r = cluster.run(f"scontrol update JobId={jid} BeginTime=now+1hour")
+    assert (r.returncode, r.stderr) == (1, "Update of this parameter is not supported: BeginTime=now+1hour\n"
+                                           "Request aborted\n")
+    cluster.run(f"scancel {jid}")
+    jid = cluster.sbatch("--wrap", "sleep 30")
+    cluster.wait_state(jid, "RUNNING")
+    r = cluster.run(f"scontrol update JobId={jid} StartTime=now+1hour")
+    assert (r.returncode, r.stderr) == (1, f"Job is no longer pending execution for job {jid}\n")
+    cluster.run(f"scancel {jid}")
+
+
 def test_resources_then_priority_reasons(cluster: Cluster):
     big = [cluster.sbatch("-N2", "-c", "3", "--wrap", "sleep 60") for _ in range(2)]
     small = cluster.sbatch("--wrap", "true")

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from slurmlet.cli.sacct import parse_when
+from slurmlet.common.grammar import OptError
 
 NOW = time.mktime((2026, 12, 7, 10, 30, 0, 0, 0, -1))
 
@@ -28,6 +29,12 @@ def test_sacct_reads_slurms_time_forms(value: str, want: float) -> None:
     assert parse_when(value, NOW) == want
 
 
-@pytest.mark.parametrize("value", ["bogus", "2026-13-01", "now+", ""])
-def test_what_is_no_time_is_refused(value: str) -> None:
-    assert parse_when(value, NOW) is None
+@pytest.mark.parametrize("value, pos", [("bogus", 0), ("2026-13-01", 5), ("now+", 3)])
+def test_what_is_no_time_is_refused(value: str, pos: int) -> None:
+    with pytest.raises(OptError) as e:
+        parse_when(value, NOW)
+    assert e.value.lines == [f"Invalid time specification (pos={pos}): {value}"]
+
+
+def test_an_empty_time_is_none() -> None:
+    assert parse_when("", NOW) == 0
