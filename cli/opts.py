@@ -616,33 +616,49 @@ def parse_salloc(argv: list[str], *, env: dict[str, str], cwd: str, user: str | 
     prog = "salloc"
     ctx = Ctx(prog, cwd, None, ("gpu",))
     tbl = table("salloc")
-    state = State()
-    apply_env(state, ctx, env, SALLOC_ENV, tbl, "SALLOC_DEBUG")
-    g = Getopt(prog, argv, tbl)
-    for key, val, _ in g:
-        if key in ("help", "usage", "version"):
-            return {"submit": None, "help": key == "help", "usage": key == "usage", "version": key == "version"}
-        state.apply(ctx, key, val)
-    command = argv[g.optind:]
-    if command and command[0] == ":":
-        raise _het_error(prog)
+    states: list[State] = []
     info: list[str] = []
-    check_counts(prog, state, info)
-    gpus = resolved_gpus(ctx, state)
+    command = argv
+    while not states or command and command[0] == ":":  # `OPTS : OPTS command`: a heterogeneous job
+        state = State()
+        if states:
+            _inherit(state, states[0])
+            command = command[1:]
+        apply_env(state, ctx, env, SALLOC_ENV, tbl, "SALLOC_DEBUG")
+        g = Getopt(prog, command, tbl)
+        for key, val, _ in g:
+            if key in ("help", "usage", "version"):
+                return {"submit": None, "help": key == "help", "usage": key == "usage", "version": key == "version"}
+            state.apply(ctx, key, val)
+        command = command[g.optind:]
+        check_counts(prog, state, info)
+        states.append(state)
+    submits = []
+    for state in states:
+        gpus = resolved_gpus(ctx, state)
+        v = state.values
+        if "nodes" in v and v["nodes"] == (0, 0):
+            raise refused(prog, "Node count specification invalid")
+        dep = str(v["dependency"]) if v.get("dependency") else None
+        if dep is not None:
+            parse_dependency(dep, prog)
+        no_shell = "no-shell" in v
+        name = "no-shell" if no_shell else "interactive"
+        submit = build_submit(v, script=SALLOC_HOLDER, default_name=name, script_args=[], env=env, cwd=cwd,
+                              user=user, uid=uid, gid=gid, group=group, host=host, prog=prog, gpus=gpus,
+                              dependency=dep)
+        submit["interactive"] = True
+        submit["requeue"] = False  # an allocation is never requeued: its command runs on here
+        submit["stdout"] = submit["stderr"] = "/dev/null"
+        if gpus.get("gpu_type"):
+            submit["gpu_type"] = gpus["gpu_type"]
+        submits.append(submit)
+    submit, state = submits[0], states[0]
     v = state.values
-    if "nodes" in v and v["nodes"] == (0, 0):
-        raise refused(prog, "Node count specification invalid")
-    dep = str(v["dependency"]) if v.get("dependency") else None
-    if dep is not None:
-        parse_dependency(dep, prog)
+    gpus = {"gpu_type": submit.get("gpu_type")}
     no_shell = "no-shell" in v
-    name = "no-shell" if no_shell else "interactive"
-    submit = build_submit(v, script=SALLOC_HOLDER, default_name=name, script_args=[], env=env, cwd=cwd,
-                          user=user, uid=uid, gid=gid, group=group, host=host, prog=prog, gpus=gpus,
-                          dependency=dep)
-    submit["interactive"] = True
-    submit["requeue"] = False  # an allocation is never requeued: its command runs on here
-    submit["stdout"] = submit["stderr"] = "/dev/null"
+    if len(submits) > 1:
+        submit["het"] = submits[1:]
     kill = None
     if "kill-command" in v:
         kill = parse_signal(str(v["kill-command"]), prog)[0] if v["kill-command"] else 15

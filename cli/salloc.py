@@ -82,6 +82,8 @@ def allocation_environment(job: dict, submit: dict, env: dict[str, str]) -> dict
     from slurmlet.common.grammar import compress_counts
     jid = str(job["job_id"])
     out = dict(env)
+    if job.get("components"):  # a heterogeneous job: its components' facts, under their groups' names
+        return het_allocation_environment(job, out)
     out.update({
         "SLURM_CLUSTER_NAME": str(job.get("cluster") or ""),
         "SLURM_JOBID": jid, "SLURM_JOB_ID": jid,
@@ -111,6 +113,35 @@ def allocation_environment(job: dict, submit: dict, env: dict[str, str]) -> dict
                      ("gpus_per_task", "SLURM_GPUS_PER_TASK")):
         if submit.get(key):
             out[var] = str(submit[key])
+    return out
+
+
+def het_allocation_environment(job: dict, out: dict[str, str]) -> dict[str, str]:
+    """salloc's command's environment under a heterogeneous job (pure): as 22.05 sets it, each
+    component's facts with the suffix `_HET_GROUP_<n>` (and `_PACK_GROUP_<n>`), the job's id and its
+    task count, and none of the job-wide names that a single job's has."""
+    from slurmlet.common.grammar import compress_counts
+    comps = job["components"]
+    out.update({"SLURM_CLUSTER_NAME": str(job.get("cluster") or ""), "SLURM_JOB_ID": str(job["job_id"]),
+                "SLURM_HET_SIZE": str(len(comps)), "SLURM_PACK_SIZE": str(len(comps)),
+                "SLURM_SUBMIT_DIR": str(job.get("submit_dir") or os.getcwd()),
+                "SLURM_SUBMIT_HOST": str(job.get("alloc_node") or "")})
+    tasks = 0
+    for n, c in enumerate(comps):
+        ntasks = sum(c.get("alloc_tasks") or [1])
+        tasks += ntasks
+        facts = {"SLURM_JOBID": str(c["job_id"]), "SLURM_JOB_ID": str(c["job_id"]),
+                 "SLURM_JOB_ACCOUNT": str(c.get("account") or c.get("user") or ""),
+                 "SLURM_JOB_CPUS_PER_NODE": compress_counts(c.get("alloc_cpus") or [1]),
+                 "SLURM_JOB_NAME": str(c.get("name") or ""), "SLURM_JOB_NODELIST": c.get("nodes") or "",
+                 "SLURM_NODELIST": c.get("nodes") or "", "SLURM_JOB_NUM_NODES": str(c.get("num_nodes") or 1),
+                 "SLURM_NNODES": str(c.get("num_nodes") or 1), "SLURM_JOB_PARTITION": str(c.get("partition") or ""),
+                 "SLURM_JOB_QOS": str(c.get("qos") or "normal"), "SLURM_NODE_ALIASES": "(null)",
+                 "SLURM_NPROCS": str(ntasks), "SLURM_NTASKS": str(ntasks),
+                 "SLURM_TASKS_PER_NODE": compress_counts(c.get("alloc_tasks") or [1])}
+        for name, value in facts.items():
+            out[f"{name}_HET_GROUP_{n}"] = out[f"{name}_PACK_GROUP_{n}"] = value
+    out["SLURM_NTASKS"] = out["SLURM_NPROCS"] = str(tasks)
     return out
 
 
@@ -167,6 +198,9 @@ class Allocation:
         if job["state"] not in ("RUNNING", "SUSPENDED"):
             self.say(f"Job allocation {self.job_id} has been revoked.")
             return None
+        if job.get("het_job_id") is not None:  # a heterogeneous job: its components too, in order
+            listed = http.request("GET", f"/api/v1/jobs?ids={self.job_id}")["jobs"]
+            job["components"] = sorted(listed, key=lambda c: c.get("het_job_offset") or 0)
         if announced:
             self.say(f"job {self.job_id} has been allocated resources")
         if self.prog != "salloc":

@@ -25,10 +25,14 @@ def main(argv: list[str]) -> int:
             groups[-1].append(arg)
     try:
         req = parse_srun(groups[0], env=dict(os.environ), cwd=os.getcwd())
-        if len(groups) > 1 or "het-group" in req["opts"]:
+        own = os.environ.get("SLURM_JOB_ID")  # (a step of this heterogeneous job, not of another's)
+        if len(groups) > 1 or "het-group" in req["opts"] or os.environ.get("SLURM_HET_SIZE") and own and \
+                str(req["opts"].get("jobid") or own).split("+")[0] == own:
             # each component's counts are its own or its job component's, not the batch step's
             bare = {k: v for k, v in os.environ.items() if k not in _COUNTS}
-            req["components"] = _components([parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups])
+            parsed = [parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups]
+            req["components"] = _components(parsed)
+            req["groups"] = [parse_srun(g, env=dict(os.environ), cwd=os.getcwd()) for g in groups]
     except OptError as e:
         (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
         return e.code
@@ -462,6 +466,15 @@ def _allocate_and_run(req: dict) -> int:
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
+    if len(req.get("groups") or ()) > 1:  # `srun A : B`: a heterogeneous job, a component per group
+        body["het"] = []
+        for r in req["groups"][1:]:
+            body["het"].append(build_submit(
+                dict(r["opts"]), script=SALLOC_HOLDER, default_name=body["name"], script_args=[], env=env,
+                cwd=os.getcwd(), user=current_user(), uid=os.getuid(), gid=os.getgid(), group=str(os.getgid()),
+                host=os.uname().nodename, now=None, prog="srun"))
+    for part in [body, *(body.get("het") or [])]:
+        part.update(interactive=True, srun_step=True, requeue=False, stdout="/dev/null", stderr="/dev/null")
     body["interactive"] = True  # its holder is no batch step: the job's steps are srun's
     body["srun_step"] = True  # and its step 0's end is the job's (controller/store/steps.py)
     body["requeue"] = False  # Slurm never requeues an srun's job (its srun would wait on)

@@ -40,17 +40,19 @@ def captured(title: str) -> list[str]:
     return block[:block.index("```")].strip("\n").splitlines()
 
 
-def as_here(lines: list[str], jid: int) -> dict[str, str]:
-    """The capture's variables as this cluster gives them: its nodes node3 and node4 are node1 and
-    node2 here, its job ids 1 and 2 this job's; memory (DefMemPerCPU there, none here) left out."""
+def as_here(lines: list[str], jid: int, first: int = 1, nodes: tuple[int, int] = (3, 4)) -> dict[str, str]:
+    """The capture's variables as this cluster gives them: its `nodes` are node1 and node2 here, its
+    job ids from `first` on this job's; memory (DefMemPerCPU there, none here) left out."""
+    a, b = nodes
+    names = {f"node[{a}-{b}]": "node[1-2]", f"node{a}": "node1", f"node{b}": "node2"}
     out = {}
     for line in lines:
         name, _, value = line.partition("=")
         if "MEM_PER_CPU" in name:
             continue
-        value = value.replace("node[3-4]", "node[1-2]").replace("node3", "node1").replace("node4", "node2")
-        if name.startswith(("SLURM_JOB_ID_", "SLURM_JOBID_")):
-            value = str(jid + int(value) - 1)
+        value = re.sub(r"node\[\d-\d\]|node\d", lambda m: names.get(m.group(0), m.group(0)), value)
+        if name.startswith(("SLURM_JOB_ID", "SLURM_JOBID")) and value.isdigit():
+            value = str(jid + int(value) - first)
         out[name] = value
     return out
 
@@ -161,3 +163,25 @@ def test_srun_A_colon_B_forms_one_gloo_process_group_across_the_components(clust
     assert sorted(line for line in out.splitlines() if " rank " in line) == [
         "0: node1 rank 0 of 2: 3", "1: node2 rank 1 of 2: 3"], out
     assert j["state"] == "COMPLETED"
+
+
+def test_srun_and_salloc_outside_an_allocation_make_a_heterogeneous_job(cluster: Cluster):
+    c = cluster
+    wait_until(lambda: c.idle_nodes() == set(c.node_names), 60, what="the nodes to be idle")
+    r = c.run([str(BIN / "srun"), "-l", "-n1", "printenv", "SLURMD_NODENAME", ":", "-n2", "bash", "-c",
+               "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_HET_SIZE $SLURM_STEP_NUM_TASKS"])
+    assert r.returncode == 0, r.stderr
+    # 22.05: `0: node2`, `1: 1/3 112 2 3`, `2: 2/3 112 2 3` (its job id among them, here left out)
+    assert sorted(r.stdout.splitlines()) == ["0: node1", "1: 1/3 2 3", "2: 2/3 2 3"]
+    script = "env | grep -E '^SLURM' | sort > salloc-env.txt; srun -l printenv SLURMD_NODENAME; " \
+             "srun -l --het-group=1 printenv SLURMD_NODENAME"
+    r = c.run([str(BIN / "salloc"), "-J", "hetcap5", "-n1", ":", "-n2", "bash", "-c", script])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["0: node1", "0: node2", "1: node2"]  # 22.05's, its nodes node2, node3
+    jid = int(re.search(r"Granted job allocation (\d+)", r.stderr).group(1))
+    lines = captured("srun and salloc outside an allocation")
+    ref = as_here([x for x in lines if x.startswith("SLURM_") and "=" in x], jid, first=115, nodes=(2, 3))
+    got = read_env(c.workdir / "salloc-env.txt")
+    assert het_vars(got) == het_vars(ref)
+    assert (got["SLURM_JOB_ID"], got["SLURM_NTASKS"], got["SLURM_NPROCS"]) == (str(jid), "3", "3")
+    assert "SLURM_JOB_NODELIST" not in got and "SLURM_NNODES" not in got  # (22.05 sets only the groups')
