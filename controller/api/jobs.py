@@ -422,10 +422,16 @@ def wakes_scheduler(job: dict) -> bool:
 
 def _add_steps(store: JobStore, jobs: list[dict]) -> None:
     """The srun steps of started jobs, after their batch step (sacct's ID.batch, ID.0, ...)."""
-    started = [j["job_id"] for j in jobs if j.get("batch_host")]
-    got = store.step_rows(started)
+    # (a heterogeneous job's steps are its leader's: each component lists those that ran in it)
+    started = {j.get("het_job_id") or j["job_id"] for j in jobs if j.get("batch_host")}
+    got = store.step_rows(sorted(started))
     for j in jobs:
-        j["steps"] = j["steps"] + got.get(j["job_id"], [])
+        if j.get("het_job_id") is None:
+            j["steps"] = j["steps"] + got.get(j["job_id"], [])
+        else:
+            k = str(j.get("het_job_offset") or 0)
+            j["steps"] = j["steps"] + [{**s, **s.get("groups", {}).get(k, {})} for s in got.get(j["het_job_id"], [])
+                                       if k in s.get("groups", {"0": None})]
         for k in ("user_cpu", "system_cpu", "total_cpu"):  # the job's CPU time is its steps'
             j[k] = sum(s.get(k) or 0.0 for s in j["steps"])
         # DerivedExitCode: the highest exit status of its srun steps (as a wait status: code, then signal)

@@ -322,5 +322,18 @@ def public(c: Any, job_ids: list[int], srun: bool = False) -> dict[int, list[dic
                     "nodes": hostlist.collect_hostlist([x["node"] for x in layout]), "num_nodes": len(layout),
                     "num_cpus": sum(x["cpus"] for x in layout),
                     "num_tasks": sum(len(x["ranks"]) for x in layout),
-                    "srun_host": req.get("srun_host"), "srun_pid": req.get("srun_pid")})
+                    "srun_host": req.get("srun_host"), "srun_pid": req.get("srun_pid"),
+                    **_groups(layout)})
     return out
+
+
+def _groups(layout: list[dict]) -> dict:
+    """A heterogeneous job's step: what of it ran in each job component (sacct lists it under each)."""
+    if not any("het" in x for x in layout):
+        return {}
+    parts: dict[str, list[dict]] = {}
+    for x in layout:
+        parts.setdefault(str(x.get("het", 0)), []).append(x)
+    return {"groups": {g: {"nodes": hostlist.collect_hostlist([x["node"] for x in xs]), "num_nodes": len(xs),
+                           "num_cpus": sum(x["cpus"] for x in xs), "num_tasks": sum(len(x["ranks"]) for x in xs)}
+                       for g, xs in parts.items()}}
