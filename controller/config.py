@@ -70,6 +70,8 @@ class ClusterConfig:
     #: EnforcePartLimits: NO (past a partition's limits a job pends), ALL or ANY (refused at submission;
     #: YES is ANY, as 22.05 shows it; with one partition a job the two are the same)
     enforce_part_limits: str = "NO"
+    #: PrologFlags, lower-cased (`contain`: every job gets an extern step, which sacct lists)
+    prolog_flags: tuple[str, ...] = ()
     raw: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     #: nodes of this pool (a JSON spec's login_node_pool_id) belong to no partition and run no jobs
@@ -248,13 +250,14 @@ _GLOBAL_KEYS = {
     "preemptmode": "preempt_mode",
     "schedulertype": "scheduler_type",
     "enforcepartlimits": "enforce_part_limits",
+    "prologflags": "prolog_flags",
 }
 _INT_FIELDS = {"kill_wait", "min_job_age", "slurmd_timeout", "def_mem_per_cpu", "max_array_size", "requeue_delay"}
 
 # Keys real slurm.conf files carry that slurmlet accepts silently (no behaviour here, or later issues).
 _KNOWN_QUIET = {
     "slurmctldhost", "controlmachine", "slurmuser", "slurmduser", "authtype", "credtype", "mpidefault",
-    "proctracktype", "tasktype", "taskplugin", "prologflags", "returntoservice", "slurmdparameters",
+    "proctracktype", "tasktype", "taskplugin", "returntoservice", "slurmdparameters",
     "slurmctldpidfile", "slurmdpidfile", "slurmdspooldir", "statesavelocation", "slurmctldlogfile",
     "slurmdlogfile", "slurmctlddebug", "slurmddebug", "slurmctldtimeout", "inactivelimit", "waittime",
     "selecttype", "selecttypeparameters", "grestypes", "prioritytype", "prioritydecayhalflife", "prioritycalcperiod",
@@ -512,6 +515,8 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
                 elif attr == "preempt_mode":
                     _preempt_mode(v, k)
                     values[attr] = v.upper()
+                elif attr == "prolog_flags":
+                    values[attr] = tuple(f.strip().lower() for f in v.split(",") if f.strip())
                 elif attr == "enforce_part_limits":
                     mode = v.strip().upper()
                     if mode not in ("NO", "ALL", "ANY", "YES"):

@@ -273,6 +273,14 @@ class Queries(Part):
                 "system_cpu": getattr(row, "batch_system_cpu", None) or 0.0,
                 "total_cpu": (getattr(row, "batch_user_cpu", None) or 0.0) + (getattr(row, "batch_system_cpu", None) or 0.0),
             })
+        if alloc and row.start_time is not None and "contain" in self.config.prolog_flags:
+            # PrologFlags=Contain: the extern step that holds the job's nodes, which 22.05's sacct lists
+            # COMPLETED 0:0 whatever became of the job
+            live = row.active or row.state in ("RUNNING", "SUSPENDED")
+            steps.append({"step": "extern", "name": "extern", "state": "RUNNING" if live else "COMPLETED",
+                          "exit_code": 0, "exit_signal": 0, "start_time": row.start_time, "end_time": row.end_time,
+                          "nodes": row.nodes or "", "num_nodes": len(alloc), "num_cpus": num_cpus,
+                          "num_tasks": len(alloc), "user_cpu": 0.0, "system_cpu": 0.0, "total_cpu": 0.0})
         return {
             "job_id": row.id, "array_job_id": row.array_job_id, "array_task_id": row.array_task_id,
             "het_job_id": het_id, "het_job_offset": het_offset,
