@@ -43,6 +43,29 @@ def current_user() -> str:
         return os.environ.get("USER") or str(os.getuid())
 
 
+def user_name(user: str) -> str | None:
+    """A user named by name or uid, as its name; None for a user this host does not know."""
+    import pwd
+    try:
+        return pwd.getpwuid(int(user)).pw_name if user.isdigit() else pwd.getpwnam(user).pw_name
+    except (KeyError, OverflowError):
+        return None
+
+
+def known_users(given: list[str], prog: str, message: str, end: str = "\n") -> list[str] | None:
+    """The users of -u by name, each one this host does not know said as `PROG: error: MESSAGE: USER`
+    on stderr; None when it knew none of them (22.05's squeue then lists no job, scancel refuses)."""
+    import sys
+    out = []
+    for u in given:
+        name = user_name(u)
+        if name is None:
+            print(f"{prog}: error: {message}: {u}", file=sys.stderr, end=end)
+        else:
+            out.append(name)
+    return out if out or not given else None
+
+
 def split_list(values: list[str]) -> list[str]:
     return [x for v in values for x in v.split(",") if x]
 

@@ -5,8 +5,9 @@ package): it speaks HTTP/1.1 itself, with JSON request bodies written by cli/jso
 import). On the controller's host it sends requests through the controller's spool
 (controller/spool.py, $SLURMLET_SPOOL) with nothing but `os` and `select`, and takes answers in
 `marshal` (no JSON decoder to load); else it uses TCP (the `socket` module, imported then) and JSON.
-The controller is found through `SLURMLET_CONTROLLER`, else the running `slurmlet up`
-(`~/.slurmlet/controller`), else 127.0.0.1:6817.
+The controller is found through `SLURMLET_CONTROLLER`, else the caller's own running `slurmlet up`
+(`~/.slurmlet/clusters`: alone, it is used with its spool and key; several are named and none is
+picked), else 127.0.0.1:6817 when root or the caller runs what listens there.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import os
 
 from slurmlet.cli.jsonwrite import dumps
-from slurmlet.common.wire import BELL, JSON, MARSHAL, SPOOL_ENV, SPOOL_MAX, WITHDRAW
+from slurmlet.common.wire import BELL, CLUSTERS_DIR, DEFAULT_PORT, JSON, MARSHAL, SPOOL_ENV, SPOOL_MAX, WITHDRAW
 
 TYPE_CHECKING = False  # keep typing out of the CLI's import path
 if TYPE_CHECKING:
     import socket
     from typing import Any
 
-DEFAULT = "http://127.0.0.1:6817"
+DEFAULT = f"http://127.0.0.1:{DEFAULT_PORT}"
 
 
 class ControllerError(Exception):
@@ -39,19 +40,71 @@ class Unreachable(Exception):
     """No controller answers at the configured address."""
 
 
+_FOUND: list[str] = []  #: the controller this process found (controller_url), once
+
+
 def controller_url() -> str:
+    """The controller's address: SLURMLET_CONTROLLER, else the one local cluster of the caller's own
+    (its spool and key are then used as its exports would set them), else DEFAULT where root or the
+    caller runs what listens there. Raises Unreachable, naming them, where the caller runs several
+    clusters, or where another user's controller holds DEFAULT's port: it never picks one itself."""
     url = os.environ.get("SLURMLET_CONTROLLER")
     if url:
         return url if "://" in url else "http://" + url
-    path = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
+    if _FOUND:
+        return _FOUND[0]
+    mine = own_clusters()
+    if len(mine) > 1:
+        raise Unreachable("more than one of your clusters is running: " + ", ".join(
+            f"{c[0]} (state in {c[4]})" for c in mine) + "; set SLURMLET_CONTROLLER to the one to use "
+            "(the exports `slurmlet up --state-dir DIR` prints)")
+    if mine:
+        url, spool, key = mine[0][:3]
+        os.environ.setdefault(SPOOL_ENV, spool)
+        os.environ.setdefault("SLURMLET_KEY_FILE", key)
+    else:
+        owner = listener_uid(DEFAULT_PORT)
+        if owner is not None and owner not in (0, os.getuid()):
+            raise Unreachable(f"the controller at 127.0.0.1:{DEFAULT_PORT} is run by uid {owner}, not by you or "
+                              "root; set SLURMLET_CONTROLLER to use it")
+        url = DEFAULT
+    _FOUND.append(url)
+    return url
+
+
+def own_clusters() -> list[list[str]]:
+    """The caller's running local clusters (`slurmlet up`'s records: address, spool, key file,
+    controller pid, state directory), those whose controller is gone left out."""
+    home = os.path.join(os.path.expanduser("~"), *CLUSTERS_DIR)
     try:
-        with open(path) as f:
-            v = f.read().strip()
-            if v:
-                return v
+        names = sorted(os.listdir(home))
     except OSError:
-        pass
-    return DEFAULT
+        return []
+    out = []
+    for name in names:
+        try:
+            with open(os.path.join(home, name)) as f:
+                lines = f.read().split("\n")
+        except OSError:
+            continue
+        if len(lines) > 4 and lines[3].isdigit() and os.path.exists(f"/proc/{lines[3]}"):
+            out.append(lines[:5])
+    return out
+
+
+def listener_uid(port: int) -> int | None:
+    """Whose process listens on this host's TCP `port` (the kernel's socket table), None: nobody's."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().split("\n")[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 7 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                return int(cols[7])
+    return None
 
 
 def _split(url: str) -> tuple[str, int]:

@@ -124,7 +124,7 @@ def slurmlet() -> int:
     usage = ("usage: slurmlet {up,down,status,controller,agent,credd,simulate,translate,secrets,db} [options]\n\n"
              "  up          start a local cluster (a controller and N agents) and wait until its nodes are idle\n"
              "  down        stop the local cluster started by `up` (its state is kept)\n"
-             "  status      show the local cluster's daemons\n"
+             "  status      name the local cluster and its daemons, or say it is not running\n"
              "  controller  run the controller (the slurmctld): REST API, scheduler, accounting\n"
              "  agent       run a node agent (the slurmd): registers the node, runs jobs and steps\n"
              "  credd       serve credentials to users who may not read the cluster key (munged's role)\n"
@@ -136,6 +136,10 @@ def slurmlet() -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):  # (sbatch --version keeps Slurm's form, which tools parse)
+        from importlib.metadata import version
+        print(f"slurmlet {version('slurmlet')} (Slurm 22.05 compatible)")
+        return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "controller":
         from slurmlet.controller.daemon import main

@@ -76,6 +76,11 @@ def main(argv: list[str]) -> int:
         else:
             ids.append(int(head))
     users = common.split_list(o.get("user", []))
+    for u in users:
+        if common.user_name(u) is None:
+            print(f"scancel: error: Invalid user name: {u}", file=sys.stderr)
+            return 1
+    users = [common.user_name(u) or u for u in users]
     if "me" in o:
         users.append(common.current_user())
     names = common.split_list(o.get("name", []))

@@ -107,7 +107,9 @@ def main(argv: list[str]) -> int:
                   f"{','.join(common.JOB_STATES)}\n", file=sys.stderr)
             return 1
         states = parsed  # None: all
-    users = common.split_list(o.get("user", []))
+    known = common.known_users(common.split_list(o.get("user", [])), "squeue", "Invalid user", end="\n\n")
+    # (none known: 22.05 lists no job, its header alone; the names asked for are no job's)
+    users = common.split_list(o.get("user", [])) if known is None else known
     if "me" in o:
         users.append(common.current_user())
     q = []

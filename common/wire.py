@@ -41,3 +41,11 @@ PIECE = 256 << 10
 #: the longest string in an agent's answer (NodeSync.answers: a piece in base64, 4 characters for
 #: each 3 bytes or part of 3, or an error naming the output's path), which a sync accepts
 ANSWER_CHARS = 4 * -(-PIECE // 3)
+
+#: where `slurmlet up` records each local cluster it runs, under its user's home (a file per cluster,
+#: named after its controller's port: its address, spool, key file, controller pid and state
+#: directory, a line each); `down` removes it. The CLI without SLURMLET_CONTROLLER uses the one
+#: running there, and names them all when there are several (cli/http.py)
+CLUSTERS_DIR = (".slurmlet", "clusters")
+#: the controller's address when nothing names one (Slurm's SlurmctldPort)
+DEFAULT_PORT = 6817

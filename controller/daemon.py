@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-DEFAULT_PORT = 6817
+from slurmlet.common.wire import DEFAULT_PORT
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", help="database URL (default: SQLite in --state-dir)")
     ap.add_argument("--state-dir", default=os.environ.get("SLURMLET_STATE_DIR", "./state"),
                     help="directory for the SQLite database (default ./state)")
-    ap.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT (default 127.0.0.1:6817)")
+    ap.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORT}",
+                    help=f"HOST:PORT (default 127.0.0.1:{DEFAULT_PORT})")
     ap.add_argument("--key-file", default=None,
                     help="the cluster key: changes need a credential or token signed with it (default "
                          "$SLURMLET_KEY_FILE or /etc/slurmlet/slurmlet.key; without one, requests are trusted)")

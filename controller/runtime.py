@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from slurmlet.common import render_squeue
+from slurmlet.common.wire import DEFAULT_PORT
 
 from . import auth
 from .config import ClusterConfig
@@ -33,7 +34,7 @@ VERSION = "22.05.8"
 class Settings:
     db_url: str
     config: ClusterConfig
-    listen: str = "127.0.0.1:6817"
+    listen: str = f"127.0.0.1:{DEFAULT_PORT}"
     #: how long an agent's sync may wait for orders (the agent asks; this caps it)
     max_long_poll: float = 5.0
     #: periodic scheduling pass even without events (BeginTime, node changes)

@@ -22,7 +22,7 @@ import httpx
 import psutil
 
 from ..common import cred, scripts
-from ..common.wire import ANSWERS_BYTES, PIECE
+from ..common.wire import ANSWERS_BYTES, DEFAULT_PORT, PIECE
 from . import envs, identity, syncclient, unpack
 from . import records as records_mod
 from .env import batch_environment, script_environment
@@ -571,7 +571,7 @@ async def _fetch(url: str) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(prog="slurmlet agent", description="Run a slurmlet node agent (slurmd).")
-    ap.add_argument("--controller", default=os.environ.get("SLURMLET_CONTROLLER", "http://127.0.0.1:6817"))
+    ap.add_argument("--controller", default=os.environ.get("SLURMLET_CONTROLLER", f"http://127.0.0.1:{DEFAULT_PORT}"))
     ap.add_argument("--name", default=platform.node().split(".")[0])
     ap.add_argument("--cpus", type=int)
     ap.add_argument("--memory", type=int, help="MB")

@@ -295,3 +295,28 @@ def fresh_cluster(tmp_path: Path):
 
 def read_json(path: Path) -> object:
     return json.loads(path.read_text())
+
+
+def made_users(names: tuple[str, ...]):
+    """Real local users for a test (useradd, no home), removed after it unless they were there before."""
+    import pwd
+    made = []
+    for name in names:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+            made.append(name)
+    yield [pwd.getpwnam(n) for n in names]
+    for name in made:
+        subprocess.run(["userdel", name], check=False)
+
+
+def traversable_dir(prefix: str):
+    """A world-traversable scratch directory (pytest's tmp_path is 0700: other users could not pass)."""
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import marshal
 import math
+import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Path, Query, Request
@@ -60,6 +61,19 @@ def as_caller(request: Request, data: dict) -> None:
         raise auth.Forbidden()
     if who.known and who.level < 1 and (data.get("nice") or 0) < 0:
         raise InvalidRequest("Invalid --nice value")
+    if who.known and who.level < 2 and not in_group(str(data.get("user")), data.get("gid")):
+        raise auth.Forbidden()  # (as slurmctld: a job runs with a group of its user's only)
+
+
+def in_group(user: str, gid: object) -> bool:
+    """Whether `gid` is one of `user`'s groups on this host (True where this host does not know the
+    user: the node's agent checks it again before it runs anything, where the user must exist)."""
+    import pwd
+    try:
+        primary = pwd.getpwnam(user).pw_gid
+    except KeyError:
+        return True
+    return isinstance(gid, int) and gid in os.getgrouplist(user, primary)
 
 
 def own_code(c: Controller, request: Request, data: dict, prefix: str = "") -> None:

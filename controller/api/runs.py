@@ -28,7 +28,7 @@ async def submit_run(request: Request):
     code = doc.get("code")
     uid, gid = int_field(doc, "uid"), int_field(doc, "gid")
     user = str(doc.get("user") or "root")
-    as_caller(request, {"user": user, "uid": uid})
+    as_caller(request, {"user": user, "uid": uid, "gid": gid})
     own_code(c, request, {"code": code, "uid": uid}, "invalid workload: ")
     w = wl.parse(doc.get("workload"))
     body = wl.job_body(w, cwd=str(doc.get("cwd") or "/"), user=user,

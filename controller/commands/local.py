@@ -19,7 +19,8 @@ from collections.abc import Set
 from slurmlet.common import cred, wire
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
-POINTER = os.path.join(os.path.expanduser("~"), ".slurmlet", "controller")
+#: this user's running local clusters, a file each (common/wire.py, CLUSTERS_DIR)
+REGISTRY = os.path.join(os.path.expanduser("~"), *wire.CLUSTERS_DIR)
 
 
 def _bin_dir() -> str:
@@ -181,7 +182,7 @@ def up(argv: list[str]) -> int:
     ap.add_argument("--gpus-per-node", type=int, help="fake GPUs per node when the machine has none (default 0)")
     ap.add_argument("--gpu-type", default=None)
     ap.add_argument("--state-dir", default=os.environ.get("SLURMLET_STATE_DIR", DEFAULT_STATE))
-    ap.add_argument("--port", type=int, default=6817, help="controller port (0: any free port)")
+    ap.add_argument("--port", type=int, default=wire.DEFAULT_PORT, help="controller port (0: any free port)")
     ap.add_argument("--db", help="database URL (default: SQLite in the state directory)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for all nodes to be idle")
     ap.add_argument("--init-db", action="store_true",
@@ -303,7 +304,7 @@ def up(argv: list[str]) -> int:
         if args.init_db:
             cmd.append("--init-db")
         pids["controller"] = _spawn(cmd, os.path.join(state, "controller.log"), env)
-        meta = {"url": url, "config": conf_path, "nodes": node_names}
+        meta = {"url": url, "config": conf_path, "nodes": node_names, "cluster": conf.cluster_name}
         _write_json(meta_path, meta)
         _write_json(os.path.join(state, "pids.json"), pids)
     if not _wait(lambda: _ping(url), args.timeout):
@@ -342,21 +343,8 @@ def up(argv: list[str]) -> int:
     if not _wait(lambda: _all_idle(url, node_names, spawned, spawned_at), args.timeout):
         print(f"slurmlet up: error: nodes did not all come up; see {state}/agent-*.log", file=sys.stderr)
         return 1
-    # the CLI's default cluster (without SLURMLET_CONTROLLER) and key: this one, unless another cluster
-    # that still answers holds them (then this one is reached through the exports printed below)
-    os.makedirs(os.path.dirname(POINTER), exist_ok=True)
-    held = None
-    with contextlib.suppress(OSError):
-        with open(POINTER) as f:
-            held = f.read().strip() or None
-    if held is None or held == url or _get(held, "/api/v1/ping") is None:
-        with open(POINTER, "w") as f:
-            f.write(url + "\n")
-        link = os.path.join(os.path.dirname(POINTER), "key")
-        with contextlib.suppress(OSError):
-            os.remove(link)
-        with contextlib.suppress(OSError):
-            os.symlink(key_file, link)
+    # the CLI without SLURMLET_CONTROLLER finds it here: alone, it is used; with others, all are named
+    register(url, os.path.join(state, "requests"), key_file, pids["controller"], state)
     print(f"export SLURMLET_CONTROLLER={url}")
     print(f"export SLURMLET_KEY_FILE={key_file}")
     print(f"export SLURMLET_CRED_SOCKET={sock}")
@@ -454,19 +442,43 @@ def down(argv: list[str]) -> int:
         _stop(pids[key], args.timeout)
     os.remove(os.path.join(state, "pids.json"))
     remove_hosts(state)
-    try:
-        with open(os.path.join(state, "cluster.json")) as f:
-            url = json.load(f).get("url")
-        with open(POINTER) as f:
-            if f.read().strip() == url:
-                os.remove(POINTER)
-                link = os.path.join(os.path.dirname(POINTER), "key")
-                if os.path.realpath(link) == os.path.join(state, "slurmlet.key"):
-                    os.remove(link)
-    except (OSError, ValueError):
-        pass
+    unregister(state)
     print(f"slurmlet: stopped {len(order)} processes", file=sys.stderr)
     return 0
+
+
+def register(url: str, spool: str, key_file: str, pid: int, state: str) -> None:
+    """Record a running cluster for the CLI of its user (REGISTRY: one file, its lines as
+    cli/http.py reads them), replacing what an earlier run of it left."""
+    unregister(state)
+    os.makedirs(REGISTRY, mode=0o700, exist_ok=True)
+    lines = [url, spool, key_file, str(pid), state]
+    _write_text(os.path.join(REGISTRY, url.rsplit(":", 1)[1]), "\n".join(lines) + "\n")
+
+
+def unregister(state: str) -> None:
+    """Forget what REGISTRY holds of the cluster in `state`."""
+    for name in _listdir(REGISTRY):
+        path = os.path.join(REGISTRY, name)
+        with contextlib.suppress(OSError):
+            with open(path) as f:
+                lines = f.read().split("\n")
+            if len(lines) > 4 and lines[4] == state:
+                os.remove(path)
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _write_text(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _stop(pid: int, timeout: float) -> None:
@@ -493,8 +505,22 @@ def _stop(pid: int, timeout: float) -> None:
 
 
 def status(argv: list[str]) -> int:
-    state = os.path.abspath(argv[0] if argv else os.environ.get("SLURMLET_STATE_DIR", DEFAULT_STATE))
+    """The local cluster of a state directory: which cluster it is and where, and its daemons; `not
+    running` (exit 1) when its controller is not."""
+    ap = argparse.ArgumentParser(prog="slurmlet status", description="Show the local cluster started by `slurmlet up`.")
+    ap.add_argument("state_dir", nargs="?", help="(default $SLURMLET_STATE_DIR, else ~/.slurmlet/local)")
+    ap.add_argument("--state-dir", dest="state_opt")
+    args = ap.parse_args(argv)
+    state = os.path.abspath(args.state_opt or args.state_dir or os.environ.get("SLURMLET_STATE_DIR", DEFAULT_STATE))
     pids = _read_pids(state)
+    if not (pids.get("controller") and _alive(pids["controller"])):
+        print(f"slurmlet: not running (state directory {state})")
+        return 1
+    meta: dict = {}
+    with contextlib.suppress(OSError, ValueError):
+        with open(os.path.join(state, "cluster.json")) as f:
+            meta = json.load(f)
+    print(f"slurmlet: cluster {meta.get('cluster') or '?'} running at {meta.get('url') or '?'}; state in {state}")
     for k, p in pids.items():
         print(f"{k:20s} {p:8d} {'running' if _alive(p) else 'stopped'}")
     return 0

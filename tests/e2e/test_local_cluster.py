@@ -63,7 +63,7 @@ def test_up_exports_then_down_stops_exactly_its_processes(tmp_path: Path):
                               text=True, env=env, timeout=60)
     assert down.returncode == 0
     wait_until(lambda: not any(Path(f"/proc/{p}").exists() for p in pids.values()), 15, what="daemons to stop")
-    assert not (tmp_path / ".slurmlet" / "controller").exists()
+    assert not list((tmp_path / ".slurmlet" / "clusters").iterdir())  # (the CLI's record of it)
 
 
 def test_up_again_restarts_only_the_daemons_that_died(tmp_path: Path):
@@ -200,7 +200,7 @@ def test_a_new_node_shape_is_refused_while_the_cluster_runs_and_applied_at_its_n
 
 def test_two_clusters_on_one_host_do_not_touch_each_other(tmp_path: Path):
     """Two local clusters side by side (their own state directories): their nodes have addresses of
-    their own, the default-controller pointer stays with the first, and taking the first down while
+    their own, a shell without exports picks neither while both run, and taking the first down while
     the second runs a 2-node job leaves the second whole: the job runs on, its node names resolve."""
     env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("SLURMLET_CONTROLLER", None)
@@ -226,7 +226,9 @@ def test_two_clusters_on_one_host_do_not_touch_each_other(tmp_path: Path):
     try:
         eb = up(b)
         try:
-            assert (tmp_path / ".slurmlet" / "controller").read_text().strip() == ea["SLURMLET_CONTROLLER"]
+            # a shell without the exports uses neither, and names both
+            r = cli(env, "squeue")
+            assert r.returncode == 1 and str(a) in r.stderr and str(b) in r.stderr, r.stderr
             assert len(addrs(ea)) == len(addrs(eb)) == 2 and not addrs(ea) & addrs(eb)
             go = tmp_path / "go"
             r = cli(eb, "sbatch", "--parsable", "-N2", "-o", str(tmp_path / "b.out"), "--wrap",
@@ -237,7 +239,8 @@ def test_two_clusters_on_one_host_do_not_touch_each_other(tmp_path: Path):
             wait_until(lambda: cli(eb, "squeue", "-h", "-j", jid, "-o", "%T").stdout.strip() == "RUNNING", 60,
                        what="b's job running")
             assert cli(ea, "slurmlet", "down", "--state-dir", str(a)).returncode == 0
-            assert not (tmp_path / ".slurmlet" / "controller").exists()  # it was a's
+            r = cli(env, "squeue", "-h", "-o", "%i")  # b alone: the shell without exports uses it
+            assert r.stdout.split() == [jid], r.stderr
             go.touch()
             wait_until(lambda: cli(eb, "sacct", "-X", "-n", "-j", jid, "-o", "State").stdout.strip() == "COMPLETED",
                        60, what="b's job completed")

@@ -15,14 +15,13 @@ import shutil
 import stat
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path
 
 import httpx
 import pytest
 
 from slurmlet.common import cred
-from tests.conftest import Cluster, serve, signed, wait_until
+from tests.conftest import Cluster, made_users, serve, signed, traversable_dir, wait_until
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd"),
@@ -33,25 +32,12 @@ USERS = ("slurmlet-u1", "slurmlet-u2")
 
 @pytest.fixture(scope="module")
 def users():
-    made = []
-    for name in USERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
-            made.append(name)
-    yield [pwd.getpwnam(n) for n in USERS]
-    for name in made:
-        subprocess.run(["userdel", name], check=False)
+    yield from made_users(USERS)
 
 
 @pytest.fixture(scope="module")
 def base():
-    """A world-traversable scratch directory (pytest's tmp_path is 0700: the users could not pass)."""
-    d = Path(tempfile.mkdtemp(prefix="slurmlet-mu-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    yield from traversable_dir("slurmlet-mu-")
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +63,14 @@ def home(base: Path, user: pwd.struct_passwd, mode: int = 0o755) -> Path:
 
 
 def submit(c: Cluster, user: pwd.struct_passwd | None, script: str, *, uid: int | None = None, name: str = "",
-           gid: int | None = None, **kw) -> httpx.Response:
+           gid: int | None = None, signer: tuple[int, str] | None = None, **kw) -> httpx.Response:
+    """A job of `user` (else of `uid`/`name`), signed by them (else by `signer`: root names anyone)."""
     uid = user.pw_uid if user else uid
     name = user.pw_name if user else name
     body = {"script": script, "name": "t", "partition": "debug", "environment": {}, "workdir": "/tmp", "argv": [],
             "user": name, "uid": uid, "gid": user.pw_gid if gid is None else gid, "group": name, **kw}
     key = cred.read_key(str(c.key_file))
-    return httpx.post(c.url + "/api/v1/jobs", json=body, auth=signed(key, uid, name), timeout=30)
+    return httpx.post(c.url + "/api/v1/jobs", json=body, auth=signed(key, *(signer or (uid, name))), timeout=30)
 
 
 def run(c: Cluster, user: pwd.struct_passwd | None, script: str, **kw) -> dict:
@@ -98,9 +85,16 @@ def test_a_group_that_is_not_the_users_is_refused(mu: Cluster, users, base: Path
     u1 = users[0]
     out = home(base, u1)
     shadow = grp.getgrnam("shadow").gr_gid if "shadow" in {g.gr_name for g in grp.getgrall()} else 42
-    job = run(mu, u1, f"#!/bin/sh\ncat /etc/shadow > {out}/null.out\n", gid=shadow, stdout="/dev/null")
+    # at submission: the user's own credential cannot name a group that is not the user's
+    r = submit(mu, u1, "#!/bin/sh\ntrue\n", gid=shadow)
+    assert (r.status_code, r.json()["detail"]["error"]) == (403, "Access/permission denied")
+    assert submit(mu, u1, "#!/bin/sh\ntrue\n").status_code == 201  # (its own group)
+    # and at launch, for a job an administrator submitted so (the node checks it again)
+    job = run(mu, None, f"#!/bin/sh\ncat /etc/shadow > {out}/null.out\n", uid=u1.pw_uid, name=u1.pw_name,
+              gid=shadow, stdout="/dev/null", signer=(0, "root"))
     assert job["state"] == "FAILED" and not (out / "null.out").exists()  # (its files opened without a child)
-    job = run(mu, u1, "#!/bin/sh\nid -g\ncat /etc/shadow\n", gid=shadow, stdout=str(out / "gid.out"))
+    job = run(mu, None, "#!/bin/sh\nid -g\ncat /etc/shadow\n", uid=u1.pw_uid, name=u1.pw_name, gid=shadow,
+              stdout=str(out / "gid.out"), signer=(0, "root"))
     assert job["state"] == "FAILED"
     text = (out / "gid.out").read_text() if (out / "gid.out").exists() else ""
     assert "root:" not in text and str(shadow) not in text.split()
