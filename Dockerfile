@@ -26,6 +26,10 @@ RUN if ls /opt/wheels/*.whl >/dev/null 2>&1; then \
     else \
       pip install --no-cache-dir .; \
     fi
+# the commands on the search path of login shells (`#!/bin/bash -l`) and `env -i` shells: the
+# administrator's step of the README ("Using a local cluster"). pip put them in /usr/local/bin itself
+# here, so it links nothing, but an installation elsewhere (a virtual environment) gets its links.
+RUN slurmlet install-commands --prefix /usr/local
 # the examples (the migration guide's llama-sft among them): copy one to /data to run it
 COPY examples ./examples
 

@@ -119,9 +119,10 @@ def _cli_main(fn, argv: list[str]) -> int:  # noqa: ANN001 - a command's main
 
 
 def slurmlet() -> int:
-    """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets|db ...`"""
+    """`slurmlet controller|agent|credd|up|down|simulate|translate|secrets|db|install-commands ...`"""
     argv = sys.argv[1:]
-    usage = ("usage: slurmlet {up,down,status,controller,agent,credd,simulate,translate,secrets,db} [options]\n\n"
+    usage = ("usage: slurmlet {up,down,status,controller,agent,credd,simulate,translate,secrets,db,install-commands}"
+             " [options]\n\n"
              "  up          start a local cluster (a controller and N agents) and wait until its nodes are idle\n"
              "  down        stop the local cluster started by `up` (its state is kept)\n"
              "  status      name the local cluster and its daemons, or say it is not running\n"
@@ -131,7 +132,8 @@ def slurmlet() -> int:
              "  simulate    replay a workload trace (SWF) through the scheduler, without running jobs\n"
              "  translate   convert between an sbatch script and an AI Runtime workload YAML\n"
              "  secrets     store, list and remove secrets for air runs\n"
-             "  db          database schema: upgrade, current, history\n\n"
+             "  db          database schema: upgrade, current, history\n"
+             "  install-commands  link the commands (srun, sbatch, ...) into PREFIX/bin, for login shells\n\n"
              "Each takes --help for its options.\n")
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(usage)
@@ -166,6 +168,9 @@ def slurmlet() -> int:
     if cmd == "db":
         from slurmlet.controller.commands import db
         return db.main(rest)
+    if cmd == "install-commands":
+        from slurmlet.cli import install_commands
+        return install_commands.main(rest)
     if cmd in ("up", "down", "status"):
         from slurmlet.controller.commands import local
         return getattr(local, cmd)(rest)

@@ -643,13 +643,6 @@ def main(argv: list[str] | None = None) -> int:
                   kill_wait=args.kill_wait if args.kill_wait is not None else float(cfg.get("kill_wait", 30)),
                   cluster=cfg.get("cluster_name", "slurmlet"), pool=args.pool,
                   slurmd_timeout=cfg.get("slurmd_timeout"))
-    from .env import SHIM_DIR, install_command_shims, install_profile_hook
-    if install_profile_hook() is None:
-        log.warning("cannot write %s/slurmlet.sh: jobs whose script starts a login shell (#!/bin/bash -l) "
-                    "will not find srun and the other commands", "/etc/profile.d")
-    if not install_command_shims(agent.bin_dir) and agent.bin_dir != SHIM_DIR:
-        log.info("no command shims in %s: a job's shell without its environment (env -i bash) finds only "
-                 "the commands on the system's default PATH", SHIM_DIR)
     agent.steps.conf_path = _keep_config_file(controller, spool)
     _setup_cgroups(agent, cfg, spool, args.gpu_files)
     agent.spool_lock = spool_lock  # held (flock) as long as this agent runs: a second one on the spool waits

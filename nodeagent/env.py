@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from ..common.grammar import compress_counts
@@ -136,133 +135,15 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     env.update(s)
     # the slurmlet commands (srun, scontrol, ...) must be found inside the job: after the
     # submitter's own PATH, or first when the job brings none (an air run), so that a host with
-    # another Slurm installed still runs slurmlet's srun
+    # another Slurm installed still runs slurmlet's srun. (A login shell starts over with the PATH of
+    # /etc/profile: there the commands are those `slurmlet install-commands` linked, if any.)
     path = env.get("PATH")
     if bin_dir:
         if path is None:
             env["PATH"] = bin_dir + os.pathsep + os.defpath
         elif bin_dir not in path.split(os.pathsep):
             env["PATH"] = path + os.pathsep + bin_dir
-    if bin_dir:  # a login shell's /etc/profile resets PATH: PROFILE_HOOK puts this back
-        env["SLURMLET_BIN"] = bin_dir
     return env
-
-
-#: where the agent (as root) writes PROFILE_HOOK: login shells source /etc/profile.d/*.sh
-PROFILE_D = "/etc/profile.d"
-#: a job whose script starts a login shell (`#!/bin/bash -l`, common where `module` is loaded that
-#: way) has its PATH reset by /etc/profile; this finds the slurmlet commands again. Only shells that
-#: carry SLURMLET_BIN (jobs: batch_environment sets it) are touched.
-PROFILE_HOOK = """\
-# Written by slurmlet's node agent: a job's login shell (#!/bin/bash -l) keeps the Slurm commands.
-# Only jobs carry SLURMLET_BIN (the directory of slurmlet's commands); other shells are left alone.
-if [ -n "${SLURMLET_BIN:-}" ] && [ -d "$SLURMLET_BIN" ]; then
-  case ":$PATH:" in
-    *":$SLURMLET_BIN:"*) ;;
-    *) PATH="$SLURMLET_BIN:$PATH"; export PATH ;;
-  esac
-fi
-"""
-
-
-def install_profile_hook(directory: str = PROFILE_D) -> str | None:
-    """Write PROFILE_HOOK into `directory` (once; the same text for every agent and cluster on the
-    host, so none of them removes it). Returns the path, or None where it cannot be written (the agent
-    is not root, the directory is missing): then login shells in jobs lose the commands."""
-    path = os.path.join(directory, "slurmlet.sh")
-    return path if _place(path, PROFILE_HOOK, 0o644, replace=True) else None
-
-
-def _place(path: str, text: str, mode: int, *, replace: bool) -> bool:
-    """`path` holds `text` (with `mode`): already, or written now through a temporary file. A file
-    there with other contents is replaced when `replace`, else left alone (False); False too where
-    the directory is missing or cannot be written."""
-    try:
-        with open(path) as f:
-            if f.read(len(text) + 1) == text:
-                return True
-        if not replace:
-            return False  # another program of that name: not ours
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeDecodeError):
-        if not replace:
-            return False  # a binary, or unreadable
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory) or not os.access(directory, os.W_OK):
-        return False
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        if replace:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)  # never over a file that appeared meanwhile
-        return True
-    except OSError:
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-
-
-#: where the agent (as root) writes COMMAND_SHIM under each command's name: on the search path that
-#: a shell with an empty environment gets (`env -i bash`: /usr/local/bin first)
-SHIM_DIR = "/usr/local/bin"
-#: the commands a job may call by name (those of them that the agent's own bin directory has)
-JOB_COMMANDS = ("sbatch", "srun", "squeue", "scancel", "sacct", "scontrol", "sinfo", "sprio", "sdiag", "sacctmgr",
-                "sshare", "salloc", "sattach", "sstat", "sreport", "air", "slurmlet")
-#: a job's shell that dropped the whole environment (`env -i bash`) keeps nothing of SLURMLET_BIN or
-#: PATH. The shim finds the job's SLURMLET_BIN in the nearest process above it that has one, trusting
-#: only a directory and a command that root or the caller owns and no one else may write (a root
-#: shell below a user's process must not run that user's program), else runs the next command of its
-#: name on PATH (a Slurm of the host's own), else says why it cannot.
-COMMAND_SHIM = """\\
-#!/bin/sh
-# slurmlet command shim (written by slurmlet's node agent; the same for every command and cluster)
-name=${0##*/}
-if [ -n "${PATH+set}" ]; then caller_path=$PATH; else caller_path=; unset_path=1; fi
-PATH=/usr/bin:/bin  # this script's own tools
-run() {
-  if [ -n "${unset_path:-}" ]; then unset PATH; else PATH=$caller_path; export PATH; fi
-  exec "$@"
-}
-me=$(id -u)
-trusted() {
-  set -- $(stat -L -c '%u %a' "$1" 2>/dev/null) && { [ "$1" = 0 ] || [ "$1" = "$me" ]; } &&
-    case $2 in *[2367]? | *[2367]) false ;; *) true ;; esac
-}
-pid=$$
-depth=0
-while [ "${pid:-0}" -gt 1 ] && [ $depth -lt 64 ]; do
-  bin=$( (tr '\\0' '\\n' <"/proc/$pid/environ") 2>/dev/null | sed -n 's/^SLURMLET_BIN=//p' | head -n 1)
-  if [ -n "$bin" ] && [ -x "$bin/$name" ] && trusted "$bin" && trusted "$bin/$name"; then
-    run "$bin/$name" "$@"
-  fi
-  pid=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)
-  depth=$((depth + 1))
-done
-self=$(readlink -f "$0")
-IFS=:
-for dir in $caller_path; do
-  if [ -n "$dir" ] && [ -x "$dir/$name" ] && [ "$(readlink -f "$dir/$name")" != "$self" ]; then
-    unset IFS
-    run "$dir/$name" "$@"
-  fi
-done
-echo "$name: no slurmlet job above this process and no other $name on PATH" >&2
-exit 127
-"""
-
-
-def install_command_shims(bin_dir: str, directory: str = SHIM_DIR) -> list[str]:
-    """Write COMMAND_SHIM as `directory`/NAME for each of JOB_COMMANDS that `bin_dir` has, where no
-    other file of that name is (a Slurm or a slurmlet installed there is left alone). Returns the
-    names written or already there; none where the directory cannot be written."""
-    return [name for name in JOB_COMMANDS if os.access(os.path.join(bin_dir, name), os.X_OK)
-            and _place(os.path.join(directory, name), COMMAND_SHIM, 0o755, replace=False)]
 
 
 #: Prolog's and Epilog's search path: fixed, never the job's (the scripts run as root)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -214,35 +213,6 @@ def test_srun_and_scontrol_inside_a_job(cluster: Cluster, tmp_path: Path):
                          'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1; srun hostname >/dev/null && echo srun-ok')
     cluster.wait_state(jid, "COMPLETED")
     assert (tmp_path / "in.out").read_text().splitlines()[:2] == ["node1", "srun-ok"]
-
-
-def test_a_login_shell_script_finds_the_slurm_commands(cluster: Cluster, tmp_path: Path):
-    """`#!/bin/bash -l`: /etc/profile resets PATH (slurmlet runs from a virtual environment here, not
-    on the system PATH; a host may even have a real Slurm's srun in /usr/bin); the agent's
-    /etc/profile.d/slurmlet.sh puts slurmlet's commands back, for jobs only."""
-    script = ('#!/bin/bash -l\nset -e\nsrun -N2 printenv SLURMD_NODENAME | sort\nscontrol show job "$SLURM_JOB_ID" | head -n1 | cut -d" " -f1\n'
-              'echo "login=$(shopt -q login_shell && echo yes)"\n')
-    jid = cluster.sbatch("-N2", "-o", str(tmp_path / "login.out"), script=script)
-    cluster.wait_state(jid, ("COMPLETED", "FAILED"))
-    assert (tmp_path / "login.out").read_text().splitlines() == ["node1", "node2", f"JobId={jid}", "login=yes"]
-    # a login shell outside any job is left as it was
-    r = subprocess.run(["env", "-u", "SLURMLET_BIN", "bash", "-lc", 'echo "$PATH"'], capture_output=True, text=True,
-                       timeout=30)
-    assert str(BIN) not in r.stdout
-
-
-def test_a_shell_without_the_jobs_environment_still_finds_the_commands(cluster: Cluster, tmp_path: Path):
-    """`env -i bash`: nothing of the job's PATH or SLURMLET_BIN is left, and slurmlet lives in a virtual
-    environment; the agent's shims on the default search path (/usr/local/bin) find the job's commands
-    through the processes above them."""
-    jid = cluster.sbatch("-o", str(tmp_path / "envi.out"), "--wrap",
-                         "env -i bash -c 'echo \"PATH=$PATH\"; command -v scontrol; "
-                         "scontrol show hostnames \"c[1-2]\"; sinfo --version'")
-    cluster.wait_state(jid, ("COMPLETED", "FAILED"))
-    lines = (tmp_path / "envi.out").read_text().splitlines()
-    assert str(BIN) not in lines[0], lines
-    version = subprocess.run([str(BIN / "sinfo"), "--version"], capture_output=True, text=True, timeout=30).stdout
-    assert lines[1:] == ["/usr/local/bin/scontrol", "c1", "c2", version.strip()], lines
 
 
 def test_controller_restart_mid_queue(fresh_cluster, tmp_path: Path):

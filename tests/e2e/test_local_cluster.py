@@ -318,3 +318,83 @@ def test_tasks_see_their_node_name_as_their_host_name(tmp_path: Path):
         if made:
             subprocess.run(["userdel", USER], check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+#: the system's own directories of commands and of login-shell hooks: a cluster's daemons write none of them
+SYSTEM_DIRS = ("/usr/local/bin", "/usr/local/sbin", "/etc/profile.d")
+#: root's default search path (/etc/profile's; sudo's secure_path)
+ROOT_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not all(shutil.which(c) for c in ("unshare", "nsenter")),
+                    reason="a cluster started as root in a mount namespace of its own needs root, unshare and nsenter")
+def test_up_writes_nothing_outside_its_places_and_login_shells_find_the_installed_commands(tmp_path: Path):
+    """A cluster started as root by plain `slurmlet up`, a job and `down` leave nothing new or
+    changed in the system's directories (no command shim on root's search path, no /etc/profile.d
+    hook, no new file in /etc; the /etc/hosts lines of its nodes gone). A batch script that starts a
+    login shell (`#!/bin/bash -l`, whose /etc/profile resets PATH) finds srun once the administrator
+    has run `slurmlet install-commands --prefix /usr/local`, and `--remove` takes the links away.
+    The cluster runs in a mount namespace whose /usr/local/bin, /usr/local/sbin and /etc/profile.d
+    are empty (a host where no slurmlet has run, and the host's own left alone)."""
+    state = tmp_path / "state"
+    mark = f"# slurmlet {state}"  # its lines in /etc/hosts
+    mounts = " && ".join(f"mount -t tmpfs -o mode=755 slurmlet-test {d}" for d in SYSTEM_DIRS if os.path.isdir(d))
+    anchor = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                               f"{mounts} && echo ready && exec cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    root = Path(f"/proc/{anchor.pid}/root")  # the namespace's view of the file system
+
+    def snapshot() -> dict[str, object]:
+        seen: dict[str, object] = {}
+        for d in (*ROOT_PATH, "/etc/profile.d"):
+            for e in os.scandir(root / d.lstrip("/")) if (root / d.lstrip("/")).is_dir() else ():
+                st = e.stat(follow_symlinks=False)
+                seen[f"{d}/{e.name}"] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        for top, dirs, files in os.walk(root / "etc"):  # names only: other programs edit /etc/hosts
+            for name in dirs + files:  # (but for the passing files of useradd and userdel of other tests)
+                if not name.startswith(("passwd", "group", "shadow", "gshadow", "subuid", "subgid", ".pwd.lock")):
+                    seen.setdefault(os.path.join(top, name).removeprefix(str(root)), "in /etc")
+        return seen
+
+    def ns(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["nsenter", f"--target={anchor.pid}", "--mount", "--", *argv], capture_output=True,
+                              text=True, env=env, timeout=120)
+
+    env = dict(os.environ, HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("SLURMLET_CONTROLLER", None)
+    try:
+        assert anchor.stdout and anchor.stdout.readline() == "ready\n"
+        before = snapshot()
+        assert not any(any((root / d.lstrip("/")).iterdir()) for d in SYSTEM_DIRS if os.path.isdir(d))
+        r = ns(str(BIN / "slurmlet"), "up", "--nodes", "2", "--state-dir", str(state), "--port", "0")
+        assert r.returncode == 0, r.stderr
+        exports = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
+        exports.pop("PATH")  # ("...:$PATH", for a shell to expand)
+        assert any(line.endswith(mark) for line in Path("/etc/hosts").read_text().splitlines())
+        # the agents are up and have placed nothing: no shim under any command's name on root's path
+        assert snapshot() == before
+        # the administrator's step, then a login-shell script (root's: an ordinary user's job here could not
+        # run this slurmlet, whose interpreter lies under root's 0700 home)
+        r = ns(str(BIN / "slurmlet"), "install-commands", "--prefix", "/usr/local")
+        assert r.returncode == 0, r.stderr
+        assert os.readlink(root / "usr/local/bin/srun") == str(BIN / "srun")
+        script = tmp_path / "login.sh"
+        script.write_text("#!/bin/bash -l\ncommand -v srun\nreadlink -f \"$(command -v srun)\"\n"
+                          "srun -N2 printenv SLURMD_NODENAME | sort\nenv -i bash -c 'command -v scontrol'\n")
+        r = subprocess.run([str(BIN / "sbatch"), "--wait", "-N2", "-o", str(tmp_path / "login.out"), str(script)],
+                           capture_output=True, text=True, env=dict(env, **exports), cwd=tmp_path, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "login.out").read_text().splitlines() == [
+            "/usr/local/bin/srun", str(BIN / "srun"), "node1", "node2", "/usr/local/bin/scontrol"]
+        r = ns(str(BIN / "slurmlet"), "install-commands", "--prefix", "/usr/local", "--remove")
+        assert r.returncode == 0 and "removed /usr/local/bin/srun" in r.stdout.splitlines(), r.stderr
+    finally:
+        down = ns(str(BIN / "slurmlet"), "down", "--state-dir", str(state))
+    try:
+        assert down.returncode == 0, down.stderr
+        assert snapshot() == before
+        assert not any(line.endswith(mark) for line in Path("/etc/hosts").read_text().splitlines())
+    finally:
+        if anchor.stdin:
+            anchor.stdin.close()
+        anchor.wait(timeout=30)

@@ -53,7 +53,7 @@ def help_options(*argv: str) -> dict[str, bool]:
 
 def slurmlet_subcommands() -> set[str]:
     usage = subprocess.run([str(BIN / "slurmlet"), "--help"], capture_output=True, text=True, timeout=30).stdout
-    return set(re.search(r"\{([\w,]+)\}", usage).group(1).split(","))
+    return set(re.search(r"\{([\w,-]+)\}", usage).group(1).split(","))
 
 
 def argv_of(service: dict) -> list[str]:
@@ -198,6 +198,9 @@ def test_dockerfile_installs_the_package_and_exposes_6817() -> None:
     assert "EXPOSE 6817" in lines
     # the package from the build context (from the wheelhouse's wheels when there are some)
     assert any(re.search(r"\bpip install (--\S+ )*(/opt/wheels )?\.(;| |$)", line) for line in lines)
+    # then the commands on the search path of login shells, by the documented step (no daemon places them)
+    installs = [i for i, line in enumerate(lines) if re.search(r"\bpip install (--\S+ )*(/opt/wheels )?\.(;| |$)", line)]
+    assert lines.index("RUN slurmlet install-commands --prefix /usr/local") > max(installs)
     copied = {line.split()[1] for line in lines if line.startswith("COPY")}
     folders = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
     for folder in folders:

@@ -35,4 +35,4 @@ def test_slurmlet_help_describes_each_subcommand() -> None:
     assert r.returncode == 0
     described = {line.split()[0] for line in r.stdout.splitlines() if line.startswith("  ")}
     assert described == {"up", "down", "status", "controller", "agent", "credd", "simulate", "translate",
-                         "secrets", "db"}
+                         "secrets", "db", "install-commands"}
