@@ -315,13 +315,13 @@ SRUN_USED = {
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input", "job-name", "jobid",
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
-    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters",
+    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "immediate",
 }
 SALLOC_USED = {
     "account", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "exclude", "exclusive",
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "job-name", "kill-command", "mem",
     "mem-per-cpu", "nice", "no-shell", "nodelist", "nodes", "ntasks", "ntasks-per-node", "oversubscribe",
-    "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version",
+    "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version", "immediate",
 }
 
 # SBATCH_* input variables in sbatch's table order -> option key (None: handled specially).

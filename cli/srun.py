@@ -454,7 +454,7 @@ def _allocate_and_run(req: dict) -> int:
         def say(line: str) -> None:
             if "quiet" not in o:
                 print(f"srun: {line}", file=sys.stderr, flush=True)
-        job = Allocation(job_id, say, prog="srun").wait_granted()
+        job = Allocation(job_id, say, prog="srun").wait_granted(req["immediate"])
         if job is None:
             given_back = True
             return 1
