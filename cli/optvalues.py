@@ -493,6 +493,14 @@ def check_counts(prog: str, st: State, info: list[str]) -> None:
         if hi > n:
             hi = n
         v["nodes"] = (lo, hi)
+        per_node = v.get("ntasks-per-node")
+        if prog == "srun" and isinstance(per_node, int) and lo > 0 and per_node != n // lo:
+            # (sbatch and salloc keep it: the controller refuses -n above it times the nodes)
+            if n > per_node:
+                info.append(f"srun: Warning: can't honor --ntasks-per-node set to {per_node} which doesn't match "
+                            f"the requested tasks {n} with the number of requested nodes {lo}. Ignoring "
+                            f"--ntasks-per-node.")
+            del v["ntasks-per-node"]
 
 
 def _check_gres(ctx: Ctx, st: State) -> tuple[int | None, str | None]:

@@ -41,6 +41,8 @@ def main(argv: list[str]) -> int:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
     if "quiet" not in o:
+        for line in req.get("info") or []:
+            print(line, file=sys.stderr)
         for opt, _value in req.get("ignored") or []:  # accepted as Slurm accepts it; no effect here
             print(f"srun: warning: {opt} is accepted and ignored", file=sys.stderr)
     if o.get("clusters"):
