@@ -116,6 +116,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
             "pty": req["pty"], "winsize": _winsize(), "cpu_bind": req.get("cpu_bind") or None,
+            "input": _input(req),
             "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
@@ -230,6 +231,66 @@ def _report(io: _StepIO) -> int:
     return worst
 
 
+def _input(req: dict) -> str | None:
+    """--input: "all" (the default: every task reads srun's stdin), "none", or the one task's rank
+    (None, /dev/null for every task: --pty's terminal is task 0's own, a file name is not read here)."""
+    if req.get("pty"):
+        return None
+    given = str(req.get("stdin") or "all")
+    return given if given in ("all", "none") or given.isdigit() else None
+
+
+class _Stdin:
+    """srun's stdin, read once (from the first task that asks for it) and sent whole to each task
+    that reads it."""
+
+    def __init__(self) -> None:
+        import threading
+        self.chunks: list[bytes] = []
+        self.ended = False
+        self.cond = threading.Condition()
+        self.started = False
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(0, 65536):
+                with self.cond:
+                    self.chunks.append(chunk)
+                    self.cond.notify_all()
+        except OSError:
+            pass
+        with self.cond:
+            self.ended = True
+            self.cond.notify_all()
+
+    def send(self, conn, gone: Callable[[], bool]) -> None:  # noqa: ANN001 - a task's `in` stream
+        """Everything read so far and what follows, then the end; stops when `gone()` (its task ended)."""
+        import socket
+
+        from slurmlet.cli.common import start_thread
+        with self.cond:
+            if not self.started:
+                self.started = True
+                start_thread(self._read)
+        sent = 0
+        try:
+            while True:
+                with self.cond:
+                    while sent == len(self.chunks) and not self.ended:
+                        if gone():
+                            return
+                        self.cond.wait(0.5)
+                    new, ended = self.chunks[sent:], self.ended
+                for chunk in new:
+                    conn.sendall(chunk)
+                sent += len(new)
+                if ended and sent == len(self.chunks):
+                    conn.shutdown(socket.SHUT_WR)
+                    return
+        except OSError:
+            return
+
+
 def _listener():  # noqa: ANN202 - a listening socket
     """Where the step's tasks connect to stream their output and exit codes: any port, every address."""
     import socket
@@ -273,6 +334,7 @@ class _StepIO:
         self.lock = threading.Lock()
         self.cancelled = False
         self.aborted = False  #: srun said that its step was cancelled (by scancel)
+        self.stdin = _Stdin()  #: for the tasks that read srun's stdin (--input)
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
         import selectors
@@ -313,8 +375,12 @@ class _StepIO:
             f = conn.makefile("rb")
             head = streamhead.read(f.readline(65536))
             rank, stream = head.get("rank", 0), head.get("stream")
-            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty", "aborted"):
+            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty", "aborted", "in"):
                 return  # (anyone may connect: what is no task's stream is dropped)
+            if stream == "in":
+                if rank in self.ranks:
+                    self.stdin.send(conn, lambda: rank in self.exits or self.cancelled)
+                return
             if stream == "aborted":  # scancel JOB.STEP (the agents kill its tasks at once)
                 wait = head.get("wait")
                 with self.lock:
@@ -426,6 +492,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
     from slurmlet.cli.salloc import Allocation, allocation_environment
     o = dict(req["opts"])
+    o.pop("input", None)  # (the tasks' stdin: the allocation's holder reads none)
     env = req.get("environment") or dict(os.environ)
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),

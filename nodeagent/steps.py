@@ -61,6 +61,7 @@ class StepRun:
     attached: dict = field(default_factory=dict)
     words: bool = False  #: its srun reads stream headers as words (common/streamhead.py)
     pumps: dict = field(default_factory=dict)  #: rank -> the tasks relaying its streams to srun
+    feeds: list = field(default_factory=list)  #: the tasks relaying srun's stdin to its tasks (--input)
     told: set = field(default_factory=set)  #: the ranks whose exit srun has been sent already
     io: str | None = None  #: its srun's address for the tasks' streams
     ranks: list = field(default_factory=list)  #: its tasks here
@@ -238,6 +239,8 @@ class StepRunner:
             except OSError as e:
                 pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
+            # srun --input: all (the default), one task's rank, or none; a task without it reads /dev/null
+            fed = not terminal and bool(io) and req.get("input") in ("all", str(rank))
             launch, args = identity.LAUNCH, [req["argv"][0], cwd, *req["argv"][1:]]
             if bind is not None and bind.verbose:  # slurmstepd's line on the task's stderr, with its pid
                 from slurmlet.common.cpubind import verbose_line
@@ -250,7 +253,7 @@ class StepRunner:
             try:
                 proc = await asyncio.create_subprocess_exec(
                     "/bin/sh", "-c", launch, *args, cwd="/", env=env,
-                    stdin=terminal[1] if terminal else asyncio.subprocess.DEVNULL,
+                    stdin=terminal[1] if terminal else asyncio.subprocess.PIPE if fed else asyncio.subprocess.DEVNULL,
                     stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
                     **identity.spawn_kwargs(order))
@@ -282,6 +285,8 @@ class StepRunner:
             self.records.save(f"step{key}", rec)
             run.usage[rank] = self.book.new(order["job_id"], f"{order['step_id']}.{rank}")
             asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
+            if fed:
+                run.feeds.append(asyncio.create_task(self._feed(io, rank, proc, run)))
             if terminal:
                 head = {"rank": rank, "stream": "pty"}
                 run.pumps[rank] = [asyncio.create_task(ptyrelay.relay(io, head, terminal[0]))]
@@ -321,17 +326,43 @@ class StepRunner:
 
     async def _connect(self, io: str | None, header: dict,  # noqa: ANN202 - a StreamWriter or None
                        words: bool = False):
+        got = await self._open(io, header, words)
+        return got and got[1]
+
+    @staticmethod
+    async def _open(io: str | None, header: dict, words: bool = False):  # noqa: ANN205 - (reader, writer) or None
+        """A stream to srun, its header sent."""
         if not io:
             return None
         host, _, port = io.rpartition(":")
         try:
-            _, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
+            r, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
         except (TimeoutError, OSError, ValueError) as e:
-            log.warning("step output %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
+            log.warning("step stream %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
                         header.get("rank"), io, e)
             return None  # srun is gone: the output is dropped, the task still runs
         w.write(streamhead.write(header, words))
-        return w
+        return r, w
+
+    async def _feed(self, io: str | None, rank: int, proc: asyncio.subprocess.Process, run: StepRun) -> None:
+        """srun's stdin to a task's: what srun sends on the task's `in` stream, until it ends (the task's
+        stdin then ends too) or the task does (cancelled by _watch)."""
+        stdin = proc.stdin
+        assert stdin is not None
+        got = await self._open(io, {"rank": rank, "stream": "in"}, run.words)
+        try:
+            while got is not None:
+                chunk = await got[0].read(65536)
+                if not chunk:
+                    break
+                stdin.write(chunk)
+                await stdin.drain()
+        except (OSError, ConnectionError):
+            pass  # the task closed its stdin, or srun is gone
+        finally:
+            stdin.close()
+            if got is not None:
+                got[1].close()
 
     async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader,
                     run: StepRun) -> None:
@@ -395,6 +426,8 @@ class StepRunner:
     async def _watch(self, order: dict, run: StepRun, pumps: list[asyncio.Task]) -> None:
         await asyncio.gather(*(self._task_end(order, run, rank, proc) for rank, proc in run.procs.items()))
         run.usage_done.set()
+        for feed in run.feeds:  # (srun's stdin may never end: a terminal)
+            feed.cancel()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
         times, oom, peak = None, 0, None

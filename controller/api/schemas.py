@@ -257,6 +257,9 @@ class StepCreate(Strict):
     io_header: Literal["json", "words"] = "json"
     label: bool = False
     unbuffered: bool = False
+    #: srun --input: "all" tasks read srun's stdin (sent on each one's `in` stream), or the one of this
+    #: rank, or "none"; None: every task reads /dev/null
+    input: str | None = Field(None, pattern=r"^(all|none|[0-9]{1,9})$")
     stdout: str | None = None  #: srun -o pattern: the tasks write there instead of streaming to srun
     stderr: str | None = None
     nodelist: list[str] = Field(default_factory=list)  #: srun -w: run on these nodes of the job
