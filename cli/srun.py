@@ -148,8 +148,10 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
     intr.io = io
-    if not own:
-        intr.arm(lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+
+    def kill(sig: int | None = None) -> None:
+        http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {"now": True, "signal": sig})
+    intr.arm_step(f"{job_id}.{sid}", kill)  # (an allocation of srun's own then ends with its step)
     if intr.got:
         io.cancelled = True
 
@@ -176,38 +178,72 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
 class _Interrupt:
     """Ctrl-C or SIGTERM (and SIGHUP with `hangup`, the terminal gone): say so, as srun does, and cancel
     the step, or the allocation srun made (`arm`'s callable; a signal that came before it is acted on
-    when it is armed). srun then waits for its tasks' ends as usual."""
+    when it is armed). srun then waits for its tasks' ends as usual. Once the step runs (`arm_step`),
+    as 22.05's srun: a Ctrl-C says which tasks still run, a second within a second sends them SIGINT
+    and ends the step, and so does any other signal, at once (SIGKILL, slurmstepd's lines)."""
 
     def __init__(self, hangup: bool = False) -> None:
         import signal
         self.got = False  #: a signal came
-        self.cancel = None
+        self.cancel: Callable[..., object] | None = None
         self.done = False  #: cancel() was called
         self.io: _StepIO | None = None
+        self.step: str | None = None  #: JOB.STEP once it runs
+        self.last_ctrl_c: float | None = None
         for s in (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hangup else ())):
             signal.signal(s, self._signalled)
 
-    def arm(self, cancel) -> None:  # noqa: ANN001 - asks the controller
+    def arm(self, cancel: Callable[..., object]) -> None:
         self.cancel = cancel
         if self.got:
             self._fire()
 
+    def arm_step(self, step: str, kill: Callable[..., object]) -> None:
+        """The step `step` runs; `kill(signal=None)` ends it at once, after that signal."""
+        self.step = step
+        self.arm(kill)
+
     def _signalled(self, signum, frame) -> None:  # noqa: ANN001
+        import signal
         if self.got and self.cancel is None:  # a second one while the step is still being asked for: srun
             raise KeyboardInterrupt  # gives up at once (its step, if the controller makes it, is not cancelled)
-        os.write(2, b"srun: forcing job termination\n")  # (not print: this thread may be inside one)
+        first = None
+        if self.step is not None and self.got:  # (forcing already: asked again, quietly)
+            self.done = False
+            self._fire()
+            return
+        if signum == signal.SIGINT and self.step is not None and self.io is not None:
+            import time
+            now = time.monotonic()
+            if self.last_ctrl_c is None or now - self.last_ctrl_c > 1.0:
+                self.last_ctrl_c = now
+                from slurmlet.common.grammar import fmt_ranges
+                running = sorted(self.io.ranks - set(self.io.exits))
+                lines = "srun: interrupt (one more within 1 sec to abort)\n"
+                if running:
+                    lines += (f"srun: StepId={self.step} task{'s' if len(running) > 1 else ''} "
+                              f"{fmt_ranges(running)}: running\n")
+                os.write(2, lines.encode())  # (not print: this thread may be inside one)
+                return
+            os.write(2, f"srun: sending Ctrl-C to StepId={self.step}\n".encode())
+            first = signal.SIGINT
+            self.io.interrupted = True
+        os.write(2, b"srun: forcing job termination\n")
         self.got = True
         if self.io is not None:
             self.io.cancelled = True
         self.done = False  # (each signal asks again, as before: the first answer may have been lost)
-        self._fire()
+        self._fire(first)
 
-    def _fire(self) -> None:
+    def _fire(self, first: int | None = None) -> None:
         if self.cancel is None or self.done:
             return
         self.done = True
         try:
-            self.cancel()
+            if first is None:
+                self.cancel()
+            else:
+                self.cancel(first)
         except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
             pass
 
@@ -223,7 +259,8 @@ def _report(io: _StepIO) -> int:
             print(f"srun: error: {node}: task {rank}: Out Of Memory", file=sys.stderr)
             worst = max(worst, 1)
         elif sig:
-            print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
+            if not io.interrupted:  # (a second Ctrl-C's: not reported, as 22.05's srun)
+                print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
             worst = max(worst, 128 + sig)
         elif code:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
@@ -334,6 +371,7 @@ class _StepIO:
         self.lock = threading.Lock()
         self.cancelled = False
         self.aborted = False  #: srun said that its step was cancelled (by scancel)
+        self.interrupted = False  #: srun sent its tasks a second Ctrl-C's SIGINT
         self.stdin = _Stdin()  #: for the tasks that read srun's stdin (--input)
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller

@@ -545,8 +545,8 @@ class StepRunner:
         if run.cgroup is not None:
             run.cgroup.signal(sig)
 
-    async def _aborted(self, run: StepRun, line: bytes) -> None:
-        """The lines first (srun has them before the tasks' exits), then SIGKILL."""
+    async def _aborted(self, run: StepRun, line: bytes, first: int | None = None) -> None:
+        """The lines first (srun has them before the tasks' exits), then signal `first`, then SIGKILL."""
         async def both() -> None:
             await self._send(run.io, run.ranks[0], "err", line, words=run.words)
             await self._send(run.io, run.ranks[0], "aborted", b"", words=run.words, wait=int(self.kill_wait) + 2)
@@ -556,6 +556,8 @@ class StepRunner:
         except TimeoutError:
             pass
         finally:
+            if first:  # (a task that keeps the default action ends of it: the first fatal signal counts)
+                self._signal(run, first)
             self._kill_all(run)
 
     def _kill_all(self, run: StepRun) -> None:
@@ -563,10 +565,11 @@ class StepRunner:
         if run.cgroup is not None:
             run.cgroup.kill()
 
-    def kill(self, key: str, now: bool = False) -> None:
+    def kill(self, key: str, now: bool = False, first: int | None = None) -> None:
         """SIGTERM every task of the step here (and whatever is in its cgroup), SIGKILL after KillWait;
-        `now` (scancel JOB.STEP): SIGKILL at once, and slurmstepd's lines to srun: the step's
-        CANCELLED line on its error stream, then that it was aborted (srun says so)."""
+        `now` (scancel JOB.STEP, srun forcing its step's end): SIGKILL at once, after signal `first`
+        (srun's Ctrl-C), and slurmstepd's lines to srun: the step's CANCELLED line on its error stream,
+        then that it was aborted (srun says so)."""
         run = self.running.get(key)
         if run is None or (run.killing and not now):
             return
@@ -575,7 +578,7 @@ class StepRunner:
             when = slurm_time(time.time())
             line = f"slurmstepd-{self.node}: error: *** STEP {key} ON {self.node} CANCELLED AT {when} ***\n"
             run.killing = True
-            asyncio.create_task(self._aborted(run, line.encode()))
+            asyncio.create_task(self._aborted(run, line.encode(), int(first) if first else None))
             return
         run.killing = True
         self._signal(run, signal.SIGCONT)

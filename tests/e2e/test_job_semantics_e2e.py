@@ -106,3 +106,47 @@ def test_srun_gives_its_stdin_to_every_task_or_to_the_one_input_names(cluster: C
     jid = c.sbatch("-N2", "-o", "stdin-%j.out", "--wrap", "printf 'x\\n' | srun -l cat | sort")  # a step's srun
     c.wait_state(jid, "COMPLETED", timeout=60)
     assert (c.workdir / f"stdin-{jid}.out").read_text() == "0: x\n1: x\n"
+
+
+def _interrupted_srun(c: Cluster, signals: list[int]) -> tuple[int, list[str]]:
+    """An srun whose task runs, sent `signals` one by one, each once srun answered the one before (a
+    Ctrl-C's lines): its exit code and stderr lines."""
+    import signal
+    import threading
+    p = subprocess.Popen([str(BIN / "srun"), "-N1", "sh", "-c", "echo started; exec sleep 300"], env=c.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=c.workdir)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(line.rstrip("\n") for line in p.stderr), daemon=True)
+    reader.start()
+    try:
+        assert p.stdout.readline() == "started\n"
+        for i, sig in enumerate(signals):
+            seen = len(err)
+            p.send_signal(sig)
+            if sig == signal.SIGINT and i < len(signals) - 1:
+                wait_until(lambda seen=seen: len(err) > seen + 1, 30, what="srun's answer to Ctrl-C")
+        rc = p.wait(60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(30)
+    return rc, err
+
+
+def test_srun_interrupted_says_what_22_05_says(cluster: Cluster):
+    import re
+    import signal
+    c = cluster
+    rc, err = _interrupted_srun(c, [signal.SIGINT, signal.SIGINT])
+    step = re.fullmatch(r"srun: StepId=(\d+\.0) task 0: running", err[1]).group(1)
+    assert (rc, err[:4]) == (130, ["srun: interrupt (one more within 1 sec to abort)", f"srun: StepId={step} task 0: running",
+                                   f"srun: sending Ctrl-C to StepId={step}", "srun: forcing job termination"])
+    wait = int(c.config_value("KillWait").split()[0]) + 2
+    assert sorted(re.sub(r"AT \S+ \*\*\*$", "AT T ***", x) for x in err[4:]) == [
+        f"slurmstepd-node1: error: *** STEP {step} ON node1 CANCELLED AT T ***",
+        f"srun: Job step aborted: Waiting up to {wait} seconds for job step to finish."]  # (no task line: 130)
+    rc, err = _interrupted_srun(c, [signal.SIGTERM])
+    assert (rc, err[0], err[-1]) == (137, "srun: forcing job termination", "srun: error: node1: task 0: Killed")
+    assert sorted(re.sub(r"STEP \S+ ON node1 CANCELLED AT \S+ \*\*\*$", "STEP S ON node1 CANCELLED AT T ***", x)
+                  for x in err[1:-1]) == ["slurmstepd-node1: error: *** STEP S ON node1 CANCELLED AT T ***",
+                                          f"srun: Job step aborted: Waiting up to {wait} seconds for job step to finish."]
