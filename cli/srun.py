@@ -144,6 +144,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     io = _StepIO(srv, {r for x in step["layout"] for r in x["ranks"]}, req["label"], req["unbuffered"],
                  bool(req.get("pty")))
     sid = step["step_id"]
+    io.step = f"{job_id}.{sid}"
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
@@ -253,6 +254,7 @@ def _report(io: _StepIO) -> int:
     at least 1 when srun cancelled its step and not every task's end came (none may have started)."""
     _pty_restore()  # (--pty: lines for a terminal that is no longer raw)
     worst = 1 if io.cancelled and len(io.exits) < io.ntasks else 0
+    forced = io.cancelled  #: srun said that it ended the step already
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
         if rank in io.oom:  # (22.05's srun then exits 1)
@@ -261,6 +263,9 @@ def _report(io: _StepIO) -> int:
         elif sig:
             if not io.interrupted:  # (a second Ctrl-C's: not reported, as 22.05's srun)
                 print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
+            if not forced:  # (a task killed by a signal: 22.05's srun says this once)
+                print(f"srun: Force Terminated StepId={io.step}", file=sys.stderr)
+                forced = True
             worst = max(worst, 128 + sig)
         elif code:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
@@ -372,6 +377,7 @@ class _StepIO:
         self.cancelled = False
         self.aborted = False  #: srun said that its step was cancelled (by scancel)
         self.interrupted = False  #: srun sent its tasks a second Ctrl-C's SIGINT
+        self.step = ""  #: JOB.STEP
         self.stdin = _Stdin()  #: for the tasks that read srun's stdin (--input)
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller

@@ -150,3 +150,14 @@ def test_srun_interrupted_says_what_22_05_says(cluster: Cluster):
     assert sorted(re.sub(r"STEP \S+ ON node1 CANCELLED AT \S+ \*\*\*$", "STEP S ON node1 CANCELLED AT T ***", x)
                   for x in err[1:-1]) == ["slurmstepd-node1: error: *** STEP S ON node1 CANCELLED AT T ***",
                                           f"srun: Job step aborted: Waiting up to {wait} seconds for job step to finish."]
+
+
+def test_a_task_killed_by_a_signal_force_terminates_the_step_and_fails_srun_s_job(cluster: Cluster):
+    c = cluster
+    r = c.run(["srun", "-J", "k9", "-N1", "sh", "-c", "kill -9 $$"])
+    jid = max(j["job_id"] for j in c.api("GET", "/api/v1/jobs?names=k9")["jobs"])
+    assert (r.returncode, r.stderr) == (137, f"srun: error: node1: task 0: Killed\n"
+                                             f"srun: Force Terminated StepId={jid}.0\n")
+    c.wait_state(jid, "FAILED")
+    assert c.run(f"sacct -j {jid} -n -P -o JobID,State,ExitCode").stdout.splitlines() == [
+        f"{jid}|FAILED|0:9", f"{jid}.0|CANCELLED|0:9"]
