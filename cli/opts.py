@@ -665,7 +665,16 @@ def parse_salloc(argv: list[str], *, env: dict[str, str], cwd: str, user: str | 
     return {"submit": submit, "help": False, "usage": False, "version": False, "command": command,
             "no_shell": no_shell, "kill_command": kill, "quiet": state.quiet, "verbose": state.verbose,
             "clusters": v.get("clusters"), "ignored": _ignored(state, SALLOC_USED), "info": info,
-            "gpu_type": gpus.get("gpu_type")}
+            "gpu_type": gpus.get("gpu_type"), "immediate": immediate_secs(v)}
+
+
+def immediate_secs(v: dict) -> int | None:
+    """-I[secs] (--immediate): how long salloc or srun waits for its allocation before giving it up
+    (-I alone: 1 second, Slurm's default), None without it."""
+    if "immediate" not in v:
+        return None
+    value = v["immediate"]
+    return int(value) if isinstance(value, str) and value.isdigit() else 1
 
 
 # ====================================================================== srun
@@ -719,7 +728,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
         "overlap": "overlap" in o, "exclusive": o.get("exclusive"), "jobid": o.get("jobid"),
         "name": o.get("job-name"), "partition": o.get("partition"), "workdir": o.get("chdir") or cwd,
         "stdout": o.get("output"), "stderr": o.get("error"), "stdin": o.get("input"), "mpi": o.get("mpi"),
-        "cpu_bind": o.get("cpu-bind"),
+        "cpu_bind": o.get("cpu-bind"), "immediate": immediate_secs(o),
         "environment": export_environment(o["export"] if isinstance(o.get("export"), str) else None, env),
         "quiet": state.quiet, "verbose": state.verbose,
     }

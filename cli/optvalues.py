@@ -534,13 +534,13 @@ SRUN_USED = {
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input", "job-name", "jobid",
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
-    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "het-group",
+    "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "het-group", "immediate",
 }
 SALLOC_USED = {
     "account", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "exclude", "exclusive",
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "job-name", "kill-command", "mem",
     "mem-per-cpu", "nice", "no-shell", "nodelist", "nodes", "ntasks", "ntasks-per-node", "oversubscribe",
-    "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version",
+    "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version", "immediate",
 }
 
 # SBATCH_* input variables in sbatch's table order -> option key (None: handled specially).
@@ -712,6 +712,14 @@ def check_counts(prog: str, st: State, info: list[str]) -> None:
         if hi > n:
             hi = n
         v["nodes"] = (lo, hi)
+        per_node = v.get("ntasks-per-node")
+        if prog == "srun" and isinstance(per_node, int) and lo > 0 and per_node != n // lo:
+            # (sbatch and salloc keep it: the controller refuses -n above it times the nodes)
+            if n > per_node:
+                info.append(f"srun: Warning: can't honor --ntasks-per-node set to {per_node} which doesn't match "
+                            f"the requested tasks {n} with the number of requested nodes {lo}. Ignoring "
+                            f"--ntasks-per-node.")
+            del v["ntasks-per-node"]
 
 
 def _check_gres(ctx: Ctx, st: State) -> tuple[int | None, str | None]:

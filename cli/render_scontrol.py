@@ -107,7 +107,7 @@ def scontrol_show_job(job: JobDict, *, one_liner: bool = False, details: bool = 
         f"JobState={state} Reason={job_reason(j).replace(' ', '_')} "
         f"Dependency={j.get('dependency') or '(null)'}",
         f"Requeue={1 if j.get('requeue', True) else 0} Restarts={j.get('restarts') or 0} "
-        f"BatchFlag={1 if j.get('batch', True) else 0} Reboot=0 ExitCode={job_exit(j)}",
+        f"BatchFlag={1 if j.get('batch', True) else 0} Reboot=0 ExitCode={job_exit(j, ctld=True)}",
     ]
     if details:
         lines.append(f"DerivedExitCode={job_exit(j, derived=True)}")

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
         print(f"salloc: error: Job submit/allocate failed: {e.error}", file=sys.stderr)
         return e.code or 1
     alloc = Allocation(job_id, say)
-    job = alloc.wait_granted()
+    job = alloc.wait_granted(req["immediate"])
     if job is None:
         return 1
     if req["no_shell"]:
@@ -162,9 +162,10 @@ class Allocation:
         except (http.ControllerError, http.Unreachable):
             pass
 
-    def wait_granted(self) -> dict | None:
-        """Until the job runs (None: it ended first, or a signal made salloc give up), printing
-        salloc's lines on the way (an srun's: those two commands share)."""
+    def wait_granted(self, immediate: float | None = None) -> dict | None:
+        """Until the job runs (None: it ended first, a signal made salloc give up, or it still pended
+        `immediate` seconds on, -I), printing salloc's lines on the way (an srun's: those two commands
+        share)."""
         import signal
         import time
         stop: list[int] = []
@@ -186,6 +187,13 @@ class Allocation:
                         self.say(f"Pending job allocation {self.job_id}")
                     self.say(f"job {self.job_id} queued and waiting for resources")
                     announced = True
+                if immediate is not None and time.monotonic() - start >= immediate:
+                    self._cancel()
+                    if self.prog == "salloc":
+                        self.say(f"Job allocation {self.job_id} has been revoked.")
+                    why = "Connection timed out" if self.prog == "salloc" else "Requested nodes are busy"
+                    print(f"{self.prog}: error: Unable to allocate resources: {why}", file=sys.stderr)
+                    return None
             if stop:  # (also one that came during the last poll, which found the job started)
                 self._cancel()
                 self.say(f"Job allocation {self.job_id} has been revoked.")

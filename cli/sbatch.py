@@ -83,12 +83,26 @@ def _read_stdin() -> str:
 
 
 def wait_for(job_id: int) -> int:
-    """sbatch -W: poll until the job ends; exit with its exit code (1 when it ended otherwise
-    unsuccessfully without one: cancelled, timed out, killed by a signal)."""
+    """sbatch -W: wait until the job, and every task of an array, has ended; exit with the highest of
+    their exit codes (1 for one that ended otherwise unsuccessfully without one: cancelled, timed out,
+    killed by a signal), as 22.05's sbatch does."""
+    wait_on = job_id
     while True:  # the controller answers as soon as the job ends (or after 10 s: ask again)
-        job = http.request("GET", f"/api/v1/jobs/{job_id}?wait=10", timeout=60)
-        if job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING"):
-            break
-    if job["state"] == "COMPLETED":
-        return 0
-    return job["exit_code"] or 1
+        job = http.request("GET", f"/api/v1/jobs/{wait_on}?wait=10", timeout=60)
+        if not _ended(job):
+            continue
+        if job.get("array_job_id") is None:
+            return _exit_code(job)
+        tasks = http.request("GET", f"/api/v1/jobs?ids={job_id}")["jobs"]
+        left = [t for t in tasks if not _ended(t)]
+        if not left:
+            return max(_exit_code(t) for t in tasks)
+        wait_on = left[0]["job_id"]
+
+
+def _ended(job: dict) -> bool:
+    return job["state"] not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING")
+
+
+def _exit_code(job: dict) -> int:
+    return 0 if job["state"] == "COMPLETED" else job["exit_code"] or 1

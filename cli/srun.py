@@ -55,6 +55,8 @@ def main(argv: list[str]) -> int:
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
     if "quiet" not in o:
+        for line in req.get("info") or []:
+            print(line, file=sys.stderr)
         for opt, _value in req.get("ignored") or []:  # accepted as Slurm accepts it; no effect here
             print(f"srun: warning: {opt} is accepted and ignored", file=sys.stderr)
     if o.get("clusters"):
@@ -151,6 +153,7 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             "label": req["label"], "unbuffered": req["unbuffered"], "stdout": req["stdout"], "stderr": req["stderr"],
             "nodelist": _hosts(o.get("nodelist")), "srun_pid": os.getpid(),
             "pty": req["pty"], "winsize": _winsize(), "cpu_bind": req.get("cpu_bind") or None,
+            "input": _input(req),
             "mem_per_node": req.get("mem_per_node") if "mem" in o else None,
             "mem_per_cpu": req.get("mem_per_cpu") if "mem-per-cpu" in o else None,
             "srun_host": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
@@ -179,12 +182,15 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     io = _StepIO(srv, {r for x in step["layout"] for r in x["ranks"]}, req["label"], req["unbuffered"],
                  bool(req.get("pty")))
     sid = step["step_id"]
+    io.step = f"{job_id}.{sid}"
     if req["kill_on_bad_exit"]:  # -K: a task that fails takes the others down with it
         io.on_bad_exit = lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {})
 
     intr.io = io
-    if not own:
-        intr.arm(lambda: http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {}))
+
+    def kill(sig: int | None = None) -> None:
+        http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {"now": True, "signal": sig})
+    intr.arm_step(f"{job_id}.{sid}", kill)  # (an allocation of srun's own then ends with its step)
     if intr.got:
         io.cancelled = True
 
@@ -211,38 +217,72 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
 class _Interrupt:
     """Ctrl-C or SIGTERM (and SIGHUP with `hangup`, the terminal gone): say so, as srun does, and cancel
     the step, or the allocation srun made (`arm`'s callable; a signal that came before it is acted on
-    when it is armed). srun then waits for its tasks' ends as usual."""
+    when it is armed). srun then waits for its tasks' ends as usual. Once the step runs (`arm_step`),
+    as 22.05's srun: a Ctrl-C says which tasks still run, a second within a second sends them SIGINT
+    and ends the step, and so does any other signal, at once (SIGKILL, slurmstepd's lines)."""
 
     def __init__(self, hangup: bool = False) -> None:
         import signal
         self.got = False  #: a signal came
-        self.cancel = None
+        self.cancel: Callable[..., object] | None = None
         self.done = False  #: cancel() was called
         self.io: _StepIO | None = None
+        self.step: str | None = None  #: JOB.STEP once it runs
+        self.last_ctrl_c: float | None = None
         for s in (signal.SIGINT, signal.SIGTERM, *((signal.SIGHUP,) if hangup else ())):
             signal.signal(s, self._signalled)
 
-    def arm(self, cancel) -> None:  # noqa: ANN001 - asks the controller
+    def arm(self, cancel: Callable[..., object]) -> None:
         self.cancel = cancel
         if self.got:
             self._fire()
 
+    def arm_step(self, step: str, kill: Callable[..., object]) -> None:
+        """The step `step` runs; `kill(signal=None)` ends it at once, after that signal."""
+        self.step = step
+        self.arm(kill)
+
     def _signalled(self, signum, frame) -> None:  # noqa: ANN001
+        import signal
         if self.got and self.cancel is None:  # a second one while the step is still being asked for: srun
             raise KeyboardInterrupt  # gives up at once (its step, if the controller makes it, is not cancelled)
-        os.write(2, b"srun: forcing job termination\n")  # (not print: this thread may be inside one)
+        first = None
+        if self.step is not None and self.got:  # (forcing already: asked again, quietly)
+            self.done = False
+            self._fire()
+            return
+        if signum == signal.SIGINT and self.step is not None and self.io is not None:
+            import time
+            now = time.monotonic()
+            if self.last_ctrl_c is None or now - self.last_ctrl_c > 1.0:
+                self.last_ctrl_c = now
+                from slurmlet.common.grammar import fmt_ranges
+                running = sorted(self.io.ranks - set(self.io.exits))
+                lines = "srun: interrupt (one more within 1 sec to abort)\n"
+                if running:
+                    lines += (f"srun: StepId={self.step} task{'s' if len(running) > 1 else ''} "
+                              f"{fmt_ranges(running)}: running\n")
+                os.write(2, lines.encode())  # (not print: this thread may be inside one)
+                return
+            os.write(2, f"srun: sending Ctrl-C to StepId={self.step}\n".encode())
+            first = signal.SIGINT
+            self.io.interrupted = True
+        os.write(2, b"srun: forcing job termination\n")
         self.got = True
         if self.io is not None:
             self.io.cancelled = True
         self.done = False  # (each signal asks again, as before: the first answer may have been lost)
-        self._fire()
+        self._fire(first)
 
-    def _fire(self) -> None:
+    def _fire(self, first: int | None = None) -> None:
         if self.cancel is None or self.done:
             return
         self.done = True
         try:
-            self.cancel()
+            if first is None:
+                self.cancel()
+            else:
+                self.cancel(first)
         except Exception:  # noqa: BLE001 - the controller may be gone; we are leaving anyway
             pass
 
@@ -252,18 +292,83 @@ def _report(io: _StepIO) -> int:
     at least 1 when srun cancelled its step and not every task's end came (none may have started)."""
     _pty_restore()  # (--pty: lines for a terminal that is no longer raw)
     worst = 1 if io.cancelled and len(io.exits) < io.ntasks else 0
+    forced = io.cancelled  #: srun said that it ended the step already
     for rank in sorted(io.exits):
         code, sig, node = io.exits[rank]
         if rank in io.oom:  # (22.05's srun then exits 1)
             print(f"srun: error: {node}: task {rank}: Out Of Memory", file=sys.stderr)
             worst = max(worst, 1)
         elif sig:
-            print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
+            if not io.interrupted:  # (a second Ctrl-C's: not reported, as 22.05's srun)
+                print(f"srun: error: {node}: task {rank}: {_signame(sig)}", file=sys.stderr)
+            if not forced:  # (a task killed by a signal: 22.05's srun says this once)
+                print(f"srun: Force Terminated StepId={io.step}", file=sys.stderr)
+                forced = True
             worst = max(worst, 128 + sig)
         elif code:
             print(f"srun: error: {node}: task {rank}: Exited with exit code {code}", file=sys.stderr)
             worst = max(worst, code)
     return worst
+
+
+def _input(req: dict) -> str | None:
+    """--input: "all" (the default: every task reads srun's stdin), "none", or the one task's rank
+    (None, /dev/null for every task: --pty's terminal is task 0's own, a file name is not read here)."""
+    if req.get("pty"):
+        return None
+    given = str(req.get("stdin") or "all")
+    return given if given in ("all", "none") or given.isdigit() else None
+
+
+class _Stdin:
+    """srun's stdin, read once (from the first task that asks for it) and sent whole to each task
+    that reads it."""
+
+    def __init__(self) -> None:
+        import threading
+        self.chunks: list[bytes] = []
+        self.ended = False
+        self.cond = threading.Condition()
+        self.started = False
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(0, 65536):
+                with self.cond:
+                    self.chunks.append(chunk)
+                    self.cond.notify_all()
+        except OSError:
+            pass
+        with self.cond:
+            self.ended = True
+            self.cond.notify_all()
+
+    def send(self, conn, gone: Callable[[], bool]) -> None:  # noqa: ANN001 - a task's `in` stream
+        """Everything read so far and what follows, then the end; stops when `gone()` (its task ended)."""
+        import socket
+
+        from slurmlet.cli.common import start_thread
+        with self.cond:
+            if not self.started:
+                self.started = True
+                start_thread(self._read)
+        sent = 0
+        try:
+            while True:
+                with self.cond:
+                    while sent == len(self.chunks) and not self.ended:
+                        if gone():
+                            return
+                        self.cond.wait(0.5)
+                    new, ended = self.chunks[sent:], self.ended
+                for chunk in new:
+                    conn.sendall(chunk)
+                sent += len(new)
+                if ended and sent == len(self.chunks):
+                    conn.shutdown(socket.SHUT_WR)
+                    return
+        except OSError:
+            return
 
 
 def _listener():  # noqa: ANN202 - a listening socket
@@ -309,6 +414,9 @@ class _StepIO:
         self.lock = threading.Lock()
         self.cancelled = False
         self.aborted = False  #: srun said that its step was cancelled (by scancel)
+        self.interrupted = False  #: srun sent its tasks a second Ctrl-C's SIGINT
+        self.step = ""  #: JOB.STEP
+        self.stdin = _Stdin()  #: for the tasks that read srun's stdin (--input)
 
     def run(self, step_over) -> None:  # noqa: ANN001 - a callable asking the controller
         import selectors
@@ -349,8 +457,12 @@ class _StepIO:
             f = conn.makefile("rb")
             head = streamhead.read(f.readline(65536))
             rank, stream = head.get("rank", 0), head.get("stream")
-            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty", "aborted"):
+            if not isinstance(rank, int) or stream not in ("out", "err", "exit", "pty", "aborted", "in"):
                 return  # (anyone may connect: what is no task's stream is dropped)
+            if stream == "in":
+                if rank in self.ranks:
+                    self.stdin.send(conn, lambda: rank in self.exits or self.cancelled)
+                return
             if stream == "aborted":  # scancel JOB.STEP (the agents kill its tasks at once)
                 wait = head.get("wait")
                 with self.lock:
@@ -462,6 +574,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
     from slurmlet.cli.salloc import Allocation, allocation_environment
     o = dict(req["opts"])
+    o.pop("input", None)  # (the tasks' stdin: the allocation's holder reads none)
     env = req.get("environment") or dict(os.environ)
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
@@ -501,7 +614,7 @@ def _allocate_and_run(req: dict) -> int:
         def say(line: str) -> None:
             if "quiet" not in o:
                 print(f"srun: {line}", file=sys.stderr, flush=True)
-        job = Allocation(job_id, say, prog="srun").wait_granted()
+        job = Allocation(job_id, say, prog="srun").wait_granted(req["immediate"])
         if job is None:
             given_back = True
             return 1

@@ -119,10 +119,15 @@ def job_min_memory(job: JobDict) -> tuple[str, str]:
     return "Node", F.convert_num(job.get("mem_per_node") or 0)
 
 
-def job_exit(job: JobDict, derived: bool = False) -> str:
-    """``ExitCode`` as ``exit:signal``."""
+def job_exit(job: JobDict, derived: bool = False, ctld: bool = False) -> str:
+    """``ExitCode`` as ``exit:signal``. `ctld`: as scontrol has it, where a job that the controller ended
+    (TIMEOUT, CANCELLED once it ran) has its batch script's status (``0:15``) and accounting's row ``0:0``."""
     if derived:
         return f"{job.get('derived_exit_code') or 0}:{job.get('derived_exit_signal') or 0}"
+    if ctld and job.get("state") in ("TIMEOUT", "CANCELLED"):
+        batch = next((s for s in job.get("steps") or [] if s.get("step") == "batch"), None)
+        if batch is not None:
+            return f"{batch.get('exit_code') or 0}:{batch.get('exit_signal') or 0}"
     return f"{job.get('exit_code') or 0}:{job.get('exit_signal') or 0}"
 
 

@@ -177,7 +177,7 @@ class Controller:
         self.stat_came = asyncio.Event()
         #: scancel JOB.STEP: the steps whose kill_step orders say to kill at once ("now"), by key, with
         #: when (kept 10 minutes: an order is repeated until the step's report arrives)
-        self.steps_kill_now: dict[str, float] = {}
+        self.steps_kill_now: dict[str, tuple[float, int | None]] = {}
         #: sattach: orders for nodes to send a step's output to one more address
         self.attach_wanted: dict[str, list[dict]] = {}
         #: questions for agents, carried by their next sync (the dashboard's output tail and usage
@@ -283,12 +283,13 @@ class Controller:
             else:
                 self.asks_wanted.pop(node, None)
 
-    def kill_now(self, key: str) -> None:
-        """scancel JOB.STEP: the step's kill orders say to kill its tasks at once (SIGKILL)."""
+    def kill_now(self, key: str, first: int | None = None) -> None:
+        """scancel JOB.STEP, srun's forced termination: the step's kill orders say to kill its tasks at
+        once (SIGKILL), after signal `first` (srun's Ctrl-C)."""
         now = self.clock()
         if len(self.steps_kill_now) >= 1000:
-            self.steps_kill_now = {k: t for k, t in self.steps_kill_now.items() if now - t < 600}
-        self.steps_kill_now[key] = now
+            self.steps_kill_now = {k: v for k, v in self.steps_kill_now.items() if now - v[0] < 600}
+        self.steps_kill_now[key] = (now, first)
 
     def answered(self, answers: list[dict]) -> None:
         """An agent's answers to `ask`s (one nobody waits for any more is dropped)."""

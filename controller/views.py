@@ -33,6 +33,9 @@ def validate_submit(body: dict, config: ClusterConfig, node_rows: list[Any]) -> 
             raise InvalidRequest("Invalid job array specification") from None
         if not tasks:
             body = dict(body, array=None)
+    n, per_node, most = body.get("ntasks"), body.get("ntasks_per_node"), body.get("nodes_max")
+    if n and per_node and most and n > per_node * most:  # (-n16 --ntasks-per-node=4 -N2)
+        raise InvalidRequest(NOT_AVAILABLE)
     part_name = body.get("partition")
     if part_name:
         # Slurm takes the first of a comma-separated list

@@ -403,7 +403,7 @@ class Agent:
         elif op == "step":
             await self.steps.start(order)
         elif op == "kill_step":
-            self.steps.kill(f"{order['job_id']}.{order['step_id']}", bool(order.get("now")))
+            self.steps.kill(f"{order['job_id']}.{order['step_id']}", bool(order.get("now")), order.get("signal"))
         elif op == "suspend":
             self.launcher.suspend(order["job_id"])
         elif op == "resume":

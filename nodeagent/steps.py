@@ -61,6 +61,7 @@ class StepRun:
     attached: dict = field(default_factory=dict)
     words: bool = False  #: its srun reads stream headers as words (common/streamhead.py)
     pumps: dict = field(default_factory=dict)  #: rank -> the tasks relaying its streams to srun
+    feeds: list = field(default_factory=list)  #: the tasks relaying srun's stdin to its tasks (--input)
     told: set = field(default_factory=set)  #: the ranks whose exit srun has been sent already
     io: str | None = None  #: its srun's address for the tasks' streams
     ranks: list = field(default_factory=list)  #: its tasks here
@@ -241,6 +242,8 @@ class StepRunner:
             except OSError as e:
                 pumps.append(self._task_failed(run, io, rank, 1, f"Could not open output file: {e}"))
                 continue
+            # srun --input: all (the default), one task's rank, or none; a task without it reads /dev/null
+            fed = not terminal and bool(io) and req.get("input") in ("all", str(rank))
             launch, args = identity.LAUNCH, [req["argv"][0], cwd, *req["argv"][1:]]
             if bind is not None and bind.verbose:  # slurmstepd's line on the task's stderr, with its pid
                 from slurmlet.common.cpubind import verbose_line
@@ -253,7 +256,7 @@ class StepRunner:
             try:
                 proc = await asyncio.create_subprocess_exec(
                     "/bin/sh", "-c", launch, *args, cwd="/", env=env,
-                    stdin=terminal[1] if terminal else asyncio.subprocess.DEVNULL,
+                    stdin=terminal[1] if terminal else asyncio.subprocess.PIPE if fed else asyncio.subprocess.DEVNULL,
                     stdout=files[0] if files else asyncio.subprocess.PIPE,
                     stderr=files[1] if files else asyncio.subprocess.PIPE, start_new_session=True,
                     **identity.spawn_kwargs(order))
@@ -285,6 +288,8 @@ class StepRunner:
             self.records.save(f"step{key}", rec)
             run.usage[rank] = self.book.new(order["job_id"], f"{order['step_id']}.{rank}")
             asyncio.create_task(watch(proc.pid, run.usage[rank], run.usage_done))  # its session: per task
+            if fed:
+                run.feeds.append(asyncio.create_task(self._feed(io, rank, proc, run)))
             if terminal:
                 head = {"rank": rank, "stream": "pty"}
                 run.pumps[rank] = [asyncio.create_task(ptyrelay.relay(io, head, terminal[0]))]
@@ -324,17 +329,43 @@ class StepRunner:
 
     async def _connect(self, io: str | None, header: dict,  # noqa: ANN202 - a StreamWriter or None
                        words: bool = False):
+        got = await self._open(io, header, words)
+        return got and got[1]
+
+    @staticmethod
+    async def _open(io: str | None, header: dict, words: bool = False):  # noqa: ANN205 - (reader, writer) or None
+        """A stream to srun, its header sent."""
         if not io:
             return None
         host, _, port = io.rpartition(":")
         try:
-            _, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
+            r, w = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 10)
         except (TimeoutError, OSError, ValueError) as e:
-            log.warning("step output %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
+            log.warning("step stream %s of rank %s: cannot reach srun at %s (%r): dropped", header.get("stream"),
                         header.get("rank"), io, e)
             return None  # srun is gone: the output is dropped, the task still runs
         w.write(streamhead.write(header, words))
-        return w
+        return r, w
+
+    async def _feed(self, io: str | None, rank: int, proc: asyncio.subprocess.Process, run: StepRun) -> None:
+        """srun's stdin to a task's: what srun sends on the task's `in` stream, until it ends (the task's
+        stdin then ends too) or the task does (cancelled by _watch)."""
+        stdin = proc.stdin
+        assert stdin is not None
+        got = await self._open(io, {"rank": rank, "stream": "in"}, run.words)
+        try:
+            while got is not None:
+                chunk = await got[0].read(65536)
+                if not chunk:
+                    break
+                stdin.write(chunk)
+                await stdin.drain()
+        except (OSError, ConnectionError):
+            pass  # the task closed its stdin, or srun is gone
+        finally:
+            stdin.close()
+            if got is not None:
+                got[1].close()
 
     async def _pump(self, io: str | None, rank: int, stream: str, reader: asyncio.StreamReader,
                     run: StepRun) -> None:
@@ -398,6 +429,8 @@ class StepRunner:
     async def _watch(self, order: dict, run: StepRun, pumps: list[asyncio.Task]) -> None:
         await asyncio.gather(*(self._task_end(order, run, rank, proc) for rank, proc in run.procs.items()))
         run.usage_done.set()
+        for feed in run.feeds:  # (srun's stdin may never end: a terminal)
+            feed.cancel()
         for proc in run.procs.values():
             signal_session(proc.pid, signal.SIGKILL)  # whatever the task left behind in its session
         times, oom, peak = None, 0, None
@@ -515,8 +548,8 @@ class StepRunner:
         if run.cgroup is not None:
             run.cgroup.signal(sig)
 
-    async def _aborted(self, run: StepRun, line: bytes) -> None:
-        """The lines first (srun has them before the tasks' exits), then SIGKILL."""
+    async def _aborted(self, run: StepRun, line: bytes, first: int | None = None) -> None:
+        """The lines first (srun has them before the tasks' exits), then signal `first`, then SIGKILL."""
         async def both() -> None:
             await self._send(run.io, run.ranks[0], "err", line, words=run.words)
             await self._send(run.io, run.ranks[0], "aborted", b"", words=run.words, wait=int(self.kill_wait) + 2)
@@ -526,6 +559,8 @@ class StepRunner:
         except TimeoutError:
             pass
         finally:
+            if first:  # (a task that keeps the default action ends of it: the first fatal signal counts)
+                self._signal(run, first)
             self._kill_all(run)
 
     def _kill_all(self, run: StepRun) -> None:
@@ -533,10 +568,11 @@ class StepRunner:
         if run.cgroup is not None:
             run.cgroup.kill()
 
-    def kill(self, key: str, now: bool = False) -> None:
+    def kill(self, key: str, now: bool = False, first: int | None = None) -> None:
         """SIGTERM every task of the step here (and whatever is in its cgroup), SIGKILL after KillWait;
-        `now` (scancel JOB.STEP): SIGKILL at once, and slurmstepd's lines to srun: the step's
-        CANCELLED line on its error stream, then that it was aborted (srun says so)."""
+        `now` (scancel JOB.STEP, srun forcing its step's end): SIGKILL at once, after signal `first`
+        (srun's Ctrl-C), and slurmstepd's lines to srun: the step's CANCELLED line on its error stream,
+        then that it was aborted (srun says so)."""
         run = self.running.get(key)
         if run is None or (run.killing and not now):
             return
@@ -545,7 +581,7 @@ class StepRunner:
             when = slurm_time(time.time())
             line = f"slurmstepd-{self.node}: error: *** STEP {key} ON {self.node} CANCELLED AT {when} ***\n"
             run.killing = True
-            asyncio.create_task(self._aborted(run, line.encode()))
+            asyncio.create_task(self._aborted(run, line.encode(), int(first) if first else None))
             return
         run.killing = True
         self._signal(run, signal.SIGCONT)

@@ -116,11 +116,15 @@ async def node_sync(name: str, body: NodeSync, request: Request):
 
 
 def _now(c, orders: list[dict]) -> list[dict]:  # noqa: ANN001 - the Controller
-    """scancel's steps: their kill orders say to kill at once (Controller.kill_now)."""
+    """scancel's steps, srun's forced terminations: their kill orders say to kill at once, after which
+    signal (Controller.kill_now)."""
     if c.steps_kill_now:
         for o in orders:
-            if o["op"] == "kill_step" and f"{o['job_id']}.{o['step_id']}" in c.steps_kill_now:
+            got = c.steps_kill_now.get(f"{o['job_id']}.{o['step_id']}") if o["op"] == "kill_step" else None
+            if got is not None:
                 o["now"] = True
+                if got[1]:
+                    o["signal"] = got[1]
     return orders
 
 

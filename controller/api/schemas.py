@@ -144,6 +144,10 @@ class StepCancel(Strict):
     #: scancel JOB.STEP's: a step that is not running is an error, and its tasks are killed at once
     #: (SIGKILL, with slurmstepd's CANCELLED line); srun's own (interrupted, -K): SIGTERM, then KillWait
     scancel: bool = False
+    #: srun's forced termination (a signal to srun): its tasks killed at once as scancel's are, a running
+    #: step or not; `signal` (a second Ctrl-C's SIGINT) sent to them first
+    now: bool = False
+    signal: int | None = Field(None, ge=1, le=64)
 
 
 class AttachRequest(Strict):
@@ -273,6 +277,9 @@ class StepCreate(Strict):
     io_header: Literal["json", "words"] = "json"
     label: bool = False
     unbuffered: bool = False
+    #: srun --input: "all" tasks read srun's stdin (sent on each one's `in` stream), or the one of this
+    #: rank, or "none"; None: every task reads /dev/null
+    input: str | None = Field(None, pattern=r"^(all|none|[0-9]{1,9})$")
     stdout: str | None = None  #: srun -o pattern: the tasks write there instead of streaming to srun
     stderr: str | None = None
     nodelist: list[str] = Field(default_factory=list)  #: srun -w: run on these nodes of the job

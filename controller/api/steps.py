@@ -35,8 +35,8 @@ async def cancel_step(job_id: JobId, step_id: JobId, request: Request,
     own_job(c, request, job_id)
     scancel = body is not None and body.scancel
     nodes = c.store.cancel_step(job_id, step_id, c.clock(), running_only=scancel)
-    if scancel:
-        c.kill_now(f"{job_id}.{step_id}")
+    if scancel or (body is not None and body.now):
+        c.kill_now(f"{job_id}.{step_id}", body.signal if body is not None else None)
     c.notify(nodes)
     return {"ok": True}
 

@@ -19,13 +19,13 @@ if TYPE_CHECKING:  # (queries -> steps -> actions)
     from .queries import Queries
 
 
-def relinquish(c: Any, job_id: int, state: str, exit_code: int, now: float) -> None:
+def relinquish(c: Any, job_id: int, state: str, exit_code: int, now: float, signal: int = 0) -> None:
     """An allocation given back (salloc's, an srun's) while in `state`: it ends COMPLETED, or FAILED
-    with a non-zero exit code; its holder and steps are stopped as under a cancel."""
-    failed = exit_code != 0
+    with a non-zero exit code or a signal; its holder and steps are stopped as under a cancel."""
+    failed = exit_code != 0 or signal != 0
     c.execute(update(J).where(J.c.id == job_id, J.c.state == state, J.c.active.is_(True)).values(
         state="FAILED" if failed else "COMPLETED", reason="NonZeroExitCode" if failed else "None",
-        exit_code=exit_code, exit_signal=0, end_time=now, pending_action="cancel"))
+        exit_code=exit_code, exit_signal=signal, end_time=now, pending_action="cancel"))
 
 
 def archive_run(c: Any, r: Any, state: str, now: float, code: int = 0, sig: int = 0) -> None:

@@ -165,7 +165,9 @@ class NodeSync(Part):
             cpus=(nc.cpus if nc and nc.cpus else None) or res["cpus"],
             memory=(nc.real_memory if nc and nc.real_memory else None) or res["memory"],
             gpus=nc.gpus if nc and nc.gpus is not None else res.get("gpus", 0),
-            gpu_type=(nc.gpu_type if nc else None) or res.get("gpu_type"),
+            # a node configured with its GPUs (Gres=gpu:8) has the type configured with them, none
+            # without one: an agent's fake GPUs' default model is for nodes the configuration leaves out
+            gpu_type=nc.gpu_type if nc and nc.gpus is not None else res.get("gpu_type"),
             last_seen=now, boot_time=res.get("boot_time"), arch=res.get("arch"), os=res.get("os"),
             version=res.get("version"), cpu_load=body.get("cpu_load"), free_mem=body.get("free_mem"),
             pool=res.get("pool"),

@@ -205,7 +205,8 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
             codes = [v for r in results.values() for v in r.values()]
             code = max((v[0] for v in codes), default=0)
             sig = max((v[1] for v in codes), default=0)
-            state = row.state if row.state != "RUNNING" else ("FAILED" if code or sig else "COMPLETED")
+            # (a task killed by a signal: CANCELLED, as 22.05's slurmctld has such a step)
+            state = row.state if row.state != "RUNNING" else "CANCELLED" if sig else "FAILED" if code else "COMPLETED"
             use = json.loads(vals.get("usage") or row.usage or "{}")
             if row.state == "RUNNING" and any((u or {}).get("oom") for u in use.values()):
                 state, code, sig = "OUT_OF_MEMORY", 0, 125  # a task was OOM-killed (Slurm's 0:125)
@@ -220,13 +221,16 @@ def record(c: Any, node: str, reports: list[dict], now: float) -> None:
 
 def _end_srun_allocation(c: Any, job_id: int, state: str, code: int, sig: int, now: float) -> None:
     """An srun outside any allocation made this job for its step 0 alone: the step's end is the
-    job's, with the exit code that srun gives it (the highest task code; 128 + a signal; 1 for a task
-    the kernel killed for memory), also when that srun is gone (killed) and cannot say so itself."""
+    job's, with the exit code that srun gives it (the highest task code, or the signal that killed a
+    task: 0:9, as 22.05 has it; 1 for a task the kernel killed for memory), also when that srun is gone
+    (killed) and cannot say so itself."""
     row = c.execute(select(J.c.spec, J.c.state, J.c.active).where(J.c.id == job_id)).first()
     if row is None or row.state != "RUNNING" or not row.active or not json.loads(row.spec or "{}").get("srun_step"):
         return
-    exit_code = 1 if state == "OUT_OF_MEMORY" else code or (128 + sig if sig else 0)
-    relinquish(c, job_id, "RUNNING", min(255, exit_code), now)
+    if state == "OUT_OF_MEMORY":
+        relinquish(c, job_id, "RUNNING", 1, now)
+    else:
+        relinquish(c, job_id, "RUNNING", 0 if sig else min(255, code), now, sig)
 
 
 #: the running steps with their jobs' facts (made once: each node sync reads them)

@@ -90,6 +90,8 @@ def test_cancel_kills_the_whole_process_tree(cluster: Cluster, tmp_path: Path):
     assert "CANCELLED AT" in (tmp_path / "c.out").read_text()
     r = cluster.run(f"sacct -n -P -o JobID,State,ExitCode -j {jid}")
     assert r.stdout.splitlines() == [f"{jid}|CANCELLED by {os.getuid()}|0:0", f"{jid}.batch|CANCELLED|0:15"]
+    # scontrol has the batch script's status where sacct's job line has 0:0
+    assert "BatchFlag=1 Reboot=0 ExitCode=0:15" in cluster.run(f"scontrol show job {jid}").stdout
 
 
 def test_hold_release_and_squeue_reasons(cluster: Cluster):
@@ -240,6 +242,7 @@ def test_time_limit_gives_timeout(cluster: Cluster):
     assert text.startswith("started\n") and "DUE TO TIME LIMIT ***" in text
     r = cluster.run(f"sacct -n -P -o JobID,State,ExitCode -j {jid}")
     assert r.stdout.splitlines() == [f"{jid}|TIMEOUT|0:0", f"{jid}.batch|CANCELLED|0:15"]
+    assert "BatchFlag=1 Reboot=0 ExitCode=0:15" in cluster.run(f"scontrol show job {jid}").stdout
 
 
 def test_requeue_running_job_runs_again(cluster: Cluster, tmp_path: Path):

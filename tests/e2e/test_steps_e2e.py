@@ -123,12 +123,14 @@ def test_srun_outside_an_allocation_streams_the_output_as_it_comes(cluster: Clus
     assert sorted(lines) == ["0: end\n", "0: start node1\n", "1: end\n", "1: start node2\n"]
 
 
-@pytest.mark.parametrize(("sig", "end"), [("SIGHUP", "CANCELLED"), ("SIGTERM", "CANCELLED"),
+@pytest.mark.parametrize(("sig", "end"), [("SIGHUP", "FAILED"), ("SIGTERM", "FAILED"),
                                           ("SIGKILL", "COMPLETED")])
 def test_srun_outside_an_allocation_that_is_hung_up_or_killed_gives_its_allocation_back(
         cluster: Cluster, tmp_path, sig: str, end: str):
     """Its terminal gone or told to stop, the srun's own allocation ends with it (never a job left
-    holding nodes); killed outright, it cannot say so, and the allocation ends when its step does."""
+    holding nodes): its step's tasks are killed (SIGKILL) and the job ends FAILED, as 22.05's
+    (tests/data/slurm-2205-semantics.md); killed outright, it cannot say so, and the allocation ends
+    when its step does."""
     import signal
     import subprocess
     c = cluster
@@ -279,7 +281,7 @@ def test_interrupting_srun_kills_its_tasks_on_every_node(cluster: Cluster):
     pids.mkdir()
     script = (f"#!/bin/sh\nsrun bash -c 'echo $$ > {pids}/$SLURM_PROCID; exec sleep 300' &\nsrun_pid=$!\n"
               f"while [ $(ls {pids} | wc -l) -lt 2 ]; do sleep 0.1; done\n"
-              "kill -INT $srun_pid\nwait $srun_pid\necho srun-rc=$?\n")
+              "kill -TERM $srun_pid\nwait $srun_pid\necho srun-rc=$?\n")  # (one Ctrl-C only asks how they are)
     jid = c.sbatch("-N2", "--ntasks-per-node=1", "-o", "int-%j.out", script=script)
     c.wait_state(jid, "COMPLETED", timeout=60)
     got = [int(p.read_text()) for p in pids.iterdir()]

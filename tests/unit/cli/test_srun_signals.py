@@ -85,7 +85,7 @@ def test_a_signal_during_the_poll_that_finds_the_allocation_started_gives_it_bac
 def test_a_cancelled_step_whose_tasks_never_reported_is_a_failure():
     r = _run("""
         class IO:
-            cancelled, exits, ntasks, oom = True, {}, 2, set()
+            cancelled, interrupted, exits, ntasks, oom = True, False, {}, 2, set()
         print(srun._report(IO()))
         IO.exits = {0: (0, 9, "node1"), 1: (0, 9, "node1")}
         print(srun._report(IO()))
