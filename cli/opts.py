@@ -566,6 +566,8 @@ def build_submit(o: dict, *, script: str, default_name: str, script_args: list[s
         "time_limit": o.get("time"),
         "gpus": gpus.get("gpus") or None, "gpus_per_node": gpus.get("gpus-per-node") or None,
         "gpus_per_task": gpus.get("gpus-per-task") or None,
+        "cpus_per_gpu": o.get("cpus-per-gpu"), "mem_per_gpu": o.get("mem-per-gpu"),
+        "overcommit": bool(o.get("overcommit")), "gres": bool(gpus.get("gres")),
         "exclusive": bool(exclusive) and exclusive != "oversubscribe",
         "requeue": o.get("requeue"),
         "environment": environment,
@@ -598,6 +600,7 @@ def _gpus_of(o: dict, prog: str) -> dict[str, object]:
         out[key] = parse_gpus(val, prog)[0] if isinstance(val, str) else val
     if out["gpus-per-node"] is None and isinstance(o.get("gres"), str):
         out["gpus-per-node"] = parse_gres(o["gres"], prog)[0]
+        out["gres"] = True  # (a count the job asks for as a generic resource: no SLURM_GPUS_PER_NODE)
     return out
 
 

@@ -72,6 +72,10 @@ class JobSubmit(Strict):
     gpus: int | None = Field(None, ge=0)
     gpus_per_node: int | None = Field(None, ge=0)
     gpus_per_task: int | None = Field(None, ge=0)
+    cpus_per_gpu: int | None = Field(None, ge=1, le=100000)
+    mem_per_gpu: int | None = Field(None, ge=0)  #: MB
+    overcommit: bool = False
+    gres: bool = False  #: the GPUs per node came from --gres (sbatch then sets no SLURM_GPUS_PER_NODE)
     exclusive: bool = False
     requeue: bool | None = None
     environment: dict[str, str] = Field(default_factory=dict)  #: names without `=` (Strict checks)

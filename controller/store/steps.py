@@ -264,6 +264,7 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
             job_nodes, job_cpus = hostlist.collect_hostlist([a["node"] for a in held]), [a["cpus"] for a in held]
             if "argv" in mine:
                 request["argv"] = mine["argv"]
+        spec = json.loads(r.job_spec)
         orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
                        "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
@@ -274,11 +275,13 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": job_nodes, "request": request,
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
-                       "code": json.loads(r.job_spec).get("code"),
-                       "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid,
+                       "code": spec.get("code"),
+                       "py_deps": spec.get("py_deps"), "uid": r.uid, "gid": r.gid,
                        # the job's own facts: a step of `srun --jobid` from outside has none in its environment
                        "job": {"name": r.job_name, "partition": r.partition, "account": r.account or r.user,
-                               "qos": r.qos or "normal",
+                               "qos": r.qos or "normal", "user": r.user,
+                               # an srun's own allocation (no sbatch or salloc around its step)
+                               "srun_step": bool(spec.get("srun_step")),
                                "cpus": job_cpus}})
     for key in sorted(running - live - ending):
         jid, sid = key.split(".")

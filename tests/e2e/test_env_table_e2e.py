@@ -75,11 +75,21 @@ def table(tmp_path_factory) -> dict:
     out.mkdir()
     out.chmod(0o777)
     for name, opts, step in cases():  # one at a time, on idle nodes, as capture.sh ran them
+        stepcmd = f"bash -c 'env | grep ^SLURM_ | sort > {out}/{name}.step.$SLURM_PROCID'"
         body = f"env | grep '^SLURM_' | sort > {out}/{name}.batch"
         if step != "-":
-            body += f"; srun {step} bash -c 'env | grep ^SLURM_ | sort > {out}/{name}.step.$SLURM_PROCID'"
-        jid = c.sbatch("-o", "/dev/null", *opts.split(), "--wrap", body)
-        c.wait_state(jid, ("COMPLETED", "FAILED", "CANCELLED"), timeout=120)
+            body += f"; srun {step} {stepcmd}"
+        command, *args = opts.split() or [""]
+        if command == "srun":  # outside any allocation: its tasks are the step
+            r = c.run(f"env -u SLURM_JOB_ID srun {' '.join(args)} {stepcmd}", timeout=120)
+            assert r.returncode == 0, r.stderr
+        elif command == "salloc":  # its command stands for the batch script
+            r = c.run(["env", "-u", "SLURM_JOB_ID", "salloc", *args, "bash", "-c", body], timeout=120,
+                      env={"XDG_CACHE_HOME": str(root / "cache")})  # (where salloc keeps SLURM_CONF's copy)
+            assert r.returncode == 0, r.stderr
+        else:
+            jid = c.sbatch("-o", "/dev/null", *opts.split(), "--wrap", body)
+            c.wait_state(jid, ("COMPLETED", "FAILED", "CANCELLED"), timeout=120)
     got: dict = {}
     for f in sorted(out.iterdir()):
         name, kind, *rank = f.name.split(".")
@@ -96,12 +106,12 @@ def table(tmp_path_factory) -> dict:
 REFERENCE = json.loads((DATA / "slurm-2205-env.json").read_text())
 
 
-@pytest.mark.parametrize("name", [n for n, _, _ in cases()])
+@pytest.mark.parametrize("name", [n for n, o, _ in cases() if not o.startswith("srun")])
 def test_batch_environment_is_slurms(table: dict, name: str):
     assert differences(name, REFERENCE[name]["batch"], table.get(name, {}).get("batch", {})) == []
 
 
-@pytest.mark.parametrize("name", [n for n, _, s in cases() if s != "-"])
+@pytest.mark.parametrize("name", [n for n, o, s in cases() if s != "-" or o.startswith("srun")])
 def test_step_environment_is_slurms(table: dict, name: str):
     want, got = REFERENCE[name]["step"], table.get(name, {}).get("step", {})
     assert sorted(got) == sorted(want)
@@ -113,3 +123,5 @@ def test_slurm_conf_names_the_clusters_own_configuration(table: dict):
     paths = {table["plain"]["batch"]["SLURM_CONF"], table["step_mem"]["step"]["0"]["SLURM_CONF"]}
     assert len(paths) == 1
     assert "DefMemPerCPU=1000" in Path(paths.pop()).read_text().splitlines()
+    # salloc's command runs where salloc does: its SLURM_CONF is a copy of that configuration there
+    assert "DefMemPerCPU=1000" in Path(table["salloc_plain"]["batch"]["SLURM_CONF"]).read_text().splitlines()

@@ -532,12 +532,12 @@ class TestOptions:
 
     def test_accepted_options_without_effect_are_listed_as_ignored(self):
         r = sb(["--mail-type=END,FAIL", "--mail-user=me", "-C", "gpu", "--reservation=r", "--wckey=w",
-                "-m", "cyclic", "--hint=nomultithread", "-O", "-k", "--licenses=foo:2", "--comment=c",
+                "-m", "cyclic", "--hint=nomultithread", "-k", "--licenses=foo:2", "--comment=c",
                 "--wrap", "true"])
         ignored = {k: v for k, v in r["ignored"]}
         assert ignored == {"--mail-type": "END,FAIL", "--mail-user": "me", "--constraint": "gpu",
                            "--reservation": "r", "--wckey": "w", "--distribution": "cyclic",
-                           "--hint": "nomultithread", "--overcommit": None, "--no-kill": None,
+                           "--hint": "nomultithread", "--no-kill": None,
                            "--licenses": "foo:2"}
         assert r["submit"]["comment"] == "c"
 
@@ -957,7 +957,7 @@ class TestEnvironment:
 class TestSubmitBody:
     FIELDS = {"script", "name", "partition", "account", "qos", "nodes_min", "nodes_max", "ntasks",
               "ntasks_per_node", "cpus_per_task", "mem_per_node", "mem_per_cpu", "time_limit", "gpus",
-              "gpus_per_node", "gpus_per_task", "exclusive", "requeue", "environment", "workdir", "submit_dir",
+              "gpus_per_node", "gpus_per_task", "cpus_per_gpu", "mem_per_gpu", "overcommit", "gres", "exclusive", "requeue", "environment", "workdir", "submit_dir",
               "stdout", "stderr", "stdin", "open_mode", "hold", "begin_time", "signal", "comment", "dependency",
               "array", "nice", "nodelist", "exclude", "user", "uid", "gid", "group", "submit_host", "argv",
               "test_only", "kill_on_invalid_dep"}
