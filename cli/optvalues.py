@@ -523,7 +523,7 @@ _FLAG_KEYS = {"contiguous", "help", "hold", "ignore-pbs", "no-requeue", "overcom
 # Options that change what slurmlet does; every other accepted option goes to `ignored`.
 SBATCH_USED = {
     "account", "array", "begin", "chdir", "clusters", "comment", "cpus-per-gpu", "cpus-per-task", "mem-per-gpu",
-    "overcommit", "dependency", "error",
+    "mincpus", "overcommit", "dependency", "error",
     "exclusive", "export", "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input",
     "job-name", "kill-on-invalid-dep", "mem", "mem-per-cpu", "nice", "no-requeue", "nodelist", "nodes",
     "ntasks", "ntasks-per-node", "open-mode", "output", "oversubscribe", "parsable", "partition", "qos",

@@ -146,6 +146,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     io_addr = f"{addr or os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
+    from slurmlet.cli.opts import option_environment
+    env.update(option_environment(o, "srun"))
     # srun's own, in every step: its priority and the cluster it works on
     env["SLURM_PRIO_PROCESS"] = str(os.getpriority(os.PRIO_PROCESS, 0))
     if env.get("SLURM_CLUSTER_NAME"):
@@ -165,6 +167,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             **({"components": req["components"]} if req.get("components") else {}),
             # the streams' headers as words: no JSON decoder to load (common/streamhead.py)
             "io_header": streamhead.WORDS}
+    if req["name"] is not None:  # (only then: a controller without step names takes the request still)
+        body["name"] = req["name"]
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
     # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
     intr = intr or _Interrupt()

@@ -103,7 +103,7 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
     job = order.get("job")
     if job:  # the job's, whatever the srun's environment said (srun --jobid from another job or none)
         jid = str(order["job_id"])
-        env.update({"SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(job["name"]),
+        env.update({"SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(req.get("name") or job["name"]),
                     "SLURM_JOB_PARTITION": str(job["partition"]), "SLURM_JOB_ACCOUNT": str(job["account"]),
                     "SLURM_JOB_QOS": str(job["qos"]), "SLURM_JOB_NODELIST": str(order.get("job_nodes") or ""),
                     "SLURM_JOB_NUM_NODES": str(len(job["cpus"]) or 1),

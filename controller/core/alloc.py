@@ -88,6 +88,8 @@ def _try_node(f: Free, req: Request, tasks: int, nnodes: int, def_mem: int) -> N
         return None
     if req.cpus_per_gpu and gpus:
         cpus = max(cpus, req.cpus_per_gpu * gpus)
+    if req.mincpus:
+        cpus = max(cpus, req.mincpus)
     mem = _mem_for(req, cpus, gpus, def_mem)
     if req.exclusive:
         if not f.idle or cpus > f.total_cpus or mem > f.total_memory or gpus > f.total_gpus:

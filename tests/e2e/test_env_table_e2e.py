@@ -21,12 +21,34 @@ DATA = ROOT / "tests" / "data" / "envtable"
 PRESENCE_ONLY = {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_TASK_PID", "SLURM_SRUN_COMM_HOST",
                  "SLURM_SRUN_COMM_PORT", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_STEP_LAUNCHER_PORT", "SLURM_SUBMIT_DIR",
                  "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME", "SLURM_WORKING_CLUSTER", "SLURM_UMASK", "SLURM_JOB_UID",
-                 "SLURM_JOB_GID", "SLURM_JOB_USER", "SLURM_JOB_ACCOUNT", "SLURM_PRIO_PROCESS", "SLURM_EXPORT_ENV"}
+                 "SLURM_JOB_GID", "SLURM_JOB_USER", "SLURM_JOB_ACCOUNT", "SLURM_PRIO_PROCESS",
+                 "SLURM_ARRAY_JOB_ID"}
 #: which GPUs of a node a job gets: the same on an idle node, but a matter of the allocator
 PRESENCE_ONLY |= {"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_CONF"}  # SLURM_CONF: where the node keeps it
 NODE_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR")
 #: where slurmlet differs still, by (case, variable) ("*": every case), with why: the table's open rows
-NOT_YET: dict[tuple[str, str], str] = {}
+_WHOLE = "-B 1:8:1 and --reboot: 22.05 gives the job a whole node (its CPUs, a task each, its GPUs); slurmlet one CPU"
+_STEP_CPUS = "srun --exact/--exclusive: 22.05 gives the step only its own CPUs; slurmlet's steps get the job's"
+_STEP_GPUS = "srun --gpus-per-node/--gres: 22.05 gives the step that many GPUs; slurmlet's steps get the job's"
+_INTERACTIVE = "srun --interactive: 22.05 runs an interactive step (id 4294967290, no MPI); slurmlet a plain one"
+NOT_YET: dict[tuple[str, str], str] = {
+    **{("extra_node_info", v): _WHOLE for v in ("SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_NPROCS",
+                                                "SLURM_NTASKS", "SLURM_TASKS_PER_NODE")},
+    **{("reboot", v): _WHOLE for v in ("SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                                       "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS")},
+    ("export_file", "SLURM_JOB_NAME"): "--export-file: 22.05's job has the file's environment, without the "
+                                       "SLURM_JOB_NAME sbatch sets in its own; slurmlet ignores the option",
+    **{("gpus_per_socket", v): "--gpus-per-socket: 22.05 allocates GPUs per socket; slurmlet allocates none"
+       for v in ("SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS")},
+    ("step_exact", "SLURM_CPUS_ON_NODE"): _STEP_CPUS, ("step_exclusive", "SLURM_CPUS_ON_NODE"): _STEP_CPUS,
+    ("step_gpus_per_node", "SLURM_GPUS_ON_NODE"): _STEP_GPUS, ("step_gres", "SLURM_GPUS_ON_NODE"): _STEP_GPUS,
+    **{("step_interactive", v): _INTERACTIVE for v in ("SLURM_DISTRIBUTION", "SLURM_MPI_TYPE", "SLURM_STEPID",
+                                                       "SLURM_STEP_ID", "SLURM_UMASK")},
+    ("step_prolog", "SLURM_SCRIPT_CONTEXT"): "srun --prolog: accepted and ignored (22.05 runs it, its "
+                                             "SLURM_SCRIPT_CONTEXT left in the step's environment)",
+    ("step_task_prolog", "SLURM_SCRIPT_CONTEXT"): "srun --task-prolog: accepted and ignored (22.05 runs it "
+                                                  "before each task)",
+}
 
 
 def cases() -> list[tuple[str, str, str]]:
@@ -69,7 +91,8 @@ def table(tmp_path_factory) -> dict:
     """Every case run once on one cluster shaped like the reference's nodes (8 CPUs, 8 GPUs, 32000 MB)."""
     from tests.conftest import serve
     root = tmp_path_factory.mktemp("envtable")
-    gen = serve(Cluster(root, nodes=2, cpus=8, memory=32000, gpus=8, extra_conf="DefMemPerCPU=1000\n"))
+    gen = serve(Cluster(root, nodes=2, cpus=8, memory=32000, gpus=8, extra_conf="DefMemPerCPU=1000\n"
+                        "PartitionName=high Nodes=ALL\n"))
     c = next(gen)
     out = root / "out"
     out.mkdir()
