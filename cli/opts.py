@@ -545,7 +545,7 @@ def _bind(value: str, kind: str) -> dict[str, str]:
 #: option -> the variable that holds its value as given, set by sbatch ("batch"), srun ("step") or both
 _OPTION_VARIABLES = (
     ("acctg-freq", "SLURM_ACCTG_FREQ", "batch"), ("container", "SLURM_CONTAINER", "both"),
-    ("dependency", "SLURM_JOB_DEPENDENCY", "both"), ("distribution", "SLURM_DISTRIBUTION", "batch"),
+    ("dependency", "SLURM_JOB_DEPENDENCY", "both"), ("distribution", "SLURM_DISTRIBUTION", "both"),
     ("gpu-bind", "SLURM_GPU_BIND", "batch"), ("gpu-freq", "SLURM_GPU_FREQ", "batch"),
     ("gpus-per-socket", "SLURM_GPUS_PER_SOCKET", "batch"), ("hint", "SLURM_HINT", "batch"),
     ("ntasks-per-core", "SLURM_NTASKS_PER_CORE", "both"), ("ntasks-per-socket", "SLURM_NTASKS_PER_SOCKET", "both"),
@@ -576,10 +576,10 @@ def option_environment(o: dict, prog: str) -> dict[str, str]:
             out["SLURM_PROFILE"] = ",".join(_PROFILE_NAMES.get(p.lower(), p) for p in str(o["profile"]).split(","))
         if o.get("open-mode"):
             out["SLURM_OPEN_MODE"] = str(o["open-mode"])[0]
-        export = str(o.get("export") or "ALL")
+        export = str(o.get("export") or "ALL")  # (every --export but ALL: tests/data/slurm-2205-export-env.md)
         if export.upper() != "ALL":
             out["SLURM_EXPORT_ENV"] = export
-        if "get-user-env" in o or export.upper() == "NONE":  # (--export=NONE loads the user's environment)
+        if "get-user-env" in o or export.upper() != "ALL":
             out["SLURM_GET_USER_ENV"] = "1"
         if mem:
             out.update({"SLURM_MEM_BIND": str(o["mem-bind"]), "SLURM_MEM_BIND_VERBOSE": mem["SLURM_MEM_BIND_VERBOSE"]})

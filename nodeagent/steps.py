@@ -116,8 +116,8 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         elif not job.get("srun_step"):  # (a heterogeneous job's come from its batch environment)
             env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
         if not job.get("srun_step"):  # set in an allocation of sbatch's or salloc's, not in an srun's own
-            # srun's: cyclic when there are no more tasks than nodes, block otherwise (22.05's)
-            env["SLURM_DISTRIBUTION"] = "cyclic" if sum(tpn) <= len(tpn) else "block"
+            # srun's -m, else cyclic when there are no more tasks than nodes, block otherwise (22.05's)
+            env["SLURM_DISTRIBUTION"] = env.get("SLURM_DISTRIBUTION") or ("cyclic" if sum(tpn) <= len(tpn) else "block")
     if req.get("cpus_per_task"):  # the step's -c, whatever its job's (the srun's environment) said
         env["SLURM_CPUS_PER_TASK"] = str(req["cpus_per_task"])
     if order.get("master_port"):
