@@ -531,7 +531,7 @@ SBATCH_USED = {
     "exclude",
 }
 SRUN_USED = {
-    "account", "chdir", "cpu-bind", "cpus-per-task", "dependency", "error", "exclude", "exclusive", "export",
+    "account", "chdir", "cpu-bind", "cpus-per-task", "dependency", "error", "exact", "exclude", "exclusive", "export",
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input", "job-name", "jobid",
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",

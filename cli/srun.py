@@ -167,8 +167,11 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             **({"components": req["components"]} if req.get("components") else {}),
             # the streams' headers as words: no JSON decoder to load (common/streamhead.py)
             "io_header": streamhead.WORDS}
-    if req["name"] is not None:  # (only then: a controller without step names takes the request still)
+    # (each only when asked for: a controller without step names or --exact takes the request still)
+    if req["name"] is not None:
         body["name"] = req["name"]
+    if "exact" in o or ("exclusive" in o and not own):  # (a step's --exclusive is --exact in 22.05)
+        body["exact"] = True
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
     # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
     intr = intr or _Interrupt()

@@ -120,7 +120,8 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
         raise InvalidRequest("Requested node configuration is not available")  # (not a heterogeneous job)
     else:
         layout = plan_layout(alloc, req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
-                             req.get("cpus_per_task") or 1, req.get("nodelist"), req.get("cpus_per_task") is not None)
+                             req.get("cpus_per_task") or 1, req.get("nodelist"),
+                             req.get("cpus_per_task") is not None or bool(req.get("exact")))
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")
