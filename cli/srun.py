@@ -172,6 +172,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
         body["name"] = req["name"]
     if "exact" in o or ("exclusive" in o and not own):  # (a step's --exclusive is --exact in 22.05)
         body["exact"] = True
+    if req["gpus_per_node"]:
+        body["gpus_per_node"] = req["gpus_per_node"]
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
     # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
     intr = intr or _Interrupt()

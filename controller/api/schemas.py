@@ -277,6 +277,7 @@ class StepCreate(Strict):
     gpus_per_task: int | None = Field(None, ge=1)
     name: str | None = Field(None, max_length=256)  #: srun -J: the step's name (its tasks' SLURM_JOB_NAME)
     exact: bool = False  #: srun --exact (or --exclusive): only its tasks' CPUs, as -c gives too
+    gpus_per_node: int | None = Field(None, ge=1)  #: srun --gpus-per-node (--gres=gpu:N): that many of the job's
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"
     io: str | None = None  #: host:port where srun collects the tasks' output and exit codes

@@ -27,10 +27,12 @@ _ENDING = ("cancel", "requeue", "requeue_hold", "preempt", "preempt_requeue")
 
 
 def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_node: int | None,
-                cpus_per_task: int, nodelist: list[str] | None = None, exact: bool = False) -> list[dict]:
+                cpus_per_task: int, nodelist: list[str] | None = None, exact: bool = False,
+                gpus_per_node: int | None = None) -> list[dict]:
     """Which ranks run on which of the job's nodes (block distribution); `nodelist` (srun -w)
     names nodes of the job the step must run on, first. A step has all of its job's CPUs on each of
-    its nodes unless `exact` (srun -c, which implies --exact in 22.05): then its tasks' CPUs."""
+    its nodes unless `exact` (srun -c, which implies --exact in 22.05): then its tasks' CPUs; and all
+    of its job's GPUs there unless `gpus_per_node` (srun --gpus-per-node, --gres=gpu:N): the first N."""
     if nodelist:
         names = [a["node"] for a in alloc]
         if any(n not in names for n in nodelist):
@@ -71,7 +73,7 @@ def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_no
             raise InvalidRequest("More processors requested than permitted")
         out.append({"node": a["node"], "ranks": list(range(rank, rank + k)),
                     "cpus": k * cpus_per_task if exact else a["cpus"],
-                    "gpu_ids": a["gpu_ids"]})
+                    "gpu_ids": a["gpu_ids"][:gpus_per_node] if gpus_per_node else a["gpu_ids"]})
         rank += k
     return out
 
@@ -121,7 +123,7 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
     else:
         layout = plan_layout(alloc, req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
                              req.get("cpus_per_task") or 1, req.get("nodelist"),
-                             req.get("cpus_per_task") is not None or bool(req.get("exact")))
+                             req.get("cpus_per_task") is not None or bool(req.get("exact")), req.get("gpus_per_node"))
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")

@@ -28,7 +28,6 @@ PRESENCE_ONLY |= {"SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_CONF"}  # SLURM_CO
 NODE_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR")
 #: where slurmlet differs still, by (case, variable) ("*": every case), with why: the table's open rows
 _WHOLE = "-B 1:8:1 and --reboot: 22.05 gives the job a whole node (its CPUs, a task each, its GPUs); slurmlet one CPU"
-_STEP_GPUS = "srun --gpus-per-node/--gres: 22.05 gives the step that many GPUs; slurmlet's steps get the job's"
 _INTERACTIVE = "srun --interactive: 22.05 runs an interactive step (id 4294967290, no MPI); slurmlet a plain one"
 NOT_YET: dict[tuple[str, str], str] = {
     **{("extra_node_info", v): _WHOLE for v in ("SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_NPROCS",
@@ -39,7 +38,6 @@ NOT_YET: dict[tuple[str, str], str] = {
                                        "SLURM_JOB_NAME sbatch sets in its own; slurmlet ignores the option",
     **{("gpus_per_socket", v): "--gpus-per-socket: 22.05 allocates GPUs per socket; slurmlet allocates none"
        for v in ("SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS")},
-    ("step_gpus_per_node", "SLURM_GPUS_ON_NODE"): _STEP_GPUS, ("step_gres", "SLURM_GPUS_ON_NODE"): _STEP_GPUS,
     **{("step_interactive", v): _INTERACTIVE for v in ("SLURM_DISTRIBUTION", "SLURM_MPI_TYPE", "SLURM_STEPID",
                                                        "SLURM_STEP_ID", "SLURM_UMASK")},
     ("step_prolog", "SLURM_SCRIPT_CONTEXT"): "srun --prolog: accepted and ignored (22.05 runs it, its "
