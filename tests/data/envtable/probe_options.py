@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -161,6 +162,7 @@ def main() -> None:
     doc = {k: (probe_sbatch if k == "sbatch" else probe_srun)(out) for k in kinds}
     json.dump(doc, sys.stdout, indent=1, sort_keys=True)
     print()
+    shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
