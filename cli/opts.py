@@ -524,6 +524,78 @@ def umask_text() -> str:
     return f"{mask:04o}"
 
 
+#: --cpu-freq's and --profile's names as Slurm spells them back in SLURM_CPU_FREQ_REQ and SLURM_PROFILE
+_FREQ_NAMES = {"low": "Low", "medium": "Medium", "highm1": "HighM1", "high": "High", "conservative": "Conservative",
+               "ondemand": "OnDemand", "performance": "Performance", "powersave": "PowerSave",
+               "userspace": "UserSpace"}
+_PROFILE_NAMES = {"none": "None", "all": "All", "energy": "Energy", "lustre": "Lustre", "network": "Network",
+                  "task": "Task"}
+
+
+def _bind(value: str, kind: str) -> dict[str, str]:
+    """srun's SLURM_CPU_BIND* or SLURM_MEM_BIND* (`kind`) for a --cpu-bind or --mem-bind value."""
+    words = value.split(",")
+    verbose = "verbose" if any(w.lower() in ("v", "verbose") for w in words) else "quiet"
+    rest = [w for w in words if w.lower() not in ("q", "quiet", "v", "verbose")]
+    kind_, _, bind_list = ",".join(rest).partition(":")
+    return {f"SLURM_{kind}_BIND": f"{verbose},{','.join(rest)}", f"SLURM_{kind}_BIND_LIST": bind_list,
+            f"SLURM_{kind}_BIND_TYPE": kind_ + (":" if bind_list else ""), f"SLURM_{kind}_BIND_VERBOSE": verbose}
+
+
+#: option -> the variable that holds its value as given, set by sbatch ("batch"), srun ("step") or both
+_OPTION_VARIABLES = (
+    ("acctg-freq", "SLURM_ACCTG_FREQ", "batch"), ("container", "SLURM_CONTAINER", "both"),
+    ("dependency", "SLURM_JOB_DEPENDENCY", "both"), ("distribution", "SLURM_DISTRIBUTION", "both"),
+    ("gpu-bind", "SLURM_GPU_BIND", "batch"), ("gpu-freq", "SLURM_GPU_FREQ", "batch"),
+    ("gpus-per-socket", "SLURM_GPUS_PER_SOCKET", "batch"), ("hint", "SLURM_HINT", "batch"),
+    ("ntasks-per-core", "SLURM_NTASKS_PER_CORE", "both"), ("ntasks-per-socket", "SLURM_NTASKS_PER_SOCKET", "both"),
+    ("ntasks-per-gpu", "SLURM_NTASKS_PER_GPU", "batch"), ("ntasks-per-tres", "SLURM_NTASKS_PER_TRES", "batch"),
+    ("ntasks-per-gpu", "SLURM_NTASKS_PER_TRES", "step"), ("ntasks-per-tres", "SLURM_NTASKS_PER_TRES", "step"),
+    ("threads-per-core", "SLURM_THREADS_PER_CORE", "both"),
+)
+
+
+def option_environment(o: dict, prog: str) -> dict[str, str]:
+    """The SLURM_* variables sbatch (`prog` sbatch or salloc: into the job's environment) or srun (`prog`
+    srun: into its step's tasks') sets from its options, as 22.05's do (tests/data/envtable)."""
+    step = prog == "srun"
+    out = {var: str(o[key]) for key, var, where in _OPTION_VARIABLES
+           if where in ("both", "step" if step else "batch") and o.get(key) not in (None, "")}
+    if o.get("cpu-freq"):
+        out["SLURM_CPU_FREQ_REQ"] = _FREQ_NAMES.get(str(o["cpu-freq"]).lower(), str(o["cpu-freq"]))
+    if o.get("overcommit"):
+        out["SLURM_OVERCOMMIT"] = "1"
+    threads = str(o.get("extra-node-info") or "").split(":")[2:3]
+    if threads and threads[0] not in ("", "*"):
+        out["SLURM_THREADS_PER_CORE"] = threads[0]
+    if "nomultithread" in str(o.get("hint") or "").lower().split(","):
+        out["SLURM_THREADS_PER_CORE"] = "1"
+    mem = _bind(str(o["mem-bind"]), "MEM") if o.get("mem-bind") else {}
+    if not step:
+        if o.get("profile"):
+            out["SLURM_PROFILE"] = ",".join(_PROFILE_NAMES.get(p.lower(), p) for p in str(o["profile"]).split(","))
+        if o.get("open-mode"):
+            out["SLURM_OPEN_MODE"] = str(o["open-mode"])[0]
+        export = str(o.get("export") or "ALL")  # (every --export but ALL: tests/data/slurm-2205-export-env.md)
+        if export.upper() != "ALL":
+            out["SLURM_EXPORT_ENV"] = export
+        if "get-user-env" in o or export.upper() != "ALL":
+            out["SLURM_GET_USER_ENV"] = "1"
+        if mem:
+            out.update({"SLURM_MEM_BIND": str(o["mem-bind"]), "SLURM_MEM_BIND_VERBOSE": mem["SLURM_MEM_BIND_VERBOSE"]})
+        return out
+    out.update(mem)
+    if o.get("label"):
+        out["SLURM_LABELIO"] = "1"
+    # srun binds to what the layout options name (sockets, cores, threads) where --cpu-bind does not say
+    implied = ("sockets" if o.get("ntasks-per-socket") else "cores" if o.get("ntasks-per-core")
+               else "threads" if "SLURM_THREADS_PER_CORE" in out else None)
+    bind = str(o.get("cpu-bind") or "") or (f"quiet,{implied}" if implied else "")
+    if bind:
+        out.update(_bind(bind, "CPU"))
+    return out
+
+
 def build_submit(o: dict, *, script: str, default_name: str, script_args: list[str], env: dict[str, str],
                  cwd: str, user: str | None = None, uid: int | None = None, gid: int | None = None,
                  group: str | None = None, host: str | None = None, now: float | None = None,
@@ -551,6 +623,7 @@ def build_submit(o: dict, *, script: str, default_name: str, script_args: list[s
     environment.setdefault("SLURM_UMASK", umask_text())  # files made for the job honour it (see identity.py)
     environment["SLURM_SUBMIT_DIR"] = cwd
     environment["SLURM_SUBMIT_HOST"] = host
+    environment.update(option_environment(o, prog))
     if array is None and o.get("array"):
         array = str(o["array"])
     if dependency is None and o.get("dependency"):
@@ -560,12 +633,14 @@ def build_submit(o: dict, *, script: str, default_name: str, script_args: list[s
         "name": o["job-name"] if o.get("job-name") is not None else default_name,
         "partition": o.get("partition"), "account": o.get("account"), "qos": o.get("qos"),
         "nodes_min": max(1, lo), "nodes_max": (hi if hi >= max(1, lo) else max(1, lo)) if hi else None,
-        "ntasks": o.get("ntasks"), "ntasks_per_node": o.get("ntasks-per-node"),
+        "ntasks": o.get("ntasks") or _tasks_per_gpu(o, gpus), "ntasks_per_node": o.get("ntasks-per-node"),
         "cpus_per_task": o.get("cpus-per-task") or 1,
         "mem_per_node": o.get("mem"), "mem_per_cpu": o.get("mem-per-cpu"),
         "time_limit": o.get("time"),
         "gpus": gpus.get("gpus") or None, "gpus_per_node": gpus.get("gpus-per-node") or None,
         "gpus_per_task": gpus.get("gpus-per-task") or None,
+        "cpus_per_gpu": o.get("cpus-per-gpu"), "mincpus": o.get("mincpus"), "mem_per_gpu": o.get("mem-per-gpu"),
+        "overcommit": bool(o.get("overcommit")), "gres": bool(gpus.get("gres")),
         "exclusive": bool(exclusive) and exclusive != "oversubscribe",
         "requeue": o.get("requeue"),
         "environment": environment,
@@ -590,6 +665,13 @@ def build_submit(o: dict, *, script: str, default_name: str, script_args: list[s
     return body
 
 
+def _tasks_per_gpu(o: dict, gpus: dict) -> int | None:
+    """--ntasks-per-gpu (--ntasks-per-tres) without -n: that many tasks for each of -G's GPUs."""
+    per_gpu = o.get("ntasks-per-gpu") or o.get("ntasks-per-tres")
+    total = gpus.get("gpus")
+    return int(per_gpu) * total if per_gpu and isinstance(total, int) else None
+
+
 def _gpus_of(o: dict, prog: str) -> dict[str, object]:
     """GPU counts from option values that may be numbers already (parse_srun's) or texts."""
     out: dict[str, object] = {}
@@ -598,6 +680,7 @@ def _gpus_of(o: dict, prog: str) -> dict[str, object]:
         out[key] = parse_gpus(val, prog)[0] if isinstance(val, str) else val
     if out["gpus-per-node"] is None and isinstance(o.get("gres"), str):
         out["gpus-per-node"] = parse_gres(o["gres"], prog)[0]
+        out["gres"] = True  # (a count the job asks for as a generic resource: no SLURM_GPUS_PER_NODE)
     return out
 
 

@@ -522,7 +522,8 @@ _FLAG_KEYS = {"contiguous", "help", "hold", "ignore-pbs", "no-requeue", "overcom
 
 # Options that change what slurmlet does; every other accepted option goes to `ignored`.
 SBATCH_USED = {
-    "account", "array", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "error",
+    "account", "array", "begin", "chdir", "clusters", "comment", "cpus-per-gpu", "cpus-per-task", "mem-per-gpu",
+    "mincpus", "overcommit", "dependency", "error",
     "exclusive", "export", "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input",
     "job-name", "kill-on-invalid-dep", "mem", "mem-per-cpu", "nice", "no-requeue", "nodelist", "nodes",
     "ntasks", "ntasks-per-node", "open-mode", "output", "oversubscribe", "parsable", "partition", "qos",
@@ -530,14 +531,15 @@ SBATCH_USED = {
     "exclude",
 }
 SRUN_USED = {
-    "account", "chdir", "cpu-bind", "cpus-per-task", "dependency", "error", "exclude", "exclusive", "export",
+    "account", "chdir", "cpu-bind", "cpus-per-task", "dependency", "error", "exact", "exclude", "exclusive", "export",
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "input", "job-name", "jobid",
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
     "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "het-group", "immediate",
 }
 SALLOC_USED = {
-    "account", "begin", "chdir", "clusters", "comment", "cpus-per-task", "dependency", "exclude", "exclusive",
+    "account", "begin", "chdir", "clusters", "comment", "cpus-per-gpu", "cpus-per-task", "mem-per-gpu", "overcommit",
+    "dependency", "exclude", "exclusive",
     "gpus", "gpus-per-node", "gpus-per-task", "gres", "help", "hold", "job-name", "kill-command", "mem",
     "mem-per-cpu", "nice", "no-shell", "nodelist", "nodes", "ntasks", "ntasks-per-node", "oversubscribe",
     "partition", "qos", "quiet", "signal", "time", "usage", "verbose", "version", "immediate",
@@ -749,6 +751,10 @@ def resolved_gpus(ctx: Ctx, st: State) -> dict[str, object]:
             out[key] = n
             gtype = gtype or t
     out["gpus-per-node"] = per_node
+    #: the count per node is --gres's (the later of --gres and --gpus-per-node): sbatch then sets no
+    #: SLURM_GPUS_PER_NODE, as 22.05's does not
+    out["gres"] = bool(per_node) and "gres" in v and (
+        "gpus-per-node" not in v or st.seq["gres"] > st.seq["gpus-per-node"])
     gres_bad = f"{ctx.prog}: error: Invalid generic resource (gres) specification"
     if "gpus-per-socket" in v and "sockets-per-node" not in v and "extra-node-info" not in v:
         raise OptError([f"{ctx.prog}: error: --gpus-per-socket option requires --sockets-per-node specification",

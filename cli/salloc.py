@@ -145,6 +145,32 @@ def het_allocation_environment(job: dict, out: dict[str, str]) -> dict[str, str]
     return out
 
 
+def config_copy(cluster: str) -> str | None:
+    """A copy of the cluster's slurm.conf for salloc's command (SLURM_CONF, which 22.05's salloc
+    passes on: the file it read), kept under the user's cache directory and refreshed from the
+    controller; None when it cannot be had or written."""
+    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                        "slurmlet", cluster.replace("/", "_"), "slurm.conf")
+    try:
+        status, _header, data = http.exchange("GET", "/api/v1/config/file")
+        if status != 200:
+            return None
+        try:
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    return path
+        except OSError:
+            pass
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except (OSError, http.Unreachable):
+        return None
+    return path
+
+
 class Allocation:
     """One salloc's job (or an srun's own, `prog`): waiting for it, running the command under it,
     releasing it."""
@@ -224,6 +250,9 @@ class Allocation:
 
         from slurmlet.cli.common import start_thread
         env = allocation_environment(job, submit, dict(os.environ))
+        conf = config_copy(str(job.get("cluster") or "slurmlet"))
+        if conf:
+            env["SLURM_CONF"] = conf
         hung_up: list[int] = []
 
         def hang_up(signum, frame) -> None:  # noqa: ANN001 - SIGTERM/SIGHUP to salloc: give the job up

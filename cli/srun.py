@@ -146,6 +146,13 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     io_addr = f"{addr or os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
     env.setdefault("SLURM_UMASK", umask_text())
+    from slurmlet.cli.opts import option_environment
+    env.update(option_environment(o, "srun"))
+    # srun's own, in every step: its priority and the cluster it works on
+    env["SLURM_PRIO_PROCESS"] = str(os.getpriority(os.PRIO_PROCESS, 0))
+    if env.get("SLURM_CLUSTER_NAME"):
+        from slurmlet.common.jobfacts import working_cluster
+        env["SLURM_WORKING_CLUSTER"] = working_cluster(env["SLURM_CLUSTER_NAME"], http.controller_url())
     body = {"argv": req["command"], "nodes": req["nodes_min"], "ntasks": req["ntasks"],
             "ntasks_per_node": req["ntasks_per_node"], "cpus_per_task": req["cpus_per_task"],
             "gpus_per_task": req["gpus_per_task"], "environment": {k: str(v) for k, v in env.items()},
@@ -160,6 +167,13 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
             **({"components": req["components"]} if req.get("components") else {}),
             # the streams' headers as words: no JSON decoder to load (common/streamhead.py)
             "io_header": streamhead.WORDS}
+    # (each only when asked for: a controller without step names or --exact takes the request still)
+    if req["name"] is not None:
+        body["name"] = req["name"]
+    if "exact" in o or ("exclusive" in o and not own):  # (a step's --exclusive is --exact in 22.05)
+        body["exact"] = True
+    if req["gpus_per_node"]:
+        body["gpus_per_node"] = req["gpus_per_node"]
     # Ctrl-C and SIGTERM are taken from before the step is asked for: one that comes while it is being
     # made cancels it once it exists (an allocation of srun's own has its `intr` since its submission)
     intr = intr or _Interrupt()
@@ -564,6 +578,16 @@ class _StepIO:
         _ON_WINCH.clear()
 
 
+def own_environment(job: dict, submit: dict, env: dict[str, str]) -> dict[str, str]:
+    """What srun passes its step in an allocation of its own (pure): salloc's variables, less the
+    SLURM_NODE_ALIASES that only sbatch and salloc set, as 22.05's srun outside an allocation
+    (tests/data/envtable)."""
+    from slurmlet.cli.salloc import allocation_environment
+    out = allocation_environment(job, submit, env)
+    out.pop("SLURM_NODE_ALIASES", None)  # (a heterogeneous job's has none)
+    return out
+
+
 def _allocate_and_run(req: dict) -> int:
     """Outside an allocation, as Slurm's srun: an allocation of its own (as salloc's), the command
     run as its step 0, the allocation released with the step's exit code. The tasks stream their
@@ -572,7 +596,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli import http
     from slurmlet.cli.common import current_user
     from slurmlet.cli.opts import SALLOC_HOLDER, build_submit
-    from slurmlet.cli.salloc import Allocation, allocation_environment
+    from slurmlet.cli.salloc import Allocation
     o = dict(req["opts"])
     o.pop("input", None)  # (the tasks' stdin: the allocation's holder reads none)
     env = req.get("environment") or dict(os.environ)
@@ -621,7 +645,7 @@ def _allocate_and_run(req: dict) -> int:
         if req["pty"]:
             _pty_setup()
         host = os.environ.get("SLURMLET_SRUN_ADDR") or socket.gethostname()
-        worst = _step(req, job_id, allocation_environment(job, body, env), host, own=True, intr=intr)
+        worst = _step(req, job_id, own_environment(job, body, env), host, own=True, intr=intr)
         given_back = True
         # the nodes' reports of step 0's end end the allocation too (controller/store/steps.py): one
         # long-poll for that; one still running after it (a report lost with its node) is given back

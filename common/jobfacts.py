@@ -172,3 +172,10 @@ def alloc_node(job: JobDict) -> tuple[str, int]:
     """``AllocNode:Sid``: the submitting host and session id."""
     return (job.get("alloc_node") or job.get("submit_host") or "localhost",
             int(job.get("alloc_sid") or 0))
+
+
+def working_cluster(cluster: str, controller_url: str) -> str:
+    """SLURM_WORKING_CLUSTER: the cluster's name, its controller's host and port, Slurm's
+    protocol port and version numbers (`name:host:port:9728:109`), as srun and slurmd set it."""
+    hostport = controller_url.split("//")[-1].rstrip("/")
+    return f"{cluster}:{hostport.rsplit(':', 1)[0]}:{hostport.rsplit(':', 1)[-1]}:9728:109"

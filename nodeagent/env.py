@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..common.grammar import compress_counts
+from ..common.jobfacts import working_cluster
 
 
 def rendezvous(order: dict, node: str, node_addr: str) -> dict[str, str]:
@@ -55,8 +56,8 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
     tasks = [a["tasks"] for a in alloc]
     cpus = [a["cpus"] for a in alloc]
     ntasks = sum(tasks)
-    if order.get("exclusive") and not order.get("ntasks") and not order.get("ntasks_per_node"):
-        tasks = [c // (order.get("cpus_per_task") or 1) or 1 for c in cpus]  # a whole node: a task per CPU
+    if not order.get("ntasks") and not order.get("ntasks_per_node"):  # no task count: a task per -c CPUs
+        tasks = [c // (order.get("cpus_per_task") or 1) or 1 for c in cpus]  # (a whole node under --exclusive)
     s = {
         "ENVIRONMENT": "BATCH",
         "HOSTNAME": node,
@@ -88,8 +89,7 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         "SLURM_TASKS_PER_NODE": compress_counts(tasks),
         "SLURM_TOPOLOGY_ADDR": node,
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-        "SLURM_WORKING_CLUSTER": f"{cluster}:{controller_url.split('//')[-1].split(':')[0]}:"
-                                 f"{controller_url.rsplit(':', 1)[-1].rstrip('/')}:9728:109",
+        "SLURM_WORKING_CLUSTER": working_cluster(cluster, controller_url),
         "TMPDIR": env.get("TMPDIR") or "/tmp",
         "SLURMLET_CONTROLLER": controller_url,
         # the cluster key the job's srun and scontrol sign with (the agent's; a job's own wins)
@@ -114,10 +114,16 @@ def batch_environment(order: dict, *, node: str, cluster: str, controller_url: s
         s["SLURM_RESTART_COUNT"] = str(order["restarts"])
     if order.get("gpus"):
         s["SLURM_GPUS"] = str(order["gpus"])
-    if order.get("gpus_per_node"):
+    if order.get("gpus_per_node") and not order.get("gres"):  # (--gres=gpu:N sets none)
         s["SLURM_GPUS_PER_NODE"] = str(order["gpus_per_node"])
     if order.get("gpus_per_task"):
         s["SLURM_GPUS_PER_TASK"] = str(order["gpus_per_task"])
+    if order.get("cpus_per_gpu"):
+        s["SLURM_CPUS_PER_GPU"] = str(order["cpus_per_gpu"])
+    if order.get("mem_per_gpu") is not None:
+        s["SLURM_MEM_PER_GPU"] = str(order["mem_per_gpu"])
+    if order.get("overcommit"):
+        s["SLURM_OVERCOMMIT"] = "1"
     gpus = mine.get("gpu_ids") or []
     if gpus:
         ids = ",".join(str(g) for g in gpus)

@@ -90,9 +90,7 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
         "SLURM_GTIDS": ",".join(str(r) for r in order["ranks"]),
         "SLURM_STEP_ID": step, "SLURM_STEPID": step, "SLURM_STEP_NODELIST": order["nodelist"],
         "SLURM_STEP_NUM_NODES": str(len(tpn)), "SLURM_STEP_NUM_TASKS": str(sum(tpn)),
-        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn),
-        # srun's: cyclic when there are no more tasks than nodes, block otherwise (22.05's choice)
-        "SLURM_DISTRIBUTION": "cyclic" if sum(tpn) <= len(tpn) else "block",
+        "SLURM_STEP_TASKS_PER_NODE": compress_counts(tpn), "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
         # srun overwrites the job-wide counts with the step's, as Slurm's srun does
         "SLURM_NNODES": str(len(tpn)), "SLURM_NTASKS": str(sum(tpn)), "SLURM_NPROCS": str(sum(tpn)),
         "SLURM_TASKS_PER_NODE": compress_counts(tpn),
@@ -105,15 +103,23 @@ def task_environment(order: dict, rank: int, local_id: int, node_addr: str) -> d
     job = order.get("job")
     if job:  # the job's, whatever the srun's environment said (srun --jobid from another job or none)
         jid = str(order["job_id"])
-        env.update({"SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(job["name"]),
+        env.update({"SLURM_JOB_ID": jid, "SLURM_JOBID": jid, "SLURM_JOB_NAME": str(req.get("name") or job["name"]),
                     "SLURM_JOB_PARTITION": str(job["partition"]), "SLURM_JOB_ACCOUNT": str(job["account"]),
                     "SLURM_JOB_QOS": str(job["qos"]), "SLURM_JOB_NODELIST": str(order.get("job_nodes") or ""),
                     "SLURM_JOB_NUM_NODES": str(len(job["cpus"]) or 1),
-                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1])})
-        if "SLURM_HET_SIZE" not in env:  # (a heterogeneous job's come from its batch environment)
-            env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
-        else:  # its step's job is the components the step runs in
+                    "SLURM_JOB_CPUS_PER_NODE": compress_counts(job["cpus"] or [1]),
+                    "SLURM_JOB_UID": str(order.get("uid", 0)), "SLURM_JOB_GID": str(order.get("gid", 0))})
+        if job.get("user"):
+            env["SLURM_JOB_USER"] = str(job["user"])
+        if "SLURM_HET_SIZE" in env:  # a heterogeneous job's step: its job is the components it runs in
             env["SLURM_NODELIST"] = env["SLURM_JOB_NODELIST"]
+        elif not job.get("srun_step"):  # (a heterogeneous job's come from its batch environment)
+            env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
+        if not job.get("srun_step"):  # set in an allocation of sbatch's or salloc's, not in an srun's own
+            # srun's -m, else cyclic when there are no more tasks than nodes, block otherwise (22.05's)
+            env["SLURM_DISTRIBUTION"] = env.get("SLURM_DISTRIBUTION") or ("cyclic" if sum(tpn) <= len(tpn) else "block")
+    if req.get("cpus_per_task"):  # the step's -c, whatever its job's (the srun's environment) said
+        env["SLURM_CPUS_PER_TASK"] = str(req["cpus_per_task"])
     if order.get("master_port"):
         env["MASTER_PORT"] = str(order["master_port"])
     io = req.get("io")

@@ -72,6 +72,11 @@ class JobSubmit(Strict):
     gpus: int | None = Field(None, ge=0)
     gpus_per_node: int | None = Field(None, ge=0)
     gpus_per_task: int | None = Field(None, ge=0)
+    cpus_per_gpu: int | None = Field(None, ge=1, le=100000)
+    mincpus: int | None = Field(None, ge=1, le=100000)  #: --mincpus: at least this many CPUs on each node
+    mem_per_gpu: int | None = Field(None, ge=0)  #: MB
+    overcommit: bool = False
+    gres: bool = False  #: the GPUs per node came from --gres (sbatch then sets no SLURM_GPUS_PER_NODE)
     exclusive: bool = False
     requeue: bool | None = None
     environment: dict[str, str] = Field(default_factory=dict)  #: names without `=` (Strict checks)
@@ -270,6 +275,9 @@ class StepCreate(Strict):
     mem_per_node: int | None = Field(None, ge=0)  #: srun --mem (MB): the step's own limit on each node
     mem_per_cpu: int | None = Field(None, ge=0)  #: srun --mem-per-cpu (MB), times the step's CPUs there
     gpus_per_task: int | None = Field(None, ge=1)
+    name: str | None = Field(None, max_length=256)  #: srun -J: the step's name (its tasks' SLURM_JOB_NAME)
+    exact: bool = False  #: srun --exact (or --exclusive): only its tasks' CPUs, as -c gives too
+    gpus_per_node: int | None = Field(None, ge=1)  #: srun --gpus-per-node (--gres=gpu:N): that many of the job's
     environment: dict[str, str] = Field(default_factory=dict)
     cwd: str = "/"
     io: str | None = None  #: host:port where srun collects the tasks' output and exit codes

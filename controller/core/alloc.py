@@ -59,9 +59,11 @@ class Free:
         self.idle = False
 
 
-def _mem_for(req: Request, cpus: int, def_mem_per_cpu: int) -> int:
+def _mem_for(req: Request, cpus: int, gpus: int, def_mem_per_cpu: int) -> int:
     if req.mem_per_node is not None:
         return req.mem_per_node
+    if req.mem_per_gpu is not None:
+        return req.mem_per_gpu * gpus
     if req.mem_per_cpu is not None:
         return req.mem_per_cpu * cpus
     return def_mem_per_cpu * cpus
@@ -78,13 +80,17 @@ def _gpus_for(req: Request, tasks: int, nnodes: int) -> int:
 
 
 def _try_node(f: Free, req: Request, tasks: int, nnodes: int, def_mem: int) -> NodeAlloc | None:
-    cpus = tasks * req.cpus_per_task
+    cpus = (1 if req.overcommit else tasks) * req.cpus_per_task  # -O: the tasks share one task's CPUs
     if cpus > (f.total_cpus if req.exclusive else f.cpus):  # the cheap test first: most misses are here
         return None
     gpus = _gpus_for(req, tasks, nnodes)
     if gpus and req.gpu_type and (f.gpu_type or "").lower() != req.gpu_type.lower():
         return None
-    mem = _mem_for(req, cpus, def_mem)
+    if req.cpus_per_gpu and gpus:
+        cpus = max(cpus, req.cpus_per_gpu * gpus)
+    if req.mincpus:
+        cpus = max(cpus, req.mincpus)
+    mem = _mem_for(req, cpus, gpus, def_mem)
     if req.exclusive:
         if not f.idle or cpus > f.total_cpus or mem > f.total_memory or gpus > f.total_gpus:
             return None

@@ -117,6 +117,10 @@ class Request:
     gpus: int | None = None  # total (-G)
     gpus_per_node: int | None = None
     gpus_per_task: int | None = None
+    cpus_per_gpu: int | None = None  # --cpus-per-gpu: CPUs for each GPU allocated
+    mincpus: int | None = None  # --mincpus: at least this many CPUs on each node
+    mem_per_gpu: int | None = None  # MB, for each GPU allocated
+    overcommit: bool = False  # -O: one task's CPUs per node, whatever the task count
     exclusive: bool = False
     nodelist: tuple[str, ...] = ()  # -w: these nodes must be part of the allocation
     exclude: tuple[str, ...] = ()

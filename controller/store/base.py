@@ -26,7 +26,7 @@ ACTIVE_STATES = ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING")
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
                 "BOOT_FAIL", "DEADLINE")
 SPEC_KEYS = ("nodes_min", "nodes_max", "ntasks", "ntasks_per_node", "cpus_per_task", "mem_per_node",
-             "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "exclusive", "workdir", "submit_dir",
+             "mem_per_cpu", "gpus", "gpus_per_node", "gpus_per_task", "cpus_per_gpu", "mincpus", "mem_per_gpu", "overcommit", "gres", "exclusive", "workdir", "submit_dir",
              "stdin", "open_mode", "signal", "nodelist", "exclude", "submit_host", "argv", "stdout",
              "stderr", "kill_on_invalid_dep", "dependency", "array", "max_retries", "gpu_type", "secrets",
              "code", "py_deps", "interactive", "srun_step")
@@ -128,6 +128,10 @@ def request_of(spec: dict) -> Request:
         gpus=spec.get("gpus"),
         gpus_per_node=spec.get("gpus_per_node"),
         gpus_per_task=spec.get("gpus_per_task"),
+        cpus_per_gpu=spec.get("cpus_per_gpu"),
+        mincpus=spec.get("mincpus"),
+        mem_per_gpu=spec.get("mem_per_gpu"),
+        overcommit=bool(spec.get("overcommit")),
         exclusive=bool(spec.get("exclusive")),
         nodelist=tuple(hostlist.expand_hostlist(spec["nodelist"])) if spec.get("nodelist") else (),
         exclude=tuple(hostlist.expand_hostlist(spec["exclude"])) if spec.get("exclude") else (),

@@ -193,9 +193,12 @@ class NodeSync(Part):
             "cpus_per_task": spec.get("cpus_per_task") or 1, "mem_per_node": spec.get("mem_per_node"),
             # DefMemPerCPU stands for a request without --mem or --mem-per-cpu (SLURM_MEM_PER_CPU)
             "mem_per_cpu": spec.get("mem_per_cpu") or (self.config.def_mem_per_cpu
-                                                       if spec.get("mem_per_node") is None else None),
+                                                       if spec.get("mem_per_node") is None
+                                                       and spec.get("mem_per_gpu") is None else None),
             "exclusive": bool(spec.get("exclusive")), "gpus": spec.get("gpus"),
             "gpus_per_node": spec.get("gpus_per_node"), "gpus_per_task": spec.get("gpus_per_task"),
+            "cpus_per_gpu": spec.get("cpus_per_gpu"), "mem_per_gpu": spec.get("mem_per_gpu"),
+            "overcommit": bool(spec.get("overcommit")), "gres": bool(spec.get("gres")),
             "restarts": r.restarts, "signal": spec.get("signal"), "comment": r.comment,
             "suspended_secs": r.suspended_secs or 0.0, "master_port": r.master_port, "code": spec.get("code"),
             "py_deps": spec.get("py_deps"),

@@ -27,10 +27,12 @@ _ENDING = ("cancel", "requeue", "requeue_hold", "preempt", "preempt_requeue")
 
 
 def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_node: int | None,
-                cpus_per_task: int, nodelist: list[str] | None = None, exact: bool = False) -> list[dict]:
+                cpus_per_task: int, nodelist: list[str] | None = None, exact: bool = False,
+                gpus_per_node: int | None = None) -> list[dict]:
     """Which ranks run on which of the job's nodes (block distribution); `nodelist` (srun -w)
     names nodes of the job the step must run on, first. A step has all of its job's CPUs on each of
-    its nodes unless `exact` (srun -c, which implies --exact in 22.05): then its tasks' CPUs."""
+    its nodes unless `exact` (srun -c, which implies --exact in 22.05): then its tasks' CPUs; and all
+    of its job's GPUs there unless `gpus_per_node` (srun --gpus-per-node, --gres=gpu:N): the first N."""
     if nodelist:
         names = [a["node"] for a in alloc]
         if any(n not in names for n in nodelist):
@@ -71,7 +73,7 @@ def plan_layout(alloc: list[dict], nodes: int | None, ntasks: int | None, per_no
             raise InvalidRequest("More processors requested than permitted")
         out.append({"node": a["node"], "ranks": list(range(rank, rank + k)),
                     "cpus": k * cpus_per_task if exact else a["cpus"],
-                    "gpu_ids": a["gpu_ids"]})
+                    "gpu_ids": a["gpu_ids"][:gpus_per_node] if gpus_per_node else a["gpu_ids"]})
         rank += k
     return out
 
@@ -120,7 +122,8 @@ def create(c: Any, job_id: int, req: dict, now: float) -> dict:
         raise InvalidRequest("Requested node configuration is not available")  # (not a heterogeneous job)
     else:
         layout = plan_layout(alloc, req.get("nodes"), req.get("ntasks"), req.get("ntasks_per_node"),
-                             req.get("cpus_per_task") or 1, req.get("nodelist"), req.get("cpus_per_task") is not None)
+                             req.get("cpus_per_task") or 1, req.get("nodelist"),
+                             req.get("cpus_per_task") is not None or bool(req.get("exact")), req.get("gpus_per_node"))
     addrs = dict(c.execute(select(N.c.name, N.c.addr).where(N.c.name.in_([x["node"] for x in layout]))).all())
     for x in layout:
         x["addr"] = addrs.get(x["node"], "127.0.0.1")
@@ -264,6 +267,7 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
             job_nodes, job_cpus = hostlist.collect_hostlist([a["node"] for a in held]), [a["cpus"] for a in held]
             if "argv" in mine:
                 request["argv"] = mine["argv"]
+        spec = json.loads(r.job_spec)
         orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
                        "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
@@ -274,11 +278,13 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
                        "nodelist": hostlist.collect_hostlist([x["node"] for x in layout]),
                        "job_nodes": job_nodes, "request": request,
                        "master_addr": layout[0].get("addr"), "master_port": r.master_port,
-                       "code": json.loads(r.job_spec).get("code"),
-                       "py_deps": json.loads(r.job_spec).get("py_deps"), "uid": r.uid, "gid": r.gid,
+                       "code": spec.get("code"),
+                       "py_deps": spec.get("py_deps"), "uid": r.uid, "gid": r.gid,
                        # the job's own facts: a step of `srun --jobid` from outside has none in its environment
                        "job": {"name": r.job_name, "partition": r.partition, "account": r.account or r.user,
-                               "qos": r.qos or "normal",
+                               "qos": r.qos or "normal", "user": r.user,
+                               # an srun's own allocation (no sbatch or salloc around its step)
+                               "srun_step": bool(spec.get("srun_step")),
                                "cpus": job_cpus}})
     for key in sorted(running - live - ending):
         jid, sid = key.split(".")

@@ -103,7 +103,8 @@ class TestGetopt:
         (["--part=debug"], "partition", "debug"),
         (["--cluster=c1"], None, None),         # an exact name: no ambiguity with --cluster-constraint
         (["--mem=1G"], "mem_per_node", 1024),   # exact name beats the longer --mem-per-cpu
-        (["--export=NONE"], "environment", {"SLURM_CONF": "/etc/slurm.conf"}),
+        (["--export=NONE"], "environment", {"SLURM_CONF": "/etc/slurm.conf", "SLURM_EXPORT_ENV": "NONE",
+                                            "SLURM_GET_USER_ENV": "1"}),
         (["--tasks-per-node=3"], "ntasks_per_node", 3),
     ])
     def test_unique_prefixes_and_exact_names(self, argv, field, value):
@@ -532,12 +533,12 @@ class TestOptions:
 
     def test_accepted_options_without_effect_are_listed_as_ignored(self):
         r = sb(["--mail-type=END,FAIL", "--mail-user=me", "-C", "gpu", "--reservation=r", "--wckey=w",
-                "-m", "cyclic", "--hint=nomultithread", "-O", "-k", "--licenses=foo:2", "--comment=c",
+                "-m", "cyclic", "--hint=nomultithread", "-k", "--licenses=foo:2", "--comment=c",
                 "--wrap", "true"])
         ignored = {k: v for k, v in r["ignored"]}
         assert ignored == {"--mail-type": "END,FAIL", "--mail-user": "me", "--constraint": "gpu",
                            "--reservation": "r", "--wckey": "w", "--distribution": "cyclic",
-                           "--hint": "nomultithread", "--overcommit": None, "--no-kill": None,
+                           "--hint": "nomultithread", "--no-kill": None,
                            "--licenses": "foo:2"}
         assert r["submit"]["comment"] == "c"
 
@@ -690,7 +691,8 @@ class TestExport:
         finally:
             os.umask(old)
         assert j["environment"] == {"SLURM_CONF": "/c", "SLURM_PRIO_PROCESS": "0", "SLURM_SUBMIT_DIR": CWD,
-                                    "SLURM_SUBMIT_HOST": "login1", "SLURM_UMASK": f"{old:04o}"}
+                                    "SLURM_SUBMIT_HOST": "login1", "SLURM_UMASK": f"{old:04o}",
+                                    "SLURM_EXPORT_ENV": "NONE", "SLURM_GET_USER_ENV": "1"}
         assert wrap(env={**self.ENV, "SLURM_UMASK": "0077"})["environment"]["SLURM_UMASK"] == "0077"  # kept
         assert wrap(env=self.ENV)["environment"]["FOO"] == "foo"
         assert "FOO" not in wrap(env={**self.ENV, "SBATCH_EXPORT": "NONE"})["environment"]
@@ -957,7 +959,7 @@ class TestEnvironment:
 class TestSubmitBody:
     FIELDS = {"script", "name", "partition", "account", "qos", "nodes_min", "nodes_max", "ntasks",
               "ntasks_per_node", "cpus_per_task", "mem_per_node", "mem_per_cpu", "time_limit", "gpus",
-              "gpus_per_node", "gpus_per_task", "exclusive", "requeue", "environment", "workdir", "submit_dir",
+              "gpus_per_node", "gpus_per_task", "cpus_per_gpu", "mincpus", "mem_per_gpu", "overcommit", "gres", "exclusive", "requeue", "environment", "workdir", "submit_dir",
               "stdout", "stderr", "stdin", "open_mode", "hold", "begin_time", "signal", "comment", "dependency",
               "array", "nice", "nodelist", "exclude", "user", "uid", "gid", "group", "submit_host", "argv",
               "test_only", "kill_on_invalid_dep"}

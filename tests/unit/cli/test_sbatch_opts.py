@@ -756,7 +756,8 @@ class TestExport:
 
     def environment(self, *argv: str) -> dict[str, str]:
         env = wrapped(*argv, env=self.ENV)["environment"]
-        added = ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURM_UMASK")
+        added = ("SLURM_PRIO_PROCESS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURM_UMASK", "SLURM_EXPORT_ENV",
+                 "SLURM_GET_USER_ENV")
         return {k: v for k, v in env.items() if k not in added}
 
     def test_all_is_the_default(self):
@@ -794,6 +795,14 @@ class TestExport:
     def test_sbatch_adds_its_own_variables(self):
         env = wrapped("--export=NONE", env=self.ENV)["environment"]
         assert (env["SLURM_SUBMIT_DIR"], env["SLURM_SUBMIT_HOST"]) == (CWD, "login1")
+
+    def test_every_export_but_all_is_passed_on(self):  # tests/data/slurm-2205-export-env.md
+        for spec in ("ALL,FOO=1", "FOO=1", "NONE,FOO=1"):
+            env = wrapped(f"--export={spec}", env=self.ENV)["environment"]
+            assert (env["SLURM_EXPORT_ENV"], env["SLURM_GET_USER_ENV"]) == (spec, "1")
+        for spec in ("all", "ALL"):
+            env = wrapped(f"--export={spec}", env=self.ENV)["environment"]
+            assert "SLURM_EXPORT_ENV" not in env and "SLURM_GET_USER_ENV" not in env
 
     def test_export_environment_directly(self):
         assert opts.export_environment(None, {"A": "1"}) == {"A": "1"}
