@@ -23,6 +23,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 # through the strict editable install's tree of links (build/__editable__.*/slurmlet), as slurmlet.*: the
 # one the install's .pth file names (an install with and one without the compiled core each leave one)
 .venv/bin/ruff check --quiet .
+# the documentation site (mkdocs.yml, docs/): a broken link, page or anchor fails the build
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 (cd "$(cat .venv/lib/python3*/site-packages/__editable__.slurmlet-*.pth)" && "$OLDPWD/.venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml" \
   --cache-dir "$OLDPWD/.mypy_cache" --no-error-summary -p slurmlet)
 exec .venv/bin/python -m pytest "$@"
