@@ -1,7 +1,7 @@
 """The dashboard as a person uses it, in headless Chromium: sign in with the address's token, watch a
 job submitted from the CLI appear, run and finish, cancel another from its page, see the GPU grid match
 `scontrol show node`; a second user has no buttons on someone else's job. Screenshots of each page go
-to the test's temporary directory, or to docs/ (the README shows the main one) with
+to the test's temporary directory, or to docs/ (docs/dashboard.md shows them) with
 SLURMLET_SCREENSHOTS=docs."""
 
 from __future__ import annotations
