@@ -23,6 +23,8 @@ Placeholders, for what changes from run to run:
   elapsed times (`0:03`, `0:00:08`) match any other of their form;
 - trailing blanks are ignored.
 
+The pages show a root's session (user `root`, each node's own host name), so the test runs as root.
+
 A command whose output does not match yet and that only reads (`squeue`, `sinfo`, `sacct`, `cat`,
 `grep`, `scontrol show`, ...) is run again until it matches or a minute passes: the page may show a
 state the cluster reaches a moment later (a job's end, a backfill pass).
@@ -47,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 MARK = "__docs_example_done__"
 READ_ONLY = {"squeue", "sinfo", "sacct", "sprio", "sshare", "sdiag", "sstat", "cat", "grep", "ls"}
+#: what a page's examples make outside its directory (the spec's `home_directory_storage`), removed
+#: after the page where it was not there before
+OUTSIDE = {"spec-clusters.md": Path("/shared")}
 COMMAND_TIMEOUT = 240.0
 POLL_DEADLINE = 60.0
 
@@ -171,13 +176,16 @@ def pages() -> list[Path]:
     return sorted(p for p in DOCS.glob("*.md") if any(b.commands and not b.skip for b in parse(p)))
 
 
-def test_every_console_block_runs_or_says_why_not() -> None:
+def test_the_markers_are_well_placed() -> None:
+    """A skip names its reason and stands before a console block; every page's example file is written
+    by one block only; the pages hold examples that run."""
     for page in sorted(DOCS.glob("*.md")):
+        files = [b.file for b in parse(page) if b.file]
+        assert len(files) == len(set(files)), f"{page.name}: an example file written twice: {files}"
         for b in parse(page):
             if b.skip is not None:
-                assert b.skip.strip(), f"{page.name}:{b.line}: a skipped block needs its reason"
-            if b.lang != "console" and b.skip is not None:
-                pytest.fail(f"{page.name}:{b.line}: only console blocks run; this {b.lang!r} block cannot be skipped")
+                assert b.lang == "console" and b.skip.strip(), f"{page.name}:{b.line}: skip needs a console block"
+    assert len(pages()) >= 10
 
 
 def test_placeholders() -> None:
@@ -191,8 +199,11 @@ def test_placeholders() -> None:
     assert not matches(["  1  R   0:03 node1"], "  1  PD  0:03 node1\n")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the pages show a root's session (USER root, nodes' host names)")
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
 def test_page_examples(page: Path, tmp_path: Path) -> None:
+    outside = OUTSIDE.get(page.name)
+    made = outside is not None and not outside.exists()
     work, home = tmp_path / "work", tmp_path / "home"
     home.mkdir()
     shutil.copytree(ROOT / "examples", work / "examples")
@@ -224,4 +235,6 @@ def test_page_examples(page: Path, tmp_path: Path) -> None:
     finally:
         shell.run("slurmlet down >/dev/null 2>&1 || true", timeout=60)
         shell.close()
+        if made and outside is not None:
+            shutil.rmtree(outside, ignore_errors=True)
     assert not failures, "\n".join(failures)
