@@ -189,7 +189,7 @@ class StepRunner:
         step_mb = req.get("mem_per_node") or ((req.get("mem_per_cpu") or 0) * (order.get("cpus") or 1)) or None
         groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
                             job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None,
-                            step_mb)
+                            step_mb, order.get("job_cpus") or order.get("cpus") or 1)
         run.cpus = self._step_cpus(order, job_cpus) if job_cpus else None
         binds: Sequence[list[int] | None] = []
         bind_env: dict[str, str] = {}
