@@ -399,7 +399,25 @@ def up(argv: list[str]) -> int:
     if (why := not_confined(conf)) is not None:
         print(f"# slurmlet: jobs are not confined ({why}): their memory, CPUs, GPUs and process counts are not "
               f"enforced", file=sys.stderr)
+    if os.geteuid() == 0 and (closed := closed_to_others(sys.executable)) is not None:
+        print(f"# slurmlet: other users cannot run this slurmlet ({closed} is root's alone): their jobs cannot call "
+              f"srun; install it with a Python every user can run", file=sys.stderr)
     return 0
+
+
+def closed_to_others(path: str) -> str | None:
+    """The directory on the way to `path` (its real file) that users other than its owner may not
+    enter, or the file itself where they may not run it; None when everyone may run it."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    for i in range(2, len(parts) + 1):
+        here = os.sep.join(parts[:i]) or os.sep
+        try:
+            if not os.stat(here).st_mode & 0o001:
+                return here
+        except OSError:
+            return here
+    return None
 
 
 def _write_cgroup_conf(state: str, confine: bool | None) -> str | None:

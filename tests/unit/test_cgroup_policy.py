@@ -77,3 +77,26 @@ def test_the_compose_cluster_confines_its_jobs_as_up_does():
     compose = parse_cgroup_conf((ROOT / "docker" / "cgroup.conf").read_text())
     assert compose == parse_cgroup_conf(local.CGROUP_CONF[True])
     assert "./docker/cgroup.conf:/etc/slurm/cgroup.conf:ro" in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_up_finds_the_directory_that_closes_its_python_to_other_users():
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from slurmlet.controller.commands.local import closed_to_others
+    base = Path(tempfile.mkdtemp(prefix="slurmlet-closed-"))  # (pytest's tmp_path is itself closed)
+    try:
+        base.chmod(0o755)
+        closed, open_ = base / "closed", base / "open"
+        for d in (closed, open_):
+            (d / "bin").mkdir(parents=True)
+            (d / "bin" / "python3").write_text("")
+            (d / "bin" / "python3").chmod(0o755)
+        closed.chmod(0o700)
+        assert closed_to_others(str(closed / "bin" / "python3")) == str(closed)
+        assert closed_to_others(str(open_ / "bin" / "python3")) is None
+        (open_ / "bin" / "python3").chmod(0o750)
+        assert closed_to_others(str(open_ / "bin" / "python3")) == str(open_ / "bin" / "python3")
+    finally:
+        shutil.rmtree(base)
