@@ -402,6 +402,8 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
         if result is not None:
             return result
         states.append(state)
+    if len(states) > 1:  # 22.05 keeps a heterogeneous job's script without its empty lines
+        script = "\n".join(line for line in script.split("\n") if line) + ("\n" if script.endswith("\n") else "")
     submits = []
     for state in states:
         v = state.values
