@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
             # each component's counts are its own or its job component's, not the batch step's
             bare = {k: v for k, v in os.environ.items() if k not in _COUNTS}
             parsed = [parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups]
-            req["components"] = _components(parsed)
+            req["components"] = _components(parsed, req, dict(os.environ))
             req["groups"] = [parse_srun(g, env=dict(os.environ), cwd=os.getcwd()) for g in groups]
     except OptError as e:
         (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
@@ -78,10 +78,13 @@ def main(argv: list[str]) -> int:
 _COUNTS = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE", "SLURM_CPUS_PER_TASK")
 
 
-def _components(parsed: list[dict]) -> list[dict]:
+def _components(parsed: list[dict], first: dict, env: dict[str, str]) -> list[dict]:
     """A heterogeneous step's components: one per `:`-separated group (`parsed`), in
     the job component of its place or of its --het-group; `--het-group=0,1` alone runs the same
-    command in each of them. Refused as srun refuses a group it cannot read."""
+    command in each of them. Refused as srun refuses a group it cannot read. Each has its own
+    -o/-e (22.05: a group without them takes the first group's, `first`) and, given --export, its
+    own environment (built from srun's, `env`)."""
+    from slurmlet.cli.opts import export_environment
     from slurmlet.common.grammar import OptError, parse_array
     parts = []
     for n, r in enumerate(parsed):
@@ -92,8 +95,13 @@ def _components(parsed: list[dict]) -> list[dict]:
             groups = []
         if not groups or max(groups) > 127:
             raise OptError([f"srun: fatal: Invalid --het-group value: {spec}"], 1, fixed=True)
+        own = {"stdout": r["stdout"] or first["stdout"],
+               "stderr": r["stderr"] or (None if r["stdout"] else first["stderr"])}
+        if isinstance(r["opts"].get("export"), str):
+            own["environment"] = export_environment(r["opts"]["export"], env)
         parts += [{"het_group": g, "argv": r["command"], "nodes": r["nodes_min"], "ntasks": r["ntasks"],
-                   "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"]} for g in groups]
+                   "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"], **own}
+                  for g in groups]
     return parts
 
 

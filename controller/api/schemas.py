@@ -261,6 +261,10 @@ class HetStepPart(Strict):
     ntasks: int | None = Field(None, ge=1)
     ntasks_per_node: int | None = Field(None, ge=1)
     cpus_per_task: int | None = Field(None, ge=1)
+    #: its own srun -o/-e patterns and --export environment (none: the step's)
+    stdout: str | None = None
+    stderr: str | None = None
+    environment: dict[str, str] | None = None
 
 
 class StepCreate(Strict):
