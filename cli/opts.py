@@ -771,7 +771,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
     * `command`: the program and its arguments (everything from the first non-option on);
     * convenience fields: `nodes_min`, `nodes_max`, `ntasks`, `ntasks_per_node`,
       `cpus_per_task`, `time_limit`, `gpus`, `gpus_per_node`, `gpus_per_task`, `mem_per_node`,
-      `mem_per_cpu`, `label`, `unbuffered`, `kill_on_bad_exit`, `pty`, `overlap`, `exclusive`,
+      `mem_per_cpu`, `label`, `unbuffered`, `kill_on_bad_exit`, `wait`, `pty`, `overlap`, `exclusive`,
       `jobid`, `name`, `partition`, `workdir`, `stdout`, `stderr`, `stdin`, `mpi`, `cpu_bind`,
       `environment` (after --export), `quiet`, `verbose`, `ignored`, `info`.
 
@@ -810,6 +810,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
         "gpus_per_task": o.get("gpus-per-task") or None, "mem_per_node": o.get("mem"),
         "mem_per_cpu": o.get("mem-per-cpu"), "label": bool(o.get("label")), "unbuffered": bool(o.get("unbuffered")),
         "kill_on_bad_exit": bool(o.get("kill-on-bad-exit")), "pty": bool(o.get("pty")),
+        "wait": o.get("wait") or None,  # -W: seconds after the first task's end that the others are killed
         "overlap": "overlap" in o, "exclusive": o.get("exclusive"), "jobid": o.get("jobid"),
         "name": o.get("job-name"), "partition": o.get("partition"), "workdir": o.get("chdir") or cwd,
         "stdout": o.get("output"), "stderr": o.get("error"), "stdin": o.get("input"), "mpi": o.get("mpi"),

@@ -212,6 +212,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
 
     def kill(sig: int | None = None) -> None:
         http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {"now": True, "signal": sig})
+    if req.get("wait"):  # -W N: N seconds after the first task's end the others are killed
+        io.max_wait = (int(req["wait"]), kill)
     intr.arm_step(f"{job_id}.{sid}", kill)  # (an allocation of srun's own then ends with its step)
     if intr.got:
         io.cancelled = True
@@ -278,12 +280,10 @@ class _Interrupt:
             now = time.monotonic()
             if self.last_ctrl_c is None or now - self.last_ctrl_c > 1.0:
                 self.last_ctrl_c = now
-                from slurmlet.common.grammar import fmt_ranges
                 running = sorted(self.io.ranks - set(self.io.exits))
                 lines = "srun: interrupt (one more within 1 sec to abort)\n"
                 if running:
-                    lines += (f"srun: StepId={self.step} task{'s' if len(running) > 1 else ''} "
-                              f"{fmt_ranges(running)}: running\n")
+                    lines += tasks_line(self.step, running, "running") + "\n"
                 os.write(2, lines.encode())  # (not print: this thread may be inside one)
                 return
             os.write(2, f"srun: sending Ctrl-C to StepId={self.step}\n".encode())
@@ -416,6 +416,12 @@ def _signame(sig: int) -> str:
     return names.get(sig, f"Killed by signal {sig}")
 
 
+def tasks_line(step: str, ranks: list[int], what: str) -> str:
+    """srun's line on the step's tasks in one state: `srun: StepId=J.S tasks 3-4: running`."""
+    from slurmlet.common.grammar import fmt_ranges
+    return f"srun: StepId={step} task{'s' if len(ranks) > 1 else ''} {fmt_ranges(ranks)}: {what}"
+
+
 class _StepIO:
     """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
 
@@ -429,6 +435,9 @@ class _StepIO:
         self.label = label
         self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
         self.on_bad_exit: Callable[[], object] | None = None
+        #: srun -W: (seconds, what kills the tasks still running) once the first task ended
+        self.max_wait: tuple[int, Callable[[], object]] | None = None
+        self.first_exit: float | None = None  #: when the first task's end came (time.monotonic())
         import socket
         self.wake_r, self.wake_w = socket.socketpair()  # a task's exit wakes the accept loop at once
         self.exits: dict[int, tuple[int, int, str]] = {}
@@ -459,6 +468,8 @@ class _StepIO:
                 conn, _ = self.srv.accept()
                 workers.append(start_thread(self._serve, conn))
             now = time.monotonic()
+            if self.max_wait and self.first_exit is not None and now - self.first_exit >= self.max_wait[0]:
+                self._wait_over()
             if now - last_check > 1.0:  # a node that died never reports: ask the controller
                 last_check = now
                 try:
@@ -473,6 +484,27 @@ class _StepIO:
         for t in workers:
             t.join(60)
         self.srv.close()
+
+    def _wait_over(self) -> None:
+        """srun -W's time since the first task's end is up: say which tasks are in which state, as
+        22.05's srun does, and kill those still running."""
+        assert self.max_wait is not None
+        wait, kill = self.max_wait
+        self.max_wait = None
+        with self.lock:
+            exits = dict(self.exits)
+        groups = (("running", [r for r in self.ranks if r not in exits]),
+                  ("exited abnormally", [r for r, (code, sig, _) in exits.items() if code or sig]),
+                  ("exited", [r for r, (code, sig, _) in exits.items() if not (code or sig)]))
+        lines = [f"srun: First task exited {wait}s ago"]
+        lines += [tasks_line(self.step, ranks, what) for what, ranks in groups if ranks]
+        lines.append(f"srun: launch/slurm: _step_signal: Terminating StepId={self.step}")
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+        try:
+            kill()
+        except Exception:  # noqa: BLE001 - the step may be over already
+            pass
 
     def _serve(self, conn) -> None:  # noqa: ANN001 - an accepted socket
         with conn:
@@ -510,6 +542,9 @@ class _StepIO:
                                                head.get("node", "?"))
                     if head.get("oom"):
                         self.oom.add(rank)
+                    if self.first_exit is None:
+                        import time
+                        self.first_exit = time.monotonic()
                     hook, bad = self.on_bad_exit, code[0] or code[1]
                     if hook and bad:
                         self.on_bad_exit = None
