@@ -256,7 +256,7 @@ def _quote_tokens(spec: str) -> list[str]:
     return out
 
 
-def export_environment(spec: str | None, env: dict[str, str]) -> dict[str, str]:
+def export_environment(spec: str | None, env: dict[str, str], *, srun: bool = False) -> dict[str, str]:
     """The environment a job starts with under `--export=SPEC`, as sbatch 22.05 builds it.
 
     `ALL` (the default, also for None): everything.  `NONE`: only the `SLURM_*` variables.
@@ -264,18 +264,25 @@ def export_environment(spec: str | None, env: dict[str, str]) -> dict[str, str]:
     sets a value, `VAR` copies VAR when set (later items win: `ALL,EDITOR=x` gives EDITOR=x,
     `EDITOR=x,ALL` the caller's EDITOR); afterwards every `SLURM_*` variable of the caller is
     copied over whatever the list said.  Quotes group a value holding commas (`'A=1,2'`).
+    `srun`: as 22.05's srun builds a step's: with `ALL` in the list a `VAR=value` sets only a
+    variable the environment does not have (`ALL,EDITOR=x` keeps the caller's EDITOR), and `NONE`
+    among other items is `NONE` (tests/data/slurm-2205-tools.md).
     """
     if spec is None or spec.upper() == "ALL":
         return dict(env)
     out: dict[str, str] = {}
+    toks = _quote_tokens(spec)
+    if srun and any(t.upper() == "NONE" for t in toks):
+        toks = []
+    keep = srun and any(t.upper() == "ALL" for t in toks)
     if spec.upper() != "NONE":
-        for tok in _quote_tokens(spec):
+        for tok in toks:
             if tok.upper() == "ALL":
                 out.update(env)
                 continue
             k, eq, v = tok.partition("=")
             if eq:
-                if k:
+                if k and not (keep and k in env):
                     out[k] = v
             elif tok in env:
                 out[tok] = env[tok]
@@ -815,7 +822,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
         "name": o.get("job-name"), "partition": o.get("partition"), "workdir": o.get("chdir") or cwd,
         "stdout": o.get("output"), "stderr": o.get("error"), "stdin": o.get("input"), "mpi": o.get("mpi"),
         "cpu_bind": o.get("cpu-bind"), "immediate": immediate_secs(o),
-        "environment": export_environment(o["export"] if isinstance(o.get("export"), str) else None, env),
+        "environment": export_environment(o["export"] if isinstance(o.get("export"), str) else None, env, srun=True),
         "quiet": state.quiet, "verbose": state.verbose,
     }
     return out

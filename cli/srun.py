@@ -98,7 +98,7 @@ def _components(parsed: list[dict], first: dict, env: dict[str, str]) -> list[di
         own = {"stdout": r["stdout"] or first["stdout"],
                "stderr": r["stderr"] or (None if r["stdout"] else first["stderr"])}
         if isinstance(r["opts"].get("export"), str):
-            own["environment"] = export_environment(r["opts"]["export"], env)
+            own["environment"] = export_environment(r["opts"]["export"], env, srun=True)
         parts += [{"het_group": g, "argv": r["command"], "nodes": r["nodes_min"], "ntasks": r["ntasks"],
                    "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"], **own}
                   for g in groups]
@@ -149,7 +149,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     o = req["opts"]
     if job_id is None:
         job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
-    env = env or req.get("environment") or dict(os.environ)
+    if env is None:  # (--export's, which may be empty: NONE where srun's environment has no SLURM_*)
+        env = req["environment"] if req.get("environment") is not None else dict(os.environ)
     srv = _listener()
     io_addr = f"{addr or os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
@@ -642,7 +643,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli.salloc import Allocation
     o = dict(req["opts"])
     o.pop("input", None)  # (the tasks' stdin: the allocation's holder reads none)
-    env = req.get("environment") or dict(os.environ)
+    env = req["environment"] if req.get("environment") is not None else dict(os.environ)
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")
