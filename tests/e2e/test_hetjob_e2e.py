@@ -247,3 +247,10 @@ def test_sacct_json_names_each_components_leader_and_offset(cluster: Cluster):
     # 22.05 (tests/data/slurm-2205-tools.md): {'job_id': 1765, 'job_offset': 0}, ... and 0/None for another job
     assert got == {jid: {"job_id": jid, "job_offset": 0}, jid + 1: {"job_id": jid, "job_offset": 1},
                    solo: {"job_id": 0, "job_offset": None}}
+
+
+def test_components_naming_the_same_node_are_refused(cluster: Cluster):
+    r = cluster.run([str(BIN / "sbatch"), "--parsable", "-J", "hetsame", "-o", "/dev/null", "-w", "node1", "-n1", ":",
+                     "-w", "node1", "-n1", "--wrap", "sleep 5"])
+    want = captured("Components naming the same node")
+    assert (r.stderr.splitlines(), r.returncode) == ([want[1]], int(want[2].split()[1].rstrip("]")))
