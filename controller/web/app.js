@@ -821,17 +821,18 @@ async function refresh() {
   return refreshing;
 }
 
+// (the stream is read in a worker, events.js: the page's own requests all end, so it goes idle)
 function follow() {
   const live = document.getElementById("live");
-  const events = new EventSource("/api/v1/events");
-  events.addEventListener("change", (e) => {
+  const events = new Worker("/ui/events.js");
+  events.onmessage = ({ data: m }) => {
+    if (m.kind === "open") { live.textContent = "● live"; live.className = "on"; return; }
+    if (m.kind === "error") { live.textContent = "○ reconnecting"; live.className = ""; return; }
     let said = null;
-    try { said = JSON.parse(e.data).look; } catch (err) { /* an older controller: look again */ }
+    try { said = JSON.parse(m.data).look; } catch (err) { /* an older controller: look again */ }
     if (said && said === state.look) return;  // the lists were read after it: nothing new
     refresh();
-  });
-  events.onopen = () => { live.textContent = "● live"; live.className = "on"; };
-  events.onerror = () => { live.textContent = "○ reconnecting"; live.className = ""; };
+  };
 }
 
 window.addEventListener("hashchange", () => render());

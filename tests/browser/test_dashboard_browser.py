@@ -394,3 +394,31 @@ def test_the_queue_is_in_squeues_order(browser, gpu_cluster: Cluster):
     c.run(["scancel", *map(str, ids)])
     page.close()
 
+
+def chrome_idle(browser, url: str) -> None:
+    """Open `url` as tools that wait for the network to go idle do: Playwright's networkidle, and
+    Chromium's own lifecycle event (no request open for 500 ms: what Puppeteer's networkidle0 waits
+    for). The live stream is followed meanwhile."""
+    page = browser.new_page()
+    cdp = page.context.new_cdp_session(page)
+    events: list[str] = []
+    cdp.on("Page.lifecycleEvent", lambda e: events.append(e["name"]))
+    cdp.send("Page.enable")
+    cdp.send("Page.setLifecycleEventsEnabled", {"enabled": True})
+    page.goto(url, wait_until="networkidle", timeout=WAIT)
+    page.wait_for_selector("#live.on", timeout=WAIT)
+    # (the events before "init" are the blank page's, before the dashboard's document; Playwright hands
+    # over the session's events while it is called: the wait for a moment lets them in)
+    wait_until(lambda: page.wait_for_timeout(100) or ("init" in events and "networkIdle" in events[events.index("init"):]),
+               30, 0, f"Chromium's networkIdle on {url}")
+    page.close()
+
+
+def test_every_page_goes_idle_on_the_network(browser, gpu_cluster: Cluster):
+    c = gpu_cluster
+    jid = c.sbatch("-J", "idle", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", timeout=60)
+    chrome_idle(browser, f"{c.url}/?token={token_for(c)}#/cluster")
+    for where in ("queue", f"job/{jid}", "runs", "accounting", "scheduler"):
+        chrome_idle(browser, f"{c.url}/?token={token_for(c)}#/{where}")
+    c.run(f"scancel {jid}")
