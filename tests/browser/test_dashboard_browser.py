@@ -345,9 +345,9 @@ def test_gpu_cells_say_free_or_their_job_without_colour(browser, gpu_cluster: Cl
 
 
 def test_a_pending_jobs_page_shows_its_expected_start_and_that_it_has_not_started(browser, gpu_cluster: Cluster):
-    """StartTime and EndTime as scontrol shows them: a pending job's expected start (and its end a time
-    limit later), a running job's end at its start plus its limit. Before it starts a job has no
-    output, usage or steps: its page says so."""
+    """StartTime and EndTime as scontrol shows them (tests/data/slurm-2205-dashboard-times.md): a
+    pending job's expected start (and its end a time limit later), a running job's end at its start
+    plus its limit. Before it starts a job has no output, usage or steps: its page says so."""
     c = gpu_cluster
     blocker = c.sbatch("-J", "blocker", "-N2", "--exclusive", "-t", "10", "--wrap", "sleep 300")
     c.wait_state(blocker, "RUNNING", timeout=60)
