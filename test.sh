@@ -3,7 +3,18 @@
 # PostgreSQL at 127.0.0.1:5432 (database `test`) is started when it is installed but not up.
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m venv .venv >/dev/null
+# the suite runs commands as the users it makes: the venv's Python must be one every user can run (one
+# under /root, as pyenv's is, is not; Debian's /usr/bin/python3 is), as an install for several users's
+py=python3
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && ! runuser -u nobody -- "$(command -v python3)" -c '' 2>/dev/null; then
+  for alt in /usr/bin/python3 /usr/local/bin/python3; do
+    if runuser -u nobody -- "$alt" -c 'import sys, venv; assert sys.version_info >= (3, 11)' 2>/dev/null; then
+      py=$alt
+      break
+    fi
+  done
+fi
+"$py" -m venv .venv >/dev/null
 # SLURMLET_COMPILE=1: with the simulator's compiled core (mypyc), which tests/unit/sim compares with the Python one
 SLURMLET_COMPILE=1 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' --config-settings editable_mode=strict \
   >.venv/pip.log 2>&1 || { cat .venv/pip.log; exit 1; }

@@ -256,7 +256,7 @@ def _quote_tokens(spec: str) -> list[str]:
     return out
 
 
-def export_environment(spec: str | None, env: dict[str, str]) -> dict[str, str]:
+def export_environment(spec: str | None, env: dict[str, str], *, srun: bool = False) -> dict[str, str]:
     """The environment a job starts with under `--export=SPEC`, as sbatch 22.05 builds it.
 
     `ALL` (the default, also for None): everything.  `NONE`: only the `SLURM_*` variables.
@@ -264,18 +264,25 @@ def export_environment(spec: str | None, env: dict[str, str]) -> dict[str, str]:
     sets a value, `VAR` copies VAR when set (later items win: `ALL,EDITOR=x` gives EDITOR=x,
     `EDITOR=x,ALL` the caller's EDITOR); afterwards every `SLURM_*` variable of the caller is
     copied over whatever the list said.  Quotes group a value holding commas (`'A=1,2'`).
+    `srun`: as 22.05's srun builds a step's: with `ALL` in the list a `VAR=value` sets only a
+    variable the environment does not have (`ALL,EDITOR=x` keeps the caller's EDITOR), and `NONE`
+    among other items is `NONE` (tests/data/slurm-2205-tools.md).
     """
     if spec is None or spec.upper() == "ALL":
         return dict(env)
     out: dict[str, str] = {}
+    toks = _quote_tokens(spec)
+    if srun and any(t.upper() == "NONE" for t in toks):
+        toks = []
+    keep = srun and any(t.upper() == "ALL" for t in toks)
     if spec.upper() != "NONE":
-        for tok in _quote_tokens(spec):
+        for tok in toks:
             if tok.upper() == "ALL":
                 out.update(env)
                 continue
             k, eq, v = tok.partition("=")
             if eq:
-                if k:
+                if k and not (keep and k in env):
                     out[k] = v
             elif tok in env:
                 out[tok] = env[tok]
@@ -402,6 +409,8 @@ def _parse_sbatch(argv: list[str], env: dict[str, str], cwd: str, stdin_text: st
         if result is not None:
             return result
         states.append(state)
+    if len(states) > 1:  # 22.05 keeps a heterogeneous job's script without its empty lines
+        script = "\n".join(line for line in script.split("\n") if line) + ("\n" if script.endswith("\n") else "")
     submits = []
     for state in states:
         v = state.values
@@ -769,7 +778,7 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
     * `command`: the program and its arguments (everything from the first non-option on);
     * convenience fields: `nodes_min`, `nodes_max`, `ntasks`, `ntasks_per_node`,
       `cpus_per_task`, `time_limit`, `gpus`, `gpus_per_node`, `gpus_per_task`, `mem_per_node`,
-      `mem_per_cpu`, `label`, `unbuffered`, `kill_on_bad_exit`, `pty`, `overlap`, `exclusive`,
+      `mem_per_cpu`, `label`, `unbuffered`, `kill_on_bad_exit`, `wait`, `pty`, `overlap`, `exclusive`,
       `jobid`, `name`, `partition`, `workdir`, `stdout`, `stderr`, `stdin`, `mpi`, `cpu_bind`,
       `environment` (after --export), `quiet`, `verbose`, `ignored`, `info`.
 
@@ -808,11 +817,12 @@ def parse_srun(argv: list[str], *, env: dict[str, str], cwd: str, prog: str = "s
         "gpus_per_task": o.get("gpus-per-task") or None, "mem_per_node": o.get("mem"),
         "mem_per_cpu": o.get("mem-per-cpu"), "label": bool(o.get("label")), "unbuffered": bool(o.get("unbuffered")),
         "kill_on_bad_exit": bool(o.get("kill-on-bad-exit")), "pty": bool(o.get("pty")),
+        "wait": o.get("wait") or None,  # -W: seconds after the first task's end that the others are killed
         "overlap": "overlap" in o, "exclusive": o.get("exclusive"), "jobid": o.get("jobid"),
         "name": o.get("job-name"), "partition": o.get("partition"), "workdir": o.get("chdir") or cwd,
         "stdout": o.get("output"), "stderr": o.get("error"), "stdin": o.get("input"), "mpi": o.get("mpi"),
         "cpu_bind": o.get("cpu-bind"), "immediate": immediate_secs(o),
-        "environment": export_environment(o["export"] if isinstance(o.get("export"), str) else None, env),
+        "environment": export_environment(o["export"] if isinstance(o.get("export"), str) else None, env, srun=True),
         "quiet": state.quiet, "verbose": state.verbose,
     }
     return out

@@ -536,6 +536,7 @@ SRUN_USED = {
     "kill-on-bad-exit", "label", "mem", "mem-per-cpu", "mpi", "nodelist", "nodes", "ntasks",
     "ntasks-per-node", "output", "overlap", "partition", "pty", "qos", "quiet", "time", "unbuffered", "usage",
     "verbose", "version", "open-mode", "begin", "comment", "signal", "nice", "clusters", "het-group", "immediate",
+    "wait",
 }
 SALLOC_USED = {
     "account", "begin", "chdir", "clusters", "comment", "cpus-per-gpu", "cpus-per-task", "mem-per-gpu", "overcommit",

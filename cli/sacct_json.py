@@ -88,7 +88,9 @@ def job(j: dict, now: float | None = None) -> dict:
         "exit_code": _exit(j.get("exit_code") or 0, j.get("exit_signal") or 0),
         "flags": [],
         "group": j.get("group"),
-        "het": {"job_id": 0, "job_offset": None},
+        # a heterogeneous job's component: its leader's id and its offset (22.05: 0 and null for another job)
+        "het": {"job_id": j.get("het_job_id") or 0,
+                "job_offset": j.get("het_job_offset") if j.get("het_job_id") is not None else None},
         "job_id": j["job_id"],
         "name": j["name"],
         "mcs": {"label": ""},

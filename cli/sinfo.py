@@ -17,6 +17,8 @@ TABLE: list[Opt] = [
     ("v", "verbose", 0, "verbose"), ("V", "version", 0, "version"), ("", "help", 0, "help"),
     ("", "usage", 0, "usage"), ("", "json", 0, "json"), ("M", "clusters", 1, "clusters"),
     ("", "hide", 0, "hide"), ("", "local", 0, "local"), ("T", "reservation", 0, "reservation"),
+    # (the sizes sinfo prints are the nodes' megabytes as configured: there is nothing to convert)
+    ("", "noconvert", 0, "noconvert"),
 ]
 
 

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
             # each component's counts are its own or its job component's, not the batch step's
             bare = {k: v for k, v in os.environ.items() if k not in _COUNTS}
             parsed = [parse_srun(g, env=bare, cwd=os.getcwd()) for g in groups]
-            req["components"] = _components(parsed)
+            req["components"] = _components(parsed, req, dict(os.environ))
             req["groups"] = [parse_srun(g, env=dict(os.environ), cwd=os.getcwd()) for g in groups]
     except OptError as e:
         (sys.stdout if e.stdout else sys.stderr).write("\n".join(e.lines) + "\n")
@@ -78,10 +78,13 @@ def main(argv: list[str]) -> int:
 _COUNTS = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NNODES", "SLURM_NTASKS_PER_NODE", "SLURM_CPUS_PER_TASK")
 
 
-def _components(parsed: list[dict]) -> list[dict]:
+def _components(parsed: list[dict], first: dict, env: dict[str, str]) -> list[dict]:
     """A heterogeneous step's components: one per `:`-separated group (`parsed`), in
     the job component of its place or of its --het-group; `--het-group=0,1` alone runs the same
-    command in each of them. Refused as srun refuses a group it cannot read."""
+    command in each of them. Refused as srun refuses a group it cannot read. Each has its own
+    -o/-e (22.05: a group without them takes the first group's, `first`) and, given --export, its
+    own environment (built from srun's, `env`)."""
+    from slurmlet.cli.opts import export_environment
     from slurmlet.common.grammar import OptError, parse_array
     parts = []
     for n, r in enumerate(parsed):
@@ -92,8 +95,13 @@ def _components(parsed: list[dict]) -> list[dict]:
             groups = []
         if not groups or max(groups) > 127:
             raise OptError([f"srun: fatal: Invalid --het-group value: {spec}"], 1, fixed=True)
+        own = {"stdout": r["stdout"] or first["stdout"],
+               "stderr": r["stderr"] or (None if r["stdout"] else first["stderr"])}
+        if isinstance(r["opts"].get("export"), str):
+            own["environment"] = export_environment(r["opts"]["export"], env, srun=True)
         parts += [{"het_group": g, "argv": r["command"], "nodes": r["nodes_min"], "ntasks": r["ntasks"],
-                   "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"]} for g in groups]
+                   "ntasks_per_node": r["ntasks_per_node"], "cpus_per_task": r["cpus_per_task"], **own}
+                  for g in groups]
     return parts
 
 
@@ -141,7 +149,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
     o = req["opts"]
     if job_id is None:
         job_id = int(str(o.get("jobid") or os.environ["SLURM_JOB_ID"]).split("_")[0].split(".")[0])
-    env = env or req.get("environment") or dict(os.environ)
+    if env is None:  # (--export's, which may be empty: NONE where srun's environment has no SLURM_*)
+        env = req["environment"] if req.get("environment") is not None else dict(os.environ)
     srv = _listener()
     io_addr = f"{addr or os.environ.get('SLURMLET_NODE_ADDR') or '127.0.0.1'}:{srv.getsockname()[1]}"
     from slurmlet.cli.opts import umask_text
@@ -204,6 +213,8 @@ def _step(req: dict, job_id: int | None = None, env: dict[str, str] | None = Non
 
     def kill(sig: int | None = None) -> None:
         http.request("POST", f"/api/v1/jobs/{job_id}/steps/{sid}/cancel", {"now": True, "signal": sig})
+    if req.get("wait"):  # -W N: N seconds after the first task's end the others are killed
+        io.max_wait = (int(req["wait"]), kill)
     intr.arm_step(f"{job_id}.{sid}", kill)  # (an allocation of srun's own then ends with its step)
     if intr.got:
         io.cancelled = True
@@ -270,12 +281,10 @@ class _Interrupt:
             now = time.monotonic()
             if self.last_ctrl_c is None or now - self.last_ctrl_c > 1.0:
                 self.last_ctrl_c = now
-                from slurmlet.common.grammar import fmt_ranges
                 running = sorted(self.io.ranks - set(self.io.exits))
                 lines = "srun: interrupt (one more within 1 sec to abort)\n"
                 if running:
-                    lines += (f"srun: StepId={self.step} task{'s' if len(running) > 1 else ''} "
-                              f"{fmt_ranges(running)}: running\n")
+                    lines += tasks_line(self.step, running, "running") + "\n"
                 os.write(2, lines.encode())  # (not print: this thread may be inside one)
                 return
             os.write(2, f"srun: sending Ctrl-C to StepId={self.step}\n".encode())
@@ -408,6 +417,12 @@ def _signame(sig: int) -> str:
     return names.get(sig, f"Killed by signal {sig}")
 
 
+def tasks_line(step: str, ranks: list[int], what: str) -> str:
+    """srun's line on the step's tasks in one state: `srun: StepId=J.S tasks 3-4: running`."""
+    from slurmlet.common.grammar import fmt_ranges
+    return f"srun: StepId={step} task{'s' if len(ranks) > 1 else ''} {fmt_ranges(ranks)}: {what}"
+
+
 class _StepIO:
     """Collects the tasks' output (labelled with -l) and exit codes sent by the agents."""
 
@@ -421,6 +436,9 @@ class _StepIO:
         self.label = label
         self.unbuffered = unbuffered and not label  # -u: bytes as they come (labels need whole lines)
         self.on_bad_exit: Callable[[], object] | None = None
+        #: srun -W: (seconds, what kills the tasks still running) once the first task ended
+        self.max_wait: tuple[int, Callable[[], object]] | None = None
+        self.first_exit: float | None = None  #: when the first task's end came (time.monotonic())
         import socket
         self.wake_r, self.wake_w = socket.socketpair()  # a task's exit wakes the accept loop at once
         self.exits: dict[int, tuple[int, int, str]] = {}
@@ -451,6 +469,8 @@ class _StepIO:
                 conn, _ = self.srv.accept()
                 workers.append(start_thread(self._serve, conn))
             now = time.monotonic()
+            if self.max_wait and self.first_exit is not None and now - self.first_exit >= self.max_wait[0]:
+                self._wait_over()
             if now - last_check > 1.0:  # a node that died never reports: ask the controller
                 last_check = now
                 try:
@@ -465,6 +485,27 @@ class _StepIO:
         for t in workers:
             t.join(60)
         self.srv.close()
+
+    def _wait_over(self) -> None:
+        """srun -W's time since the first task's end is up: say which tasks are in which state, as
+        22.05's srun does, and kill those still running."""
+        assert self.max_wait is not None
+        wait, kill = self.max_wait
+        self.max_wait = None
+        with self.lock:
+            exits = dict(self.exits)
+        groups = (("running", [r for r in self.ranks if r not in exits]),
+                  ("exited abnormally", [r for r, (code, sig, _) in exits.items() if code or sig]),
+                  ("exited", [r for r, (code, sig, _) in exits.items() if not (code or sig)]))
+        lines = [f"srun: First task exited {wait}s ago"]
+        lines += [tasks_line(self.step, ranks, what) for what, ranks in groups if ranks]
+        lines.append(f"srun: launch/slurm: _step_signal: Terminating StepId={self.step}")
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+        try:
+            kill()
+        except Exception:  # noqa: BLE001 - the step may be over already
+            pass
 
     def _serve(self, conn) -> None:  # noqa: ANN001 - an accepted socket
         with conn:
@@ -502,6 +543,9 @@ class _StepIO:
                                                head.get("node", "?"))
                     if head.get("oom"):
                         self.oom.add(rank)
+                    if self.first_exit is None:
+                        import time
+                        self.first_exit = time.monotonic()
                     hook, bad = self.on_bad_exit, code[0] or code[1]
                     if hook and bad:
                         self.on_bad_exit = None
@@ -599,7 +643,7 @@ def _allocate_and_run(req: dict) -> int:
     from slurmlet.cli.salloc import Allocation
     o = dict(req["opts"])
     o.pop("input", None)  # (the tasks' stdin: the allocation's holder reads none)
-    env = req.get("environment") or dict(os.environ)
+    env = req["environment"] if req.get("environment") is not None else dict(os.environ)
     body = build_submit(o, script=SALLOC_HOLDER, default_name=os.path.basename(req["command"][0]), script_args=[],
                         env=env, cwd=os.getcwd(), user=current_user(), uid=os.getuid(),
                         gid=os.getgid(), group=str(os.getgid()), host=os.uname().nodename, now=None, prog="srun")

@@ -567,9 +567,11 @@ def load_config(path: str | None) -> ClusterConfig:
     return cfg
 
 
-#: cgroup.conf keys the agents act on; the others real files carry are accepted with a warning
+#: cgroup.conf keys the agents act on (Slurm's, and SlurmletMaxTasksPerCPU: nodeagent/cgroup.py's Policy); the
+#: others real files carry are accepted with a warning
 CGROUP_KEYS = ("ConstrainRAMSpace", "ConstrainSwapSpace", "AllowedRAMSpace", "AllowedSwapSpace", "CgroupPlugin",
-               "CgroupAutomount", "CgroupMountpoint", "ConstrainCores", "ConstrainDevices", "MemorySwappiness")
+               "CgroupAutomount", "CgroupMountpoint", "ConstrainCores", "ConstrainDevices", "MemorySwappiness",
+               "SlurmletMaxTasksPerCPU")
 
 
 def parse_cgroup_conf(text: str) -> tuple[dict[str, str], list[str]]:

@@ -56,6 +56,9 @@ class Policy:
     allowed_ram: float = 100.0  #: AllowedRAMSpace: the limit, in percent of the job's memory
     cores: bool = False  #: ConstrainCores: a job's tasks run on its own CPUs only (a cpuset)
     devices: bool = False  #: ConstrainDevices: a job opens only the GPU device files it was given
+    #: SlurmletMaxTasksPerCPU (slurmlet's own key: Slurm has no process limit): a job's processes and
+    #: threads on a node, per CPU it has there (its cgroup's pids.max); 0: no limit
+    tasks_per_cpu: int = 0
 
     @classmethod
     def from_conf(cls, conf: dict) -> Policy:
@@ -66,14 +69,29 @@ class Policy:
         except ValueError:
             log.warning("cgroup.conf: AllowedRAMSpace=%s is not a number: 100 taken", conf.get("AllowedRAMSpace"))
             allowed = 100.0
+        try:
+            tasks = max(0, int(conf.get("SlurmletMaxTasksPerCPU", 0)))
+        except ValueError:
+            log.warning("cgroup.conf: SlurmletMaxTasksPerCPU=%s is not a number: no limit",
+                        conf.get("SlurmletMaxTasksPerCPU"))
+            tasks = 0
         return cls(ram=yes("ConstrainRAMSpace"), swap=yes("ConstrainSwapSpace"), allowed_ram=allowed,
-                   cores=yes("ConstrainCores"), devices=yes("ConstrainDevices"))
+                   cores=yes("ConstrainCores"), devices=yes("ConstrainDevices"), tasks_per_cpu=tasks)
+
+    @property
+    def confines(self) -> bool:
+        """Whether it limits anything a job may use (not only tracks it)."""
+        return self.ram or self.cores or self.devices or self.tasks_per_cpu > 0
 
     def memory_limit(self, job_mb: int | None) -> int | None:
         """The job's limit in MB (None: none), from its memory on this node."""
         if not self.ram or not job_mb:
             return None
         return max(1, int(job_mb * self.allowed_ram / 100))
+
+    def tasks_limit(self, job_cpus: int | None) -> int | None:
+        """The job's most processes and threads on a node (None: no limit), from its CPUs there."""
+        return self.tasks_per_cpu * max(1, job_cpus or 1) if self.tasks_per_cpu else None
 
 
 def _write(path: str, value: str) -> None:
@@ -112,30 +130,20 @@ class Hierarchy:
         key = f"{node}-{hashlib.sha256(os.path.abspath(spool).encode()).hexdigest()[:8]}"
         if prefer == "none":
             return None
-        v2 = ROOT if _mount_type(ROOT) == "cgroup2" else os.path.join(ROOT, "unified")
-        v2_ok = _mount_type(v2) == "cgroup2"
-        v1_ok = all(_mount_type(os.path.join(ROOT, c)) == "cgroup" for c in ("freezer", "memory"))
-        v2_memory = v2_ok and "memory" in _read(os.path.join(v2, "cgroup.controllers")).split()
-        kind = prefer or ("v2" if v2_ok and (v2_memory or not v1_ok) else "v1" if v1_ok else None)
-        why = None
-        if kind == "v2" and v2_ok:
-            base = {"": os.path.join(v2, "slurmlet", key)}
-        elif kind == "v1" and v1_ok:
-            base = {c: os.path.join(os.path.realpath(os.path.join(ROOT, c)), "slurmlet", key) for c in V1_CONTROLLERS
-                    if _mount_type(os.path.join(ROOT, c)) == "cgroup"}
-        else:
-            kind, why = None, "no cgroup hierarchy is mounted"
-        if kind:
-            try:
-                for path in base.values():
-                    _make(path)
-                if kind == "v2":  # from the hierarchy's root down to the agent's part, for its jobs
-                    _enable_controllers(os.path.dirname(os.path.dirname(base[""])), base[""])
-            except OSError as e:
-                why = f"cannot write {e.filename}: {e.strerror}"
-        if why or kind is None:  # (no kind: `why` says why)
+        found = _mounted(prefer)
+        if isinstance(found, str):
             log.warning("cgroups: %s; jobs are tracked by session (as proctrack/linuxproc) and --mem is "
-                        "not enforced", why)
+                        "not enforced", found)
+            return None
+        kind, base = found[0], {c: os.path.join(root, "slurmlet", key) for c, root in found[1].items()}
+        try:
+            for path in base.values():
+                _make(path)
+            if kind == "v2":  # from the hierarchy's root down to the agent's part, for its jobs
+                _enable_controllers(os.path.dirname(os.path.dirname(base[""])), base[""])
+        except OSError as e:
+            log.warning("cgroups: cannot write %s: %s; jobs are tracked by session (as proctrack/linuxproc) "
+                        "and --mem is not enforced", e.filename, e.strerror)
             return None
         h = cls(kind, base)
         log.info("cgroups: %s, jobs under %s", kind, ", ".join(sorted(set(base.values()))))
@@ -160,6 +168,38 @@ class Hierarchy:
             with contextlib.suppress(OSError):
                 out |= {int(n[4:]) for n in os.listdir(b) if n.startswith("job_") and n[4:].isdigit()}
         return sorted(out)
+
+
+def _mounted(prefer: str | None = None) -> tuple[str, dict[str, str]] | str:
+    """The layout to use ("v1" or "v2", `prefer` where given) and its roots by controller ("" for v2),
+    or why there is none."""
+    v2 = ROOT if _mount_type(ROOT) == "cgroup2" else os.path.join(ROOT, "unified")
+    v2_ok = _mount_type(v2) == "cgroup2"
+    v1_ok = all(_mount_type(os.path.join(ROOT, c)) == "cgroup" for c in ("freezer", "memory"))
+    v2_memory = v2_ok and "memory" in _read(os.path.join(v2, "cgroup.controllers")).split()
+    kind = prefer or ("v2" if v2_ok and (v2_memory or not v1_ok) else "v1" if v1_ok else None)
+    if kind == "v2" and v2_ok:
+        return kind, {"": v2}
+    if kind == "v1" and v1_ok:
+        return kind, {c: os.path.realpath(os.path.join(ROOT, c)) for c in V1_CONTROLLERS
+                      if _mount_type(os.path.join(ROOT, c)) == "cgroup"}
+    return "no cgroup hierarchy is mounted"
+
+
+def unwritable(prefer: str | None = None) -> str | None:
+    """Why agents started now could not put jobs in cgroups (None: they can): the check `slurmlet up`
+    makes before it starts them, without writing anything."""
+    if prefer == "none":
+        return "SLURMLET_CGROUP=none"
+    found = _mounted(prefer)
+    if isinstance(found, str):
+        return found
+    for root in found[1].values():
+        path = os.path.join(root, "slurmlet")
+        path = path if os.path.isdir(path) else root
+        if not os.access(path, os.W_OK):
+            return f"cannot write {path}" + ("" if os.geteuid() == 0 else " (not root)")
+    return None
 
 
 _warned: set[str] = set()
@@ -235,12 +275,20 @@ class Group:
     def _dir(self, controller: str) -> str | None:
         return self.dirs.get("" if self.kind == "v2" else controller)
 
-    def create(self, memory_mb: int | None = None, swap: bool = False, cpus: list[int] | None = None) -> None:
+    def create(self, memory_mb: int | None = None, swap: bool = False, cpus: list[int] | None = None,
+               tasks: int | None = None) -> None:
         """Make the group (and its parents); `memory_mb`: a hard limit on RAM (and on RAM plus swap
         with `swap`, ConstrainSwapSpace); `cpus`: the only CPUs its processes may run on (a cpuset,
-        where the node has the controller); both set before any process is in it."""
+        where the node has the controller); `tasks`: its most processes and threads (pids.max); all
+        set before any process is in it."""
         for path in self.dirs.values():
             _make(path)
+        where = self._dir("pids")
+        if tasks and where is not None:
+            try:
+                _write(os.path.join(where, "pids.max"), str(tasks))
+            except OSError:  # (v2 without the pids controller here)
+                _warn_once("no pids controller here: the number of a job's processes is not limited")
         where = self._dir("cpuset")
         if cpus and where is not None:  # (none mounted in v1, or v2 without the controller: the agent binds instead)
             with contextlib.suppress(OSError):
@@ -463,12 +511,12 @@ def others(files: list[str], gpu_ids: list[int] | None) -> list[str]:
 
 def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_mb: int | None,
                cpus: list[int] | None = None, deny: list[str] | None = None,
-               step_mb: int | None = None) -> tuple[Group, Group] | None:
+               step_mb: int | None = None, job_cpus: int | None = None) -> tuple[Group, Group] | None:
     """A job's cgroup (made with its memory limit when cgroup.conf constrains RAM; `job_mb`: its
     memory on this node; `cpus`: its CPUs here, under ConstrainCores; `deny`: the device files it may
-    not open, under ConstrainDevices) and its step's below it (`step_mb`: the step's own memory,
-    srun --mem); None without cgroups, or when they cannot be made (logged: the job is then
-    tracked by session)."""
+    not open, under ConstrainDevices; `job_cpus`: how many CPUs it has here, for its process limit,
+    SlurmletMaxTasksPerCPU) and its step's below it (`step_mb`: the step's own memory, srun --mem);
+    None without cgroups, or when they cannot be made (logged: the job is then tracked by session)."""
     if h is None:
         return None
     only = None
@@ -477,7 +525,8 @@ def job_groups(h: Hierarchy | None, policy: Policy, job_id: int, step: str, job_
     job, stepg = h.group(job_id, only=only), h.group(job_id, step, only=only)
     try:
         fresh = not job.exists()
-        job.create(policy.memory_limit(job_mb), swap=policy.swap, cpus=cpus)
+        job.create(policy.memory_limit(job_mb), swap=policy.swap, cpus=cpus,
+                   tasks=policy.tasks_limit(job_cpus) if fresh else None)
         if deny and fresh:  # once, when the job's group is made (v2 takes one device program a group)
             job.deny_devices(deny)
         stepg.create(policy.memory_limit(step_mb), swap=policy.swap)

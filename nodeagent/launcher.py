@@ -260,7 +260,8 @@ class Launcher:
         mine: dict[str, Any] = next((a for a in order.get("alloc") or [] if a.get("node") == self.node), {})
         cpus = self.cpumap.take(order["job_id"], mine.get("cpus") or 1) if self.cpumap else None
         return job_groups(self.cgroups, self.policy, order["job_id"], step, mine.get("memory"), cpus,
-                          others(self.gpu_files, mine.get("gpu_ids")) if self.policy.devices else None)
+                          others(self.gpu_files, mine.get("gpu_ids")) if self.policy.devices else None,
+                          job_cpus=mine.get("cpus") or 1)
 
     def _arm(self, job: Job) -> None:
         """Timers for the time limit and --signal, from the job's (possibly moved) limit."""

@@ -189,7 +189,7 @@ class StepRunner:
         step_mb = req.get("mem_per_node") or ((req.get("mem_per_cpu") or 0) * (order.get("cpus") or 1)) or None
         groups = job_groups(self.cgroups, self.policy, order["job_id"], str(order["step_id"]), order.get("job_memory"),
                             job_cpus, others(self.gpu_files, order.get("gpu_ids")) if self.policy.devices else None,
-                            step_mb)
+                            step_mb, order.get("job_cpus") or order.get("cpus") or 1)
         run.cpus = self._step_cpus(order, job_cpus) if job_cpus else None
         binds: Sequence[list[int] | None] = []
         bind_env: dict[str, str] = {}
@@ -313,16 +313,19 @@ class StepRunner:
 
     def _files(self, order: dict, rank: int, env: dict[str, str]) -> tuple:
         """srun -o/-e: the task writes to its pattern's file (per task with %t: truncated; shared
-        by several tasks: appended to) instead of streaming to srun."""
+        by several tasks: appended to) instead of streaming to srun. In a heterogeneous job's
+        component N, %j is the component's own job id, %t the rank plus N and %n the node's index among
+        the component's, as 22.05 numbers them."""
         req = order["request"]
         if not req.get("stdout"):
             return ()
         from slurmlet.common.patterns import expand_pattern
+        het = order.get("het_group") or 0
 
         def path(pattern: str) -> str:
             aj, at = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
-            return expand_pattern(pattern, job_id=order["job_id"], step_id=order["step_id"], task_id=rank,
-                                  node_index=order["node_index"], node=order["node"],
+            return expand_pattern(pattern, job_id=order["job_id"] + het, step_id=order["step_id"], task_id=rank + het,
+                                  node_index=order.get("het_node_index", order["node_index"]), node=order["node"],
                                   user=env.get("SLURM_JOB_USER", ""), name=env.get("SLURM_JOB_NAME", ""),
                                   array_job_id=int(aj) if aj else None, array_task_id=int(at) if at else None,
                                   workdir=req.get("cwd") or "/")

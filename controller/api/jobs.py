@@ -113,6 +113,7 @@ def _het_components(request: Request, c: Controller, leader: dict, het: list[dic
     if leader.get("array"):
         raise InvalidRequest("Job arrays of heterogeneous jobs are not supported")
     out = []
+    named = set(_nodes_named(leader))
     for comp in het:
         if comp.get("array") or comp.get("het"):
             raise InvalidRequest("Job arrays of heterogeneous jobs are not supported")
@@ -122,7 +123,17 @@ def _het_components(request: Request, c: Controller, leader: dict, het: list[dic
         as_caller(request, comp)
         own_code(c, request, comp)
         out.append(validate_submit(comp, c.config, nodes))
+        mine = set(_nodes_named(out[-1]))
+        if mine & named:  # (components never share a node: 22.05 refuses two that name one)
+            raise InvalidRequest("Invalid node name specified")
+        named |= mine
     return out
+
+
+def _nodes_named(job: dict) -> list[str]:
+    """The nodes a submission's -w names (checked by validate_submit already)."""
+    import hostlist
+    return hostlist.expand_hostlist(job["nodelist"]) if job.get("nodelist") else []
 
 
 def _keyed(request: Request, data: dict) -> tuple[str | None, str | None]:

@@ -149,8 +149,8 @@ class StepCancel(Strict):
     #: scancel JOB.STEP's: a step that is not running is an error, and its tasks are killed at once
     #: (SIGKILL, with slurmstepd's CANCELLED line); srun's own (interrupted, -K): SIGTERM, then KillWait
     scancel: bool = False
-    #: srun's forced termination (a signal to srun): its tasks killed at once as scancel's are, a running
-    #: step or not; `signal` (a second Ctrl-C's SIGINT) sent to them first
+    #: srun's forced termination (a signal to srun, or -W's time up): its tasks killed at once as scancel's
+    #: are, a running step or not; `signal` (a second Ctrl-C's SIGINT) sent to them first
     now: bool = False
     signal: int | None = Field(None, ge=1, le=64)
 
@@ -261,6 +261,10 @@ class HetStepPart(Strict):
     ntasks: int | None = Field(None, ge=1)
     ntasks_per_node: int | None = Field(None, ge=1)
     cpus_per_task: int | None = Field(None, ge=1)
+    #: its own srun -o/-e patterns and --export environment (none: the step's)
+    stdout: str | None = None
+    stderr: str | None = None
+    environment: dict[str, str] | None = None
 
 
 class StepCreate(Strict):

@@ -25,7 +25,7 @@ from .deps import JobId, as_json, ctl, own_job
 router = APIRouter(route_class=GateRoute)
 
 #: the assets the page loads, by name: (media type, file under controller/web/)
-ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+ASSETS = {"app.js": "text/javascript", "events.js": "text/javascript", "style.css": "text/css"}
 #: how long the dashboard's questions wait for a node's answer
 ASK_WAIT = 5.0
 #: the most nodes one usage request asks

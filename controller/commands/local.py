@@ -15,8 +15,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Set
+from typing import TYPE_CHECKING
 
 from slurmlet.common import cred, wire
+
+if TYPE_CHECKING:
+    from slurmlet.controller.config import ClusterConfig
 
 DEFAULT_STATE = os.path.join(os.path.expanduser("~"), ".slurmlet", "local")
 #: this user's running local clusters, a file each (common/wire.py, CLUSTERS_DIR)
@@ -124,6 +128,34 @@ def generated_conf(nodes: int, cpus: int, memory: int, gpus: int, gpu_type: str 
             f"SchedulerType=sched/backfill\nSchedulerParameters=bf_interval=1\n")
 
 
+#: the cgroup.conf `up` writes in the state directory: Slurm's recommended confinement (memory, CPUs,
+#: GPUs), plus a process limit of 512 per CPU (processes and threads: the kernel's own pid_max is 1024
+#: per CPU, at least 32768, so jobs filling a node hold at most half of it, and a fork bomb only its
+#: own job's share); `--no-confine` writes the other one. docker/cgroup.conf is the same for compose.
+CGROUP_CONF = {True: f"{GENERATED}\nConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
+                     f"SlurmletMaxTasksPerCPU=512\n",
+               False: f"{GENERATED} --no-confine\nConstrainCores=no\nConstrainDevices=no\nConstrainRAMSpace=no\n"
+                      f"SlurmletMaxTasksPerCPU=0\n"}
+
+
+def generated_confine(text: str) -> bool | None:
+    """Which of `up`'s two cgroup.conf files `text` is (True: confined); None for one `up` did not write."""
+    first = text.split("\n", 1)[0]
+    return {GENERATED: True, f"{GENERATED} --no-confine": False}.get(first)
+
+
+def not_confined(conf: ClusterConfig) -> str | None:
+    """Why the jobs of a cluster with this configuration are not confined here (None: they are, or
+    its cgroup.conf asks for nothing): `up`'s one line."""
+    from slurmlet.nodeagent.cgroup import Policy, unwritable
+    if not Policy.from_conf(conf.cgroup).confines:
+        return None
+    proctrack = {k.lower(): v for k, v in conf.raw.items()}.get("proctracktype", "proctrack/cgroup")
+    if proctrack.strip().lower() != "proctrack/cgroup":
+        return f"ProctrackType={proctrack}"
+    return unwritable(os.environ.get("SLURMLET_CGROUP") or None)
+
+
 HOSTS = os.environ.get("SLURMLET_HOSTS_FILE", "/etc/hosts")
 
 
@@ -195,12 +227,19 @@ def up(argv: list[str]) -> int:
                     help="where `slurmlet credd` signs credentials for users who may not read the cluster key "
                          f"(default: cred.sock in the state directory; other users need a path they can reach, "
                          f"e.g. {cred.DEFAULT_SOCKET})")
+    ap.add_argument("--confine", action=argparse.BooleanOptionalAction, default=None,
+                    help="confine jobs to their memory, CPUs, GPUs and a process count with cgroups (the default): "
+                         "the state directory's cgroup.conf; --no-confine: track them only (kept for the next "
+                         "`up`, as the node shape is)")
     args = ap.parse_args(argv)
     for item in args.set:
         if "=" not in item or not item.split("=", 1)[0].strip():
             ap.error(f"--set: expected KEY=VALUE, got {item!r}")
     if args.set and (args.config or args.spec):
         ap.error("--set adds to the generated slurm.conf: not with --config or --spec")
+    if args.confine is not None and (args.config or args.spec):
+        ap.error("--confine and --no-confine write the state directory's cgroup.conf: not with --config or --spec "
+                 "(their cgroup.conf is the one beside that file)")
     for name in ("nodes", "cpus_per_node", "memory_per_node"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -250,6 +289,9 @@ def up(argv: list[str]) -> int:
                         + "".join(line.strip() + "\n" for line in args.set))
         for k, v in shape.items():
             setattr(args, k, v)
+        if (err := _write_cgroup_conf(state, args.confine)) is not None:
+            print(f"slurmlet up: error: {err}", file=sys.stderr)
+            return 1
     for k, v in SHAPE.items():  # (--config, --spec: for nodes the file leaves out)
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -354,7 +396,51 @@ def up(argv: list[str]) -> int:
     n = len(node_names)
     print(f"# slurmlet: {n} node{'' if n == 1 else 's'} idle; controller at {url}; state in {state}", file=sys.stderr)
     print(f"# slurmlet: dashboard at {dashboard_url(url, key_file)}", file=sys.stderr)
+    if (why := not_confined(conf)) is not None:
+        print(f"# slurmlet: jobs are not confined ({why}): their memory, CPUs, GPUs and process counts are not "
+              f"enforced", file=sys.stderr)
+    if os.geteuid() == 0 and (closed := closed_to_others(sys.executable)) is not None:
+        print(f"# slurmlet: other users cannot run this slurmlet ({closed} is root's alone): their jobs cannot call "
+              f"srun; install it with a Python every user can run", file=sys.stderr)
     return 0
+
+
+def closed_to_others(path: str) -> str | None:
+    """The directory on the way to `path` (its real file) that users other than its owner may not
+    enter, or the file itself where they may not run it; None when everyone may run it."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    for i in range(2, len(parts) + 1):
+        here = os.sep.join(parts[:i]) or os.sep
+        try:
+            if not os.stat(here).st_mode & 0o001:
+                return here
+        except OSError:
+            return here
+    return None
+
+
+def _write_cgroup_conf(state: str, confine: bool | None) -> str | None:
+    """The state directory's cgroup.conf as `--confine`/`--no-confine` ask (None: as it is, or the
+    confined one where there is none yet); an error where it must not change: one `up` did not
+    write, or one the running cluster was started with."""
+    path = os.path.join(state, "cgroup.conf")
+    text = None
+    with contextlib.suppress(FileNotFoundError):
+        with open(path) as f:
+            text = f.read()
+    was = None if text is None else generated_confine(text)
+    if text is not None and (confine is None or confine == was):
+        return None
+    if text is not None and was is None:
+        return f"{path} was not written by slurmlet up: edit it to change what jobs are confined to"
+    pids = _read_pids(state)
+    if text is not None and pids.get("controller") and _alive(pids["controller"]):
+        return (f"the cluster in {state} runs {'with' if was else 'without'} its jobs confined; stop it "
+                f"(slurmlet down --state-dir {state}) to start it {'without' if was else 'with'}")
+    with open(path, "w") as f:
+        f.write(CGROUP_CONF[confine is not False])
+    return None
 
 
 def dashboard_url(url: str, key_file: str) -> str:

@@ -135,7 +135,7 @@ class NodeSync(Part):
                         owners = [f"user:{r.user}"] + ([f"account:{r.account}"] if r.account else [])
                         order["environment"] = {**order["environment"], **resolve_secrets(c, refs, owners)}
                     alloc_nodes = [a["node"] for a in order["alloc"]]
-                    order["node_addrs"] = dict(c.execute(NODE_ADDRS, {"_names": alloc_nodes}).all())
+                    order["node_addrs"] = dict(c.execute(NODE_ADDRS, {"_names": alloc_nodes}).tuples().all())
                     orders.append(order)
             for jid in sorted(running - active_ids - done - ending):
                 orders.append({"op": "kill", "job_id": jid, "why": "orphan"})

@@ -180,9 +180,13 @@ def forget_environment(c: Any, steps: Any, params: dict) -> None:  # noqa: ANN40
 
 
 def _without_environment(request: str) -> str | None:
-    """A step's request (JSON) without its environment; None when it holds none."""
+    """A step's request (JSON) without its environment (nor its components'); None when it holds none."""
     req = json.loads(request)
-    return json.dumps(dict(req, environment={})) if req.get("environment") else None
+    parts = req.get("components") or []
+    if not req.get("environment") and not any(p.get("environment") for p in parts):
+        return None
+    return json.dumps(dict(req, environment={}, **({"components": [dict(p, environment=None) for p in parts]}
+                                                    if parts else {})))
 
 
 _STEP = select(S).where(S.c.job_id == bindparam("_job_id"), S.c.step_id == bindparam("_step_id"))
@@ -267,8 +271,13 @@ def orders_for(c: Any, node: str, running: set[str], ending: set[str], done: set
             job_nodes, job_cpus = hostlist.collect_hostlist([a["node"] for a in held]), [a["cpus"] for a in held]
             if "argv" in mine:
                 request["argv"] = mine["argv"]
+            # the component's own -o/-e and --export environment, where srun gave it them
+            part: dict = next((p for p in request.get("components") or [] if p["het_group"] == mine["het"]), {})
+            request.update({k: part[k] for k in ("stdout", "stderr", "environment") if part.get(k) is not None})
         spec = json.loads(r.job_spec)
         orders.append({"op": "step", "job_id": r.job_id, "step_id": r.step_id, "node": node,
+                       "het_group": mine.get("het"),  # (its index among its component's nodes: srun -o's %n)
+                       "het_node_index": [x["node"] for x in layout if x.get("het") == mine.get("het")].index(node),
                        "node_index": next(i for i, x in enumerate(layout) if x["node"] == node),
                        "ranks": mine["ranks"], "gpu_ids": mine["gpu_ids"], "cpus": mine["cpus"],
                        "job_memory": next((a.get("memory") for a in json.loads(r.alloc or "[]") if a["node"] == node),

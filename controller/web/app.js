@@ -86,6 +86,9 @@ function stamp(t) {
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
+// "1 job", "2 jobs"
+function counted(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
+
 function jobId(j) {
   return j.array_job_id !== null && j.array_job_id !== undefined && j.array_task_id !== null
     ? `${j.array_job_id}_${j.array_task_id}` : String(j.job_id);
@@ -132,7 +135,7 @@ function clusterPage() {
       const j = (gpuHolder[n.name] || {})[i];
       gpus.push(el("span", { class: "gpu" + (j ? " held" : ""), background: j ? jobColour(j.job_id) : null,
         title: j ? `GPU ${i}: job ${jobId(j)} (${j.user})` : `GPU ${i}: free`, "data-gpu": i,
-        "data-job": j ? j.job_id : null }, j ? el("a", { href: `#/job/${j.job_id}` }, jobId(j)) : `${i}`));
+        "data-job": j ? j.job_id : null }, j ? el("a", { href: `#/job/${j.job_id}` }, jobId(j)) : "free"));
     }
     return el("tr", { "data-node": n.name },
       el("td", {}, n.name),
@@ -151,7 +154,7 @@ function clusterPage() {
     el("h2", {}, "Nodes"),
     el("p", { id: "totals" }, `NODES(A/I/O/T) ${totals.alloc}/${totals.idle}/${totals.other}/${totals.total}`),
     el("table", { id: "nodes" }, el("thead", {}, el("tr", {}, ["Node", "State", "Reason", "CPUs (alloc/total)",
-      "Memory", "GPUs (cell: holding job)", "Partitions"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+      "Memory", "GPUs (each: its job, or free)", "Partitions"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
     el("h2", {}, "Partitions"),
     el("table", { id: "partitions" }, el("thead", {}, el("tr", {}, ["Partition", "Avail", "Time limit", "Nodes",
       "Node list", "Preemption"].map((h) => el("th", {}, h)))), el("tbody", {}, parts)),
@@ -214,7 +217,7 @@ function queuePage() {
     el("td", {}, j.state === "PENDING" ? `(${reason || j.reason})` : j.nodes),
     el("td", {}, j.priority),
     el("td", {}, j.state === "PENDING" && j.expected_start ? stamp(j.expected_start) : ""));
-  const all = collapseArrays(shown);
+  const all = squeueOrder(collapseArrays(shown));
   const rows = el("tbody");
   const box = el("div", { id: "queue-box" }, el("table", { id: "queue" }, el("thead", {}, el("tr", {}, ["JOBID", "PARTITION",
     "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)", "PRIORITY", "EXPECTED START"].map((h) => el("th", {}, h)))), rows));
@@ -226,7 +229,7 @@ function queuePage() {
       el("label", {}, "Name ", el("input", { "data-filter": "name", value: f.name,
         oninput: (e) => { f.name = e.target.value; render(true); } }))),
     box,
-    el("p", { class: "count" }, `${shown.length} jobs` + (all.length < shown.length ? ` in ${all.length} rows` : "")),
+    el("p", { class: "count" }, counted(shown.length, "job") + (all.length < shown.length ? ` in ${counted(all.length, "row")}` : "")),
   ];
 }
 
@@ -265,6 +268,14 @@ function collapseArrays(jobs) {
   return rows;
 }
 
+// squeue's default order (-S P,t,-p: common/render_squeue.py): by partition, by compact state, by
+// priority from the highest; rows that tie keep the order they came in
+function squeueOrder(rows) {
+  const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+  return rows.sort(({ j: a }, { j: b }) => cmp(a.partition || "", b.partition || "")
+    || cmp(SHORT[a.state] || a.state, SHORT[b.state] || b.state) || (b.priority || 0) - (a.priority || 0));
+}
+
 // sprio's columns for a pending job (each factor already weighted)
 const SPRIO = [["site", "SITE"], ["age", "AGE"], ["assoc", "ASSOC"], ["fairshare", "FAIRSHARE"], ["jobsize", "JOBSIZE"],
   ["partition", "PARTITION"], ["qos", "QOS"], ["nice", "NICE"]];
@@ -293,6 +304,18 @@ async function runsPart(j) {
     ["Run", "State", "Start", "End", "Elapsed", "ExitCode", "NodeList"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))];
 }
 
+// scontrol's StartTime and EndTime (cli/render_scontrol.py): a pending job's expected start and its end
+// a time limit after; a started job's end, else its start plus its limit (and the time it was suspended)
+function startEnd(j) {
+  const start = j.start_time || j.expected_start, limit = j.time_limit;
+  let end = j.end_time;
+  if (!end && j.start_time && limit !== null && limit !== undefined && j.state !== "PENDING")
+    end = j.start_time + limit * 60 + (j.suspended_secs || 0);
+  let endText = (limit === null || limit === undefined) && (!end || end > Date.now() / 1000) ? "Unknown" : stamp(end);
+  if (start && j.state === "PENDING" && limit !== null && limit !== undefined) endText = stamp(start + limit * 60);
+  return [["StartTime", stamp(start)], ["EndTime", endText]];
+}
+
 async function jobPage(id) {
   let j;
   try {
@@ -304,7 +327,7 @@ async function jobPage(id) {
   const fields = [["JobId", jobId(j)], ["JobName", j.name], ["UserId", `${j.user}(${j.uid})`], ["Account", j.account],
     ["Partition", j.partition], ["JobState", j.state], ["Reason", j.reason], ["Priority", j.priority],
     ["Restarts", j.restarts], ["RunTime", duration(elapsed(j))], ["TimeLimit", j.time_limit ? duration(j.time_limit * 60) : "UNLIMITED"],
-    ["SubmitTime", stamp(j.submit_time)], ["StartTime", stamp(j.start_time)], ["EndTime", stamp(j.end_time)],
+    ["SubmitTime", stamp(j.submit_time)], ...startEnd(j),
     ["NodeList", j.nodes || "(null)"], ["BatchHost", j.batch_host || ""], ["NumNodes", j.num_nodes], ["NumCPUs", j.num_cpus],
     ["ExitCode", `${j.exit_code}:${j.exit_signal}`], ["WorkDir", j.workdir], ["StdOut", j.stdout], ["StdErr", j.stderr]];
   const steps = (j.steps || []).map((s) => el("tr", {}, el("td", {}, `${jobId(j)}.${s.step}`), el("td", {}, s.name),
@@ -329,7 +352,11 @@ async function jobPage(id) {
   if (mine && j.batch && j.requeue && (j.state === "RUNNING" || j.state === "SUSPENDED"))
     actions.push(act("Requeue", "POST", `/api/v1/jobs/${j.job_id}/requeue`, {}));
   // (read in the background: a slow node holds up neither this page nor its ticks)
-  const out = mine ? followOutput(j) : null, use = mine ? followUsage(j) : null;
+  // (a job that has not started has no output or samples yet: the page says so rather than ask)
+  const started = j.state !== "PENDING" && Boolean(j.nodes);
+  const notYet = () => el("p", { class: "muted" }, "The job has not started.");
+  const out = mine && started ? followOutput(j) : null, use = mine && started ? followUsage(j) : null;
+  const only = (what) => el("p", { class: "muted" }, `Only the job's owner and administrators see its ${what}.`);
   const [prio, runs] = await Promise.all([priorityPart(j), runsPart(j)]);
   return [
     el("h2", {}, `Job ${jobId(j)} `, el("span", { class: "state state-" + j.state.toLowerCase() }, j.state)),
@@ -337,13 +364,14 @@ async function jobPage(id) {
       me ? "No action you may take on this job now." : "Sign in to act on your jobs.")),
     el("dl", { id: "job-fields" }, fields.map(([k, v]) => el("div", {}, el("dt", {}, k), el("dd", { "data-field": k }, v)))),
     el("h3", {}, "Steps"),
-    el("table", { id: "steps" }, el("thead", {}, el("tr", {}, ["Step", "Name", "State", "Nodes", "Tasks", "ExitCode"]
-      .map((h) => el("th", {}, h)))), el("tbody", {}, steps)),
+    steps.length ? el("table", { id: "steps" }, el("thead", {}, el("tr", {}, ["Step", "Name", "State", "Nodes", "Tasks", "ExitCode"]
+      .map((h) => el("th", {}, h)))), el("tbody", {}, steps))
+      : el("p", { class: "muted", id: "no-steps" }, started ? "No steps." : "No steps: the job has not started."),
     ...prio, ...runs,
     el("h3", {}, "CPU and memory"),
-    use ? use.box : el("p", { class: "muted" }, "Only the job's owner and administrators see its usage."),
+    use ? use.box : mine ? notYet() : only("usage"),
     el("h3", {}, "Output"),
-    out ? out.box : el("p", { class: "muted" }, "Only the job's owner and administrators see its output."),
+    out ? out.box : mine ? notYet() : only("output"),
   ];
 }
 
@@ -429,7 +457,8 @@ function svg(tag, attrs, ...children) {
 }
 
 // per node: resident memory (MB, the sum of its process trees while each runs) and CPU in use
-// (cores: what their CPU-seconds grew by, over the time between samples)
+// (cores: the sum of each tree's own rate, what its CPU-seconds grew by over the time between two of
+// its samples; the trees are sampled apart, so no rate is taken across two trees' samples)
 function nodeCurves(series) {
   const times = [...new Set(series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
   const at = (points, t, k, before, after) => {
@@ -441,14 +470,25 @@ function nodeCurves(series) {
   };
   // (a tree still running counts at its latest sample until its next one; one that ended, no more)
   const mem = times.map((t) => [t, series.reduce((a, s) => a + at(s.points, t, 1, 0, s.live ? undefined : 0), 0) / 1024]);
-  const cpuSum = times.map((t) => series.reduce((a, s) => a + at(s.points, t, 2, 0), 0));
-  const cpu = times.slice(1).map((t, i) => [t, Math.max(0, (cpuSum[i + 1] - cpuSum[i]) / Math.max(1e-3, t - times[i]))]);
+  // a tree's rate over (t[i-1], t[i]] is its CPU growth over that span; before its second sample, none;
+  // after its last, its last rate while it runs, else none
+  const rate = (points, t) => {
+    const i = points.findIndex((p) => p[0] >= t);
+    if (i === 0 || points.length < 2) return 0;
+    const [a, b] = i < 0 ? points.slice(-2) : [points[i - 1], points[i]];
+    return Math.max(0, (b[2] - a[2]) / Math.max(1e-3, b[0] - a[0]));
+  };
+  const first = Math.min(...series.filter((s) => s.points.length > 1).map((s) => s.points[1][0]));
+  const ended = (s, t) => !s.live && (!s.points.length || t > s.points[s.points.length - 1][0]);
+  const cpu = times.filter((t) => t >= first).map((t) => [t, series.reduce((a, s) => a + (ended(s, t) ? 0 : rate(s.points, t)), 0)]);
   return { mem, cpu };
 }
 
 const DASHES = ["", "6 3", "2 2", "8 3 2 3"];
 
-function plot(id, title, unit, curves) {
+// `marks`: each point a mark of its own (a circle, for the second curve a square), no line between:
+// for events (the scheduler's passes), where a line would say something of the time between them
+function plot(id, title, unit, curves, marks) {
   const W = 560, H = 150, L = 48, B = 20;
   const all = Object.values(curves).flat();
   if (!all.length) return el("p", { class: "muted", id }, `${title}: not enough samples yet.`);
@@ -469,6 +509,12 @@ function plot(id, title, unit, curves) {
   g.append(svg("text", { x: L + 6, y: 18, class: "plot-title" }, `${title} (${unit})`));
   Object.entries(curves).forEach(([node, pts], i) => {
     if (!pts.length) return;
+    if (marks) {
+      g.append(svg("g", { class: `marks curve-${i % 4}`, "data-node": node }, ...pts.map((p) => (i % 2
+        ? svg("rect", { x: (x(p[0]) - 2.5).toFixed(1), y: (y(p[1]) - 2.5).toFixed(1), width: 5, height: 5, class: "dot" })
+        : svg("circle", { cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3, class: "dot" })))));
+      return;
+    }
     if (pts.length === 1) g.append(svg("circle", { cx: x(pts[0][0]), cy: y(pts[0][1]), r: 3, class: `dot curve-${i % 4}` }));
     g.append(svg("polyline", { points: pts.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "),
       class: `curve curve-${i % 4}`, "stroke-dasharray": DASHES[Math.floor(i / 4) % DASHES.length], "data-node": node }));
@@ -532,7 +578,7 @@ function runsPage() {
     el("p", { class: "muted" }, "Workloads submitted with ", el("code", {}, "air run"), " (those the controller still lists)."),
     el("table", { id: "runs-list" }, el("thead", {}, el("tr", {}, ["ID", "EXPERIMENT", "STATUS", "ACCELERATORS", "ATTEMPTS",
       "CREATED", "DURATION"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
-    el("p", { class: "count" }, `${runs.length} runs`)];
+    el("p", { class: "count" }, counted(runs.length, "run"))];
 }
 
 // one run: its attempts, each node's log of the chosen attempt (followed live), its MLflow run
@@ -614,16 +660,16 @@ async function schedulerPage() {
     el("td", {}, p.last_queue_length), el("td", {}, p.last_cycle_when ? stamp(p.last_cycle_when) : ""));
   return [
     el("h2", {}, "Scheduler"),
-    el("p", { class: "muted" }, `sdiag since ${stamp(d.started)}: ${d.jobs_started} jobs started, ${d.backfilled_jobs} by backfill, `
-      + `${d.preempted_jobs} preempted; ${d.skipped} wake-ups with nothing to do. Backfill ${d.backfill_enabled ? `every ${d.bf_interval} s` : "off"}.`),
+    el("p", { class: "muted" }, `sdiag since ${stamp(d.started)}: ${counted(d.jobs_started, "job")} started, ${d.backfilled_jobs} by backfill, `
+      + `${d.preempted_jobs} preempted; ${counted(d.skipped, "wake-up")} with nothing to do. Backfill ${d.backfill_enabled ? `every ${d.bf_interval} s` : "off"}.`),
     el("table", { id: "sdiag" }, el("thead", {}, el("tr", {}, ["Pass", "Cycles", "Last (µs)", "Max (µs)", "Mean (µs)",
       "Last depth", "Mean depth", "Queue", "Last cycle"].map((h) => el("th", {}, h)))),
       el("tbody", {}, row("main", d.main), row("backfill", d.backfill))),
-    el("h3", {}, `The last ${hist.length} passes`),
-    hist.length ? el("div", { class: "plots" }, plot("plot-cycle", "Cycle time", "µs", kinds(2)),
-      plot("plot-depth", "Jobs examined", "jobs", kinds(3)), plot("plot-started", "Jobs started per pass", "jobs", kinds(5)))
+    el("h3", {}, hist.length === 1 ? "The last pass" : `The last ${hist.length} passes`),
+    hist.length ? el("div", { class: "plots" }, plot("plot-cycle", "Cycle time", "µs", kinds(2), true),
+      plot("plot-depth", "Jobs examined", "jobs", kinds(3), true), plot("plot-started", "Jobs started per pass", "jobs", kinds(5), true))
       : el("p", { class: "muted" }, "No pass yet."),
-    el("ul", { class: "legend" }, ["main", "backfill"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
+    el("ul", { class: "legend" }, ["main (circles)", "backfill (squares)"].map((k, i) => el("li", {}, el("span", { class: `swatch curve-${i}` }), k))),
   ];
 }
 
@@ -775,17 +821,18 @@ async function refresh() {
   return refreshing;
 }
 
+// (the stream is read in a worker, events.js: the page's own requests all end, so it goes idle)
 function follow() {
   const live = document.getElementById("live");
-  const events = new EventSource("/api/v1/events");
-  events.addEventListener("change", (e) => {
+  const events = new Worker("/ui/events.js");
+  events.onmessage = ({ data: m }) => {
+    if (m.kind === "open") { live.textContent = "● live"; live.className = "on"; return; }
+    if (m.kind === "error") { live.textContent = "○ reconnecting"; live.className = ""; return; }
     let said = null;
-    try { said = JSON.parse(e.data).look; } catch (err) { /* an older controller: look again */ }
+    try { said = JSON.parse(m.data).look; } catch (err) { /* an older controller: look again */ }
     if (said && said === state.look) return;  // the lists were read after it: nothing new
     refresh();
-  });
-  events.onopen = () => { live.textContent = "● live"; live.className = "on"; };
-  events.onerror = () => { live.textContent = "○ reconnecting"; live.className = ""; };
+  };
 }
 
 window.addEventListener("hashchange", () => render());

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import token_for
-from tests.conftest import BIN, Cluster
+from tests.conftest import BIN, Cluster, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -220,6 +220,7 @@ def test_runs_page_shows_an_air_run_its_nodes_logs_and_mlflow_link(browser, gpu_
     row = f'#runs-list tr[data-run="{run_id}"]'
     page.wait_for_selector(f'{row} td:text-is("SUCCEEDED")', timeout=WAIT)
     assert page.inner_text(f"{row} td:nth-child(2)") == "dash-run"
+    assert page.inner_text("#runs-list + .count") == "1 run"  # this module's only run
     page.click(f"{row} a")
     page.wait_for_selector("#output:has-text('node 0 of 2 says hi')", timeout=WAIT)
     page.click('button[data-node="1"]')
@@ -255,7 +256,13 @@ def test_accounting_and_scheduler_pages(browser, gpu_cluster: Cluster):
     shot(page, "accounting", Path(c.workdir))
     page.click("nav >> text=Scheduler")
     page.wait_for_selector('#sdiag tr[data-pass="main"]', timeout=WAIT)
-    page.wait_for_selector("#plot-cycle polyline", timeout=WAIT)
+    # each pass a mark of its own, no line across the minutes between passes
+    page.wait_for_selector("#plot-cycle .marks circle", timeout=WAIT)
+    assert page.locator("#plot-cycle polyline").count() == 0
+    heading = page.inner_text("h3:has-text('The last')")
+    passes = 1 if heading == "The last pass" else int(heading.split()[2])
+    marks = page.locator("#plot-cycle .marks circle").count() + page.locator("#plot-cycle .marks rect").count()
+    assert marks == passes, (heading, marks)
     cycles = int(page.inner_text('#sdiag tr[data-pass="main"] td:nth-child(2)'))
     sdiag = c.run([str(BIN / "sdiag")]).stdout
     assert cycles >= 1 and "Main schedule statistics" in sdiag
@@ -296,3 +303,122 @@ def test_a_long_queue_is_drawn_a_window_at_a_time(browser, gpu_cluster: Cluster)
     c.run(["scancel", *map(str, ids)])
     assert not errors, errors
     page.close()
+
+
+def scontrol_field(c: Cluster, jid: int, key: str) -> str:
+    out = c.run([str(BIN / "scontrol"), "show", "job", str(jid)]).stdout
+    return re.search(rf"\b{key}=(\S+)", out).group(1)
+
+
+def test_a_step_does_not_multiply_the_batch_hosts_cpu(browser, gpu_cluster: Cluster):
+    """The batch script and its step are sampled apart (each its own process tree): the CPU curve of
+    their node is their rates added, not the growth of one divided by the gap to the other's sample.
+    One busy loop uses at most one core."""
+    c = gpu_cluster
+    stop = c.workdir / "busy-stop"
+    jid = c.sbatch("-J", "busy", "-c2", "--wrap", f"srun -n1 bash -c 'while [ ! -e {stop} ]; do :; done'")
+    c.wait_state(jid, "RUNNING", timeout=60)
+    page = browser.new_page()
+    page.goto(f"{c.url}/?token={token_for(c)}#/job/{jid}")
+    # a few looks at the node (one each USAGE_EVERY), the step's tree sampled a few times in each
+    line = page.locator("#plot-cpu polyline")
+    wait_until(lambda: line.count() and len(line.get_attribute("points").split()) >= 8, 90, 0.5, "CPU samples")
+    peak = float(page.text_content("#plot-cpu text"))  # the axis' top: the highest value plotted
+    stop.touch()
+    c.wait_state(jid, "COMPLETED", timeout=60)
+    assert 0.3 < peak < 1.3, peak
+    page.close()
+
+
+def test_gpu_cells_say_free_or_their_job_without_colour(browser, gpu_cluster: Cluster):
+    c = gpu_cluster
+    jid = c.sbatch("-J", "onegpu", "-w", c.node_names[0], "--gpus=1", "--wrap", "sleep 300")
+    page = browser.new_page()
+    page.goto(f"{c.url}/?token={token_for(c)}#/cluster")
+    page.wait_for_selector(f'.gpu[data-job="{jid}"]', timeout=WAIT)
+    cells = page.eval_on_selector_all(f'#nodes tr[data-node="{c.node_names[0]}"] .gpu',
+                                      "cells => cells.map(c => [c.classList.contains('held'), c.innerText])")
+    assert sorted(text for _, text in cells) == [str(jid), "free", "free", "free"], cells
+    assert all(text == (str(jid) if held else "free") for held, text in cells), cells
+    c.run(f"scancel {jid}")
+    page.close()
+
+
+def test_a_pending_jobs_page_shows_its_expected_start_and_that_it_has_not_started(browser, gpu_cluster: Cluster):
+    """StartTime and EndTime as scontrol shows them (tests/data/slurm-2205-dashboard-times.md): a
+    pending job's expected start (and its end a time limit later), a running job's end at its start
+    plus its limit. Before it starts a job has no output, usage or steps: its page says so."""
+    c = gpu_cluster
+    blocker = c.sbatch("-J", "blocker", "-N2", "--exclusive", "-t", "10", "--wrap", "sleep 300")
+    c.wait_state(blocker, "RUNNING", timeout=60)
+    jid = c.sbatch("-J", "next", "-t", "3", "--wrap", "true")
+    wait_until(lambda: scontrol_field(c, jid, "StartTime") != "Unknown", 60, 0.5, "an expected start")
+    page = browser.new_page()
+    page.goto(f"{c.url}/?token={token_for(c)}#/job/{jid}")
+    page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is("PENDING")', timeout=WAIT)
+    for key in ("StartTime", "EndTime"):
+        assert page.inner_text(f'#job-fields dd[data-field="{key}"]') == scontrol_field(c, jid, key), key
+    page.wait_for_selector("text=No steps: the job has not started.", timeout=WAIT)
+    assert page.locator("#steps").count() == 0 and page.locator("#output").count() == 0
+    assert page.locator('p:text-is("The job has not started.")').count() == 2  # its usage and its output
+    assert page.locator("text=Asking the nodes").count() == 0
+    # the running one: its end a time limit after its start
+    page.goto(f"{c.url}/#/job/{blocker}")
+    page.wait_for_selector('#job-fields dd[data-field="JobState"]:text-is("RUNNING")', timeout=WAIT)
+    for key in ("StartTime", "EndTime"):
+        assert page.inner_text(f'#job-fields dd[data-field="{key}"]') == scontrol_field(c, blocker, key), key
+    assert scontrol_field(c, blocker, "EndTime") != "Unknown"
+    c.run(f"scancel {jid} {blocker}")
+    page.close()
+
+
+def test_the_queue_is_in_squeues_order(browser, gpu_cluster: Cluster):
+    """squeue's default order (-S P,t,-p): by partition, then state, then priority from the highest,
+    not by job id. One job shown is "1 job"."""
+    c = gpu_cluster
+    ids = [c.sbatch("-J", "order-a", "-p", "short", "-H", "--wrap", "true"),
+           c.sbatch("-J", "order-b", "-H", "--wrap", "true"),
+           c.sbatch("-J", "order-c", "--begin=now+1hour", "--nice=100", "--wrap", "true"),
+           c.sbatch("-J", "order-d", "--begin=now+1hour", "--wrap", "true")]
+    out = c.run([str(BIN / "squeue"), "-h", "-o", "%i"]).stdout.split()
+    want = [i for i in out if int(i) in ids]
+    assert want != sorted(want), want  # (else the test says nothing)
+    page = browser.new_page()
+    page.goto(f"{c.url}/?token={token_for(c)}#/queue")
+    page.fill('input[data-filter="name"]', "order-")
+    page.wait_for_selector(f'#queue tr[data-job="{ids[-1]}"]', timeout=WAIT)
+    shown = page.eval_on_selector_all("#queue tbody tr[data-job]", "rows => rows.map(r => r.dataset.job)")
+    assert shown == want
+    page.fill('input[data-filter="name"]', "order-a")
+    page.wait_for_selector(".count:text-is('1 job')", timeout=WAIT)
+    c.run(["scancel", *map(str, ids)])
+    page.close()
+
+
+def chrome_idle(browser, url: str) -> None:
+    """Open `url` as tools that wait for the network to go idle do: Playwright's networkidle, and
+    Chromium's own lifecycle event (no request open for 500 ms: what Puppeteer's networkidle0 waits
+    for). The live stream is followed meanwhile."""
+    page = browser.new_page()
+    cdp = page.context.new_cdp_session(page)
+    events: list[str] = []
+    cdp.on("Page.lifecycleEvent", lambda e: events.append(e["name"]))
+    cdp.send("Page.enable")
+    cdp.send("Page.setLifecycleEventsEnabled", {"enabled": True})
+    page.goto(url, wait_until="networkidle", timeout=WAIT)
+    page.wait_for_selector("#live.on", timeout=WAIT)
+    # (the events before "init" are the blank page's, before the dashboard's document; Playwright hands
+    # over the session's events while it is called: the wait for a moment lets them in)
+    wait_until(lambda: page.wait_for_timeout(100) or ("init" in events and "networkIdle" in events[events.index("init"):]),
+               30, 0, f"Chromium's networkIdle on {url}")
+    page.close()
+
+
+def test_every_page_goes_idle_on_the_network(browser, gpu_cluster: Cluster):
+    c = gpu_cluster
+    jid = c.sbatch("-J", "idle", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", timeout=60)
+    chrome_idle(browser, f"{c.url}/?token={token_for(c)}#/cluster")
+    for where in ("queue", f"job/{jid}", "runs", "accounting", "scheduler"):
+        chrome_idle(browser, f"{c.url}/?token={token_for(c)}#/{where}")
+    c.run(f"scancel {jid}")

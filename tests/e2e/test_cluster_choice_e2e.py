@@ -1,6 +1,7 @@
 """Which cluster a shell without `slurmlet up`'s exports talks to: its user's own running cluster
 (`~/.slurmlet/clusters`), never another user's; with several of its own, none, naming them; and
-`slurmlet status` names the cluster or says it is not running."""
+`slurmlet status` names the cluster or says it is not running. Real users (made by the test), each
+starting their clusters with `slurmlet up` as themselves."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from slurmlet.cli.http import listener_uid
+from slurmlet.controller.commands.local import closed_to_others
 from slurmlet.common.wire import DEFAULT_PORT
 from tests.conftest import BIN, made_users, traversable_dir
 
@@ -20,7 +22,7 @@ pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("setpriv"),
                                  reason="real users need root, useradd and setpriv")]
 
-USERS = ("slurmlet-cc",)
+USERS = ("slurmlet-ca", "slurmlet-cb", "slurmlet-cc")
 
 
 @pytest.fixture(scope="module")
@@ -33,61 +35,78 @@ def base():
     yield from traversable_dir("slurmlet-choice-")
 
 
-def shell(home: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`argv` run in a shell of the user whose home is `home`, without any of `slurmlet up`'s exports."""
+def home(base: Path, user: pwd.struct_passwd) -> Path:
+    d = base / user.pw_name
+    d.mkdir(exist_ok=True)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    d.chmod(0o700)
+    return d
+
+
+def shell(user: pwd.struct_passwd, base: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`argv` run by `user` in a shell of theirs (HOME theirs) without any of `slurmlet up`'s exports."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURMLET_", "SLURM_"))}
-    clean.update(HOME=str(home), PATH=f"{BIN}{os.pathsep}/usr/bin:/bin")
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=clean, cwd=str(home),
-                          timeout=timeout)
+    clean.update(HOME=str(home(base, user)), USER=user.pw_name, PATH=f"{BIN}{os.pathsep}/usr/bin:/bin")
+    # (through sh: a command it runs is found and run with the user's rights alone, as from their shell)
+    return subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "sh", "-c",
+                           'exec "$@"', "sh", str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=clean,
+                          cwd=str(home(base, user)), timeout=timeout)
 
 
-def test_a_shell_without_exports_uses_its_own_cluster_and_never_anothers(base: Path):
-    """Two users' clusters side by side (a home each: `up` records its cluster in its user's home)."""
-    homes = {u: base / u for u in ("a", "b", "c")}
-    for h in homes.values():
-        h.mkdir()
-    states = {u: homes[u] / "state" for u in ("a", "b")}
+#: the users' shells run slurmlet's commands: its Python must be one they may run (test.sh makes it so)
+OPEN = pytest.mark.skipif(closed_to_others(sys.executable) is not None,
+                          reason="other users cannot run this slurmlet (its Python is closed to them): install it "
+                                 "with a Python every user can run, as test.sh does")
+
+
+@OPEN
+def test_a_shell_without_exports_uses_its_users_own_cluster_and_never_anothers(users, base: Path):
+    """Two users' clusters side by side, each started by its user with `slurmlet up`; a third user."""
+    ua, ub, uc = users
+    states = {u.pw_name: home(base, u) / "state" for u in (ua, ub)}
     started = []
     try:
-        for u in ("a", "b"):
-            r = shell(homes[u], "slurmlet", "up", "--nodes", "1", "--port", "0", "--state-dir", str(states[u]))
+        for u in (ua, ub):
+            r = shell(u, base, "slurmlet", "up", "--nodes", "1", "--port", "0", "--state-dir", str(states[u.pw_name]))
             assert r.returncode == 0, r.stderr
             started.append(u)
-            r = shell(homes[u], "sbatch", "-H", "-J", f"only-{u}", "--wrap", "true")
+            r = shell(u, base, "sbatch", "-H", "-J", f"only-{u.pw_name}", "--wrap", "true")
             assert r.returncode == 0, r.stderr
-        for u in ("a", "b"):
-            r = shell(homes[u], "squeue", "-h", "-o", "%j")
-            assert (r.returncode, r.stdout.split()) == (0, [f"only-{u}"]), r.stderr
-            r = shell(homes[u], "slurmlet", "status", "--state-dir", str(states[u]))
+        for u in (ua, ub):
+            r = shell(u, base, "squeue", "-h", "-o", "%j")
+            assert (r.returncode, r.stdout.split()) == (0, [f"only-{u.pw_name}"]), r.stderr
+            r = shell(u, base, "slurmlet", "status", "--state-dir", str(states[u.pw_name]))
             assert r.returncode == 0 and r.stdout.startswith("slurmlet: cluster local running at http://127.0.0.1:")
-        # a third, with no cluster of its own, sees neither queue
-        r = shell(homes["c"], "squeue", "-h", "-o", "%j")
+        # a third user, with no cluster of their own, sees neither queue
+        r = shell(uc, base, "squeue", "-h", "-o", "%j")
         assert r.returncode != 0 and "only-" not in r.stdout
         # two clusters of one user: none is picked, both are named
-        second = homes["a"] / "state2"
-        r = shell(homes["a"], "slurmlet", "up", "--nodes", "1", "--port", "0", "--state-dir", str(second))
+        second = home(base, ua) / "state2"
+        r = shell(ua, base, "slurmlet", "up", "--nodes", "1", "--port", "0", "--state-dir", str(second))
         assert r.returncode == 0, r.stderr
         try:
-            r = shell(homes["a"], "squeue", "-h", "-o", "%j")
+            r = shell(ua, base, "squeue", "-h", "-o", "%j")
             assert (r.returncode, r.stdout) == (1, "")
             assert r.stderr.startswith("squeue: error: more than one of your clusters is running: ")
-            assert str(states["a"]) in r.stderr and str(second) in r.stderr and "SLURMLET_CONTROLLER" in r.stderr
+            assert str(states[ua.pw_name]) in r.stderr and str(second) in r.stderr
+            assert "SLURMLET_CONTROLLER" in r.stderr
         finally:
-            assert shell(homes["a"], "slurmlet", "down", "--state-dir", str(second)).returncode == 0
-        r = shell(homes["a"], "squeue", "-h", "-o", "%j")  # one again: it is used
-        assert r.stdout.split() == ["only-a"]
+            assert shell(ua, base, "slurmlet", "down", "--state-dir", str(second)).returncode == 0
+        r = shell(ua, base, "squeue", "-h", "-o", "%j")  # one again: it is used
+        assert r.stdout.split() == [f"only-{ua.pw_name}"]
     finally:
         for u in started:
-            shell(homes[u], "slurmlet", "down", "--state-dir", str(states[u]))
-    r = shell(homes["a"], "slurmlet", "status", "--state-dir", str(states["a"]))
-    assert (r.returncode, r.stdout) == (1, f"slurmlet: not running (state directory {states['a']})\n")
-    assert not list((homes["a"] / ".slurmlet" / "clusters").iterdir())
+            shell(u, base, "slurmlet", "down", "--state-dir", str(states[u.pw_name]))
+    r = shell(ua, base, "slurmlet", "status", "--state-dir", str(states[ua.pw_name]))
+    assert (r.returncode, r.stdout) == (1, f"slurmlet: not running (state directory {states[ua.pw_name]})\n")
+    assert not list((home(base, ua) / ".slurmlet" / "clusters").iterdir())
 
 
+@OPEN
 def test_a_controller_port_held_by_another_user_is_not_used(users, base: Path):
     """Without a cluster of its own, the CLI tries 127.0.0.1:6817 only where root or its user listens
     there: another user's process (a cluster of theirs, or anything) is named, never talked to."""
-    other = users[0]
+    other = users[2]
     holder = listener_uid(DEFAULT_PORT)
     server = None
     if holder is None:  # nobody listens there: another user does now
@@ -98,11 +117,9 @@ def test_a_controller_port_held_by_another_user_is_not_used(users, base: Path):
         assert server.stdout.readline() == "up\n"
         holder = other.pw_uid
     try:
-        if holder in (0, os.geteuid()):
+        if holder in (0, users[0].pw_uid):
             pytest.skip(f"127.0.0.1:{DEFAULT_PORT} is held by root's own process here")
-        home = base / "lonely"
-        home.mkdir()
-        r = shell(home, "squeue")
+        r = shell(users[0], base, "squeue")
         assert (r.returncode, r.stdout) == (1, "")
         assert r.stderr == (f"squeue: error: the controller at 127.0.0.1:{DEFAULT_PORT} is run by uid {holder}, not by "
                             "you or root; set SLURMLET_CONTROLLER to use it\n")

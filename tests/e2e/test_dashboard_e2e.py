@@ -26,6 +26,9 @@ def test_page_and_assets_are_served_and_self_contained(cluster: Cluster):
     assert sorted(r.split("?")[0] for r in lists) == ["/api/v1/jobs", "/api/v1/nodes", "/api/v1/partitions"]
     refs = [r for r in refs if r not in lists]
     assert sorted(refs) == ["/ui/app.js", "/ui/style.css"]
+    # and the worker app.js starts (it holds the event stream open)
+    refs += re.findall(r'new Worker\("([^"]+)"\)', httpx.get(cluster.url + "/ui/app.js", timeout=30).text)
+    assert refs[2:] == ["/ui/events.js"]
     for ref in refs:
         r = httpx.get(cluster.url + ref, timeout=30)
         assert r.status_code == 200 and len(r.content) > 500, ref

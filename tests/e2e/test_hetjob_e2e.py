@@ -5,6 +5,7 @@ components; all components placed together or not at all; scancel of the whole j
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -187,3 +188,69 @@ def test_srun_and_salloc_outside_an_allocation_make_a_heterogeneous_job(cluster:
     assert het_vars(got) == het_vars(ref)
     assert (got["SLURM_JOB_ID"], got["SLURM_NTASKS"], got["SLURM_NPROCS"]) == (str(jid), "3", "3")
     assert "SLURM_JOB_NODELIST" not in got and "SLURM_NNODES" not in got  # (22.05 sets only the groups')
+
+
+TOOLS = Path(__file__).resolve().parents[1] / "data" / "slurm-2205-tools.md"
+
+
+def captured_files(job: int) -> dict[str, str]:
+    """The files a capture of tests/data/slurm-2205-tools.md listed after `Job {job} (`: name -> content."""
+    text = TOOLS.read_text()
+    block = text[text.index("```", text.index(f"Job {job} (")) + 3:]
+    block = block[:block.index("```")]
+    parts = re.split(r"^### (\S+)\n", block, flags=re.M)[1:]
+    return {name: content for name, content in zip(parts[::2], parts[1::2])}
+
+
+def test_each_component_of_a_step_has_its_own_output_files_as_2205_names_them(cluster: Cluster, tmp_path: Path):
+    """srun -o/-e per component (a component without them takes the first's); %j the component's own
+    job id, %n the node's index among the component's, %t the rank plus the component's offset."""
+    c = cluster
+    work = tmp_path / "hetio"
+    work.mkdir()
+    # the capture's job 1776, its files' lines without -l's labels
+    script = ("#!/bin/bash\n#SBATCH -J tl-hetio -o batch-%j.out\n#SBATCH -N1 -n2\n#SBATCH hetjob\n#SBATCH -N1 -n3\n"
+              "srun -o a-%j-%t-%n.out printenv SLURM_PROCID : -o b-%j-%t-%n.out printenv SLURM_PROCID\n"
+              "srun -o c-%j.out printenv SLURM_PROCID : printenv SLURM_PROCID\n"
+              "srun -l printenv SLURM_PROCID : -o d-%j-%t.out printenv SLURM_PROCID\n"
+              "srun -l --export=ALL,X=one printenv X : -l --export=ALL,X=two printenv X\n")
+    jid = c.sbatch(script=script, cwd=work)
+    assert c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=120)["state"] == "COMPLETED"
+    want = {re.sub(r"\b177([67])\b", lambda m: str(jid + int(m.group(1)) - 6), name):
+            "".join(sorted(re.sub(r"^\d+: ", "", line) for line in content.splitlines(keepends=True)))
+            for name, content in captured_files(1776).items() if not name.startswith("batch")}
+    got = {p.name: "".join(sorted(p.read_text().splitlines(keepends=True)))
+           for p in work.iterdir() if not p.name.startswith("batch")}
+    assert got == want
+    batch = (work / f"batch-{jid}.out").read_text().splitlines()
+    # (as the capture's job 1774: each component's tasks with its own --export)
+    assert sorted(batch) == ["0: 0", "0: one", "1: 1", "1: one", "2: two", "3: two", "4: two"], batch
+    # once the steps ended the database keeps no environment of theirs, a component's neither
+    import sqlite3
+    db = sqlite3.connect(c.root / "state" / "slurmlet.db")
+    try:
+        steps = [json.loads(r[0]) for r in db.execute("SELECT request FROM steps WHERE job_id = ?", (jid,))]
+    finally:
+        db.close()
+    assert len(steps) == 4 and not any(s["environment"] or any(p.get("environment") for p in s.get("components") or [])
+                                       for s in steps)
+
+
+def test_sacct_json_names_each_components_leader_and_offset(cluster: Cluster):
+    c = cluster
+    jid = c.sbatch("-J", "hj", "-o", "/dev/null", "-n1", ":", "-n1", "--wrap", "true")
+    solo = c.sbatch("-J", "hj", "-o", "/dev/null", "--wrap", "true")
+    c.wait_state(jid, ("COMPLETED", "FAILED"), timeout=60)
+    c.wait_state(solo, ("COMPLETED", "FAILED"), timeout=60)
+    r = c.run([str(BIN / "sacct"), "--json", "-j", f"{jid},{solo}"])
+    got = {j["job_id"]: j["het"] for j in json.loads(r.stdout)["jobs"]}
+    # 22.05 (tests/data/slurm-2205-tools.md): {'job_id': 1765, 'job_offset': 0}, ... and 0/None for another job
+    assert got == {jid: {"job_id": jid, "job_offset": 0}, jid + 1: {"job_id": jid, "job_offset": 1},
+                   solo: {"job_id": 0, "job_offset": None}}
+
+
+def test_components_naming_the_same_node_are_refused(cluster: Cluster):
+    r = cluster.run([str(BIN / "sbatch"), "--parsable", "-J", "hetsame", "-o", "/dev/null", "-w", "node1", "-n1", ":",
+                     "-w", "node1", "-n1", "--wrap", "sleep 5"])
+    want = captured("Components naming the same node")
+    assert (r.stderr.splitlines(), r.returncode) == ([want[1]], int(want[2].split()[1].rstrip("]")))

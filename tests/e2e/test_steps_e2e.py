@@ -237,6 +237,27 @@ def test_kill_on_bad_exit_stops_the_other_tasks_of_the_same_node(cluster: Cluste
     assert text.splitlines()[-1] != "rc=0"
 
 
+def test_srun_wait_kills_the_tasks_still_running_that_long_after_the_first_ended(cluster: Cluster):
+    """srun -W N as 22.05's (tests/data/slurm-2205-tools.md): N seconds after the first task's end it says
+    which tasks are in which state and kills the others (they would run 300 s); srun exits 137."""
+    c = cluster
+    script = ("#!/bin/sh\nsrun -N2 -n5 --wait=2 bash -c 'case $SLURM_PROCID in 2) exit 3;; 3|4) exec sleep 300;; esac'\n"
+              "echo rc=$?\n")
+    jid = c.sbatch("-N2", "-n5", "-o", "wait-%j.out", script=script)
+    c.wait_state(jid, "COMPLETED", timeout=90)
+    lines = (c.workdir / f"wait-{jid}.out").read_text().splitlines()
+    at = lines.index("srun: First task exited 2s ago")
+    assert lines[at:at + 5] == [
+        "srun: First task exited 2s ago", f"srun: StepId={jid}.0 tasks 3-4: running",
+        f"srun: StepId={jid}.0 task 2: exited abnormally", f"srun: StepId={jid}.0 tasks 0-1: exited",
+        f"srun: launch/slurm: _step_signal: Terminating StepId={jid}.0"], lines
+    assert "srun: Job step aborted: Waiting up to 4 seconds for job step to finish." in lines  # (KillWait=2)
+    assert sorted(x for x in lines if x.startswith("srun: error: node")) == [
+        "srun: error: node1: task 2: Exited with exit code 3", "srun: error: node1: task 3: Killed",
+        "srun: error: node2: task 4: Killed"]
+    assert lines[-1] == "rc=137" and not any("warning" in x for x in lines), lines
+
+
 def test_scancel_of_a_step_kills_its_tasks_at_once_and_the_job_goes_on(cluster: Cluster):
     """As a real 22.05 does: scancel JOB.STEP kills the step's tasks with SIGKILL (no SIGTERM first),
     slurmstepd's CANCELLED line and srun's 'Job step aborted' come before srun's task errors, and the

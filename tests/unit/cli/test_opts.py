@@ -683,6 +683,16 @@ class TestExport:
     def test_selection(self, spec, expect):
         assert opts.export_environment(spec, self.ENV) == expect
 
+    @pytest.mark.parametrize("spec, x, y", [
+        # 22.05's srun, X=batch in its environment (tests/data/slurm-2205-tools.md): with ALL the
+        # environment's X stays; NONE among other items leaves them out
+        ("ALL,X=one", "batch", None), ("X=one,ALL", "batch", None), ("X=one", "one", None),
+        ("NONE,X=one", None, None), ("ALL,Y=two", "batch", "two"), ("X,Y=two", "batch", "two"),
+    ])
+    def test_srun_selection(self, spec, x, y):
+        got = opts.parse_srun([f"--export={spec}", "true"], env={"X": "batch", "SLURM_CONF": "/c"}, cwd="/")
+        assert (got["environment"].get("X"), got["environment"].get("Y")) == (x, y)
+
     def test_sbatch_adds_its_variables(self):
         j = wrap("--export=NONE", env=self.ENV)
         old = os.umask(0o027)

@@ -367,6 +367,15 @@ class TestDirectives:
         j = with_script(f"{SH}{line}\n#SBATCH -p second\n")
         assert j["partition"] == "second"
 
+    def test_a_heterogeneous_jobs_script_keeps_no_empty_lines(self):
+        # 22.05 (tests/data/slurm-2205-tools.md): lines of blanks stay, empty ones go; a job of one component keeps them
+        het = "#!/bin/bash\n#SBATCH -J tl-blank -o /dev/null\n#SBATCH hetjob\n#SBATCH -n1\n  \necho a\n\t\n\n# c\necho b  \n\n"
+        assert with_script(het)["script"] == (
+            "#!/bin/bash\n#SBATCH -J tl-blank -o /dev/null\n#SBATCH hetjob\n#SBATCH -n1\n  \necho a\n\t\n# c\necho b  \n")
+        plain = "#!/bin/bash\n\necho a\n\necho b\n"
+        assert with_script(plain, "-n1", ":", "-n1")["script"] == "#!/bin/bash\necho a\necho b\n"
+        assert with_script(plain)["script"] == plain
+
     @pytest.mark.parametrize("word", ['"hetjob"', "hetjobs", "ahetjob"])
     def test_a_quoted_or_longer_word_is_a_plain_bad_directive(self, word):
         assert script_refused(f"{SH}#SBATCH {word}\n") == (
