@@ -6,6 +6,7 @@ starting their clusters with `slurmlet up` as themselves."""
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from slurmlet.cli.http import listener_uid
-from slurmlet.controller.commands.local import closed_to_others
 from slurmlet.common.wire import DEFAULT_PORT
+from slurmlet.controller.commands.local import closed_to_others
 from tests.conftest import BIN, made_users, traversable_dir
 
 pytestmark = [pytest.mark.e2e,

@@ -254,3 +254,20 @@ def test_components_naming_the_same_node_are_refused(cluster: Cluster):
                      "-w", "node1", "-n1", "--wrap", "sleep 5"])
     want = captured("Components naming the same node")
     assert (r.stderr.splitlines(), r.returncode) == ([want[1]], int(want[2].split()[1].rstrip("]")))
+
+
+def test_requeue_acts_on_the_whole_job(cluster: Cluster):
+    c = cluster
+    wait_until(lambda: c.idle_nodes() == set(c.node_names), 60, what="the nodes to be idle")
+    jid = c.sbatch("-J", "hreq", "-o", "/dev/null", "-n1", ":", "-n1", "--wrap", "sleep 300")
+    c.wait_state(jid, "RUNNING", timeout=60)
+    assert c.run([str(BIN / "scontrol"), "requeue", str(jid)]).returncode == 0
+
+    def restarted() -> bool:
+        out = c.run([str(BIN / "scontrol"), "show", "job", str(jid)]).stdout
+        return out.count("Restarts=1") == 2 and out.count("JobState=RUNNING") == 2
+    wait_until(restarted, 90, what="both components to run again once")
+    r = c.run([str(BIN / "squeue"), "-j", str(jid), "-h", "-o", "%i %t"])
+    assert r.stdout.splitlines() == [f"{jid}+0 R", f"{jid}+1 R"]
+    c.run([str(BIN / "scancel"), str(jid)])
+    c.wait_state(jid + 1, "CANCELLED", timeout=30)
