@@ -13,7 +13,8 @@ site does not show, says what else to do with it:
 A page's blocks run in order in one bash, in a directory of its own that holds a copy of the checkout's
 `examples/` and `tests/data/migration-guide/`, with `HOME` a fresh directory (so `slurmlet up`'s state
 lands in `~/.slurmlet/local` there) and the venv's commands first on `PATH`; `slurmlet up` gets
-`--port 0` (a shell function adds it), and what a page leaves running is stopped with `slurmlet down`.
+`--port 0` (a shell function adds it), and every cluster a page leaves running (`~/.slurmlet/clusters`)
+is stopped with `slurmlet down`.
 
 Placeholders, for what changes from run to run:
 
@@ -48,7 +49,7 @@ from tests.conftest import BIN
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 MARK = "__docs_example_done__"
-READ_ONLY = {"squeue", "sinfo", "sacct", "sprio", "sshare", "sdiag", "sstat", "cat", "grep", "ls"}
+READ_ONLY = {"squeue", "sinfo", "sacct", "sprio", "sshare", "sdiag", "sstat", "cat", "grep", "sort", "ls"}
 #: what a page's examples make outside its directory (the spec's `home_directory_storage`), removed
 #: after the page where it was not there before
 OUTSIDE = {"spec-clusters.md": Path("/shared")}
@@ -211,6 +212,7 @@ def test_page_examples(page: Path, tmp_path: Path) -> None:
     blocks = parse(page)
     for b in blocks:
         if b.file:
+            (work / b.file).parent.mkdir(parents=True, exist_ok=True)
             (work / b.file).write_text("\n".join(b.body) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMLET_")}
     env.update(HOME=str(home), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", PYTHONDONTWRITEBYTECODE="1")
@@ -233,8 +235,11 @@ def test_page_examples(page: Path, tmp_path: Path) -> None:
             if failures:
                 break
     finally:
-        shell.run("slurmlet down >/dev/null 2>&1 || true", timeout=60)
         shell.close()
+        for record in sorted((home / ".slurmlet" / "clusters").glob("*")):  # slurmlet up's, one a cluster
+            state = record.read_text().split("\n")[4]
+            subprocess.run([str(BIN / "slurmlet"), "down", "--state-dir", state], env=env, capture_output=True,
+                           timeout=60)
         if made and outside is not None:
             shutil.rmtree(outside, ignore_errors=True)
     assert not failures, "\n".join(failures)
