@@ -53,6 +53,12 @@ class SwfJob:
     requested: int | float  #: requested time (the run time when the trace has none)
     user: int = -1
     line: int = 0  #: line number in the file (1-based)
+    #: sacct records only (controller/sim/sacct.py): Slurm's JobID (`19_2`, `27+1`) and the groups
+    #: the replay is reported by
+    name: str = ""
+    partition: str = ""
+    account: str = ""
+    user_name: str = ""
 
     @property
     def occupied(self) -> int | float:
