@@ -5,7 +5,7 @@ The input is what Slurm 22.05's `sacct --parsable2 --allocations` prints (`-a` f
 line per job allocation. The fields read (by name, in any order; others are ignored):
 
     JobIDRaw (else JobID)  Submit  Eligible  Start  End  Elapsed  Timelimit  State
-    ReqTRES (cpu=N) / ReqCPUS / NCPUS  Partition  Account  User  JobID  (QOS is kept for reports)
+    ReqTRES (cpu=N) / ReqCPUS / NCPUS  Partition  Account  User (the report's groups)  JobID
 
 How records become replayed jobs (see docs/simulate.md, *Replaying sacct records*):
 
