@@ -139,11 +139,12 @@ class Policy:
 
 def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
     """A backfill window that covers the whole trace: the span of its submit times plus twice its
-    longest requested time (no reservation or backfilled job can end further ahead than that)."""
+    longest requested time (no reservation or backfilled job can end further ahead than that);
+    unlimited jobs (requested time infinite) reserve nothing and are left out."""
     if not jobs:
         return 1
     span = max(j.submit for j in jobs) - min(j.submit for j in jobs)
-    longest = max(j.requested for j in jobs)
+    longest = max((j.requested for j in jobs if j.requested != math.inf), default=0)
     return max(1, math.ceil((span + 2 * longest) / 60) + 1)
 
 
@@ -272,7 +273,8 @@ class Engine:
         # job id) order is the trace's (submit time, job id) order even when trace ids repeat
         self.pending_jobs = [
             PendingJob(job_id=k + 1, partition=PARTITION, request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
-                       submit_time=float(j.submit), time_limit=minutes(j.requested), eligible_time=float(j.submit))
+                       submit_time=float(j.submit), eligible_time=float(j.submit),
+                       time_limit=minutes(j.requested) if j.requested != math.inf else None)  # inf: unlimited
             for k, j in enumerate(self.jobs)]
 
     def run(self) -> SimResult:
@@ -431,7 +433,8 @@ class Engine:
                 if ranked is not None:
                     ranked.remove(k)
                 heapq.heappush(heap, (end[k], k))
-                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t), float(t + requested[k]))
+                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t),
+                                          float(t + requested[k]) if requested[k] != inf else None)
             if fcfs:
                 while head < i and start[head] == start[head]:  # not NaN: started
                     head += 1

@@ -13,8 +13,9 @@ How records become replayed jobs (see docs/simulate.md, *Replaying sacct records
   --begin, holds and array throttles are replayed as they happened, not re-decided;
 * it holds its CPUs for its Elapsed time (End - Start where Elapsed is absent); a job that
   started and ended within the same second holds them for 1 s (sacct's resolution);
-* its time limit is Timelimit; UNLIMITED and Partition_Limit (no limit of the job's own) mean
-  the elapsed time, as SWF cleaning does for a missing requested time;
+* its time limit is Timelimit; UNLIMITED (and Partition_Limit, the partition's, which the
+  replayed single partition does not have) is no limit, as in Slurm: backfill plans such a job
+  as never ending (the core's `time_limit=None`);
 * its size is the CPUs it asked for: `cpu=` of ReqTRES, else ReqCPUS, else NCPUS;
 * Start None or Unknown with a final state (a job CANCELLED before it started, or one that never
   ran): skipped as "never started". Slurm records such a job with no start and no elapsed time;
@@ -31,6 +32,7 @@ How records become replayed jobs (see docs/simulate.md, *Replaying sacct records
 from __future__ import annotations
 
 import io
+import math
 from datetime import datetime
 
 from .swf import SKIP_TOO_WIDE, SwfError, SwfJob, Trace, open_text
@@ -160,7 +162,7 @@ def parse_lines(lines, path: str, max_procs: int | None = None) -> Trace:  # noq
             continue
         jid = row.get("JobIDRaw") or row["JobID"].split("_")[0].split("+")[0]
         jobs.append(SwfJob(job_id=int(jid), submit=int(arrive - t0), run=run, procs=cpus,
-                           requested=limit if limit is not None and limit > 0 else run, line=lineno,
+                           requested=limit if limit is not None and limit > 0 else math.inf, line=lineno,
                            name=row.get("JobID", jid), partition=row.get("Partition", ""),
                            account=row.get("Account", ""), user_name=row.get("User", "")))
     return Trace(path=path, max_procs=width, machine_source="slurm.conf" if max_procs else "largest job",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 from slurmlet.controller.commands import simulate as cli_simulate
 from slurmlet.controller.sim import engine, report, sacct
+from slurmlet.controller.sim.swf import SwfJob, Trace
 
 DUMP = Path(__file__).resolve().parents[2] / "data" / "slurm-2205-sacct-dump.txt"
 SLURMLET = Path(sys.executable).parent / "slurmlet"
@@ -64,7 +66,7 @@ def test_array_tasks_are_jobs_of_their_own_arriving_when_eligible():
     assert j0.run == 600 and j2.run == 7 * 60 + 9  # Elapsed 00:10:00 and 00:07:09 (cancelled while running)
     # both tasks were submitted together; task 2 became eligible at 07:04:24, ten minutes later
     assert r0["Submit"] == r2["Submit"] and j2.submit - j0.submit == 601
-    assert j0.requested == j0.run  # Timelimit UNLIMITED: the elapsed time
+    assert r0["Timelimit"] == "UNLIMITED" and j0.requested == math.inf  # no limit, as in Slurm
 
 
 def test_het_components_are_replayed_as_separate_jobs_with_their_own_sizes():
@@ -157,3 +159,15 @@ def test_cli_json_and_errors(tmp_path, capsys):
     assert debug["B"]["mean_wait_s"] >= debug["A"]["mean_wait_s"]
     assert cli_simulate.main(["--sacct", str(DUMP)]) == 2
     assert "--sacct needs --config" in capsys.readouterr().err
+
+
+def test_an_unlimited_job_is_planned_as_never_ending():
+    # 2 CPUs: job 1 (1 CPU) runs 100 s; job 2 wants both CPUs; job 3 (1 CPU, 1000 s limit) arrives
+    # behind it. With job 1's limit 100 s the head reserves both CPUs at 100 and job 3 would delay
+    # it; with job 1 UNLIMITED the head has no start time to protect and job 3 backfills.
+    def starts(first_limit: float) -> list[float]:
+        jobs = [SwfJob(1, 0, 100, 1, first_limit), SwfJob(2, 1, 50, 2, 50), SwfJob(3, 2, 10, 1, 1000)]
+        t = Trace(path="-", max_procs=2, machine_source="-", jobs=jobs)
+        return engine.simulate(t, engine.policy("easy", jobs)).start
+    assert starts(100) == [0, 100, 150]
+    assert starts(math.inf) == [0, 100, 2]  # job 3 ends at 12; job 2 starts when job 1 ends
