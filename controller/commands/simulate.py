@@ -131,12 +131,9 @@ def main(argv: list[str]) -> int:
         pol = engine.policy(args.policy, trace.jobs, conf)
     except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
         return _fail(f"--config: {e}")
-    try:
-        on = engine.core(args.core)
-    except (ImportError, ValueError) as e:
-        if isinstance(e, ImportError):  # compiled, asked for by the option or the environment
-            return _fail(f"{'--core' if args.core else 'SLURMLET_SIM_CORE'}: the compiled core is {e}")
-        return _fail(f"--core: {e}" if args.core else str(e))  # (the message names the variable)
+    on, err = _core(args.core)
+    if on is None:
+        return _fail(err)
     try:
         res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:
@@ -144,17 +141,35 @@ def main(argv: list[str]) -> int:
         return 1
     summary = {"trace": args.trace, "machine_source": trace.machine_source, **res.summary(),
                "core_note": on.why, "load_s": round(load_s, 4)}
-    if args.schedule is not None:
-        try:
-            with open(args.schedule, "w") as f:
-                f.write("".join(line + "\n" for line in res.schedule_lines()))
-        except OSError as e:
-            return _fail(f"cannot write {args.schedule}: {e.strerror or e}")
+    if args.schedule is not None and not _write_schedule(args.schedule, res):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
         sys.stdout.write(render(summary))
     return 0
+
+
+def _core(which: str | None):  # noqa: ANN202 - (engine.Core | None, str)
+    """(the scheduling core `--core` or $SLURMLET_SIM_CORE picks, "") or (None, why not)."""
+    from slurmlet.controller.sim import engine
+    try:
+        return engine.core(which), ""
+    except (ImportError, ValueError) as e:
+        if isinstance(e, ImportError):  # compiled, asked for by the option or the environment
+            return None, f"{'--core' if which else 'SLURMLET_SIM_CORE'}: the compiled core is {e}"
+        return None, f"--core: {e}" if which else str(e)  # (the message names the variable)
+
+
+def _write_schedule(path: str, res) -> bool:  # noqa: ANN001 - engine.SimResult
+    """Writes `res`'s schedule to `path`; False (after the error line) when it cannot."""
+    try:
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in res.schedule_lines()))
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror or e}")
+        return False
+    return True
 
 
 def _machine(conf) -> int:  # noqa: ANN001 - ClusterConfig
@@ -173,10 +188,9 @@ def main_sacct(args: argparse.Namespace) -> int:
     if args.schedule is not None and args.vs is not None:
         return _fail("--schedule takes one configuration: leave out --vs")
     name = args.policy or "slurm"
-    try:
-        on = engine.core(args.core)
-    except (ImportError, ValueError) as e:
-        return _fail(f"--core: {e}")
+    on, err = _core(args.core)
+    if on is None:
+        return _fail(err)
     confs = {"A": args.config} if args.vs is None else {"A": args.config, "B": args.vs}
     results: dict[str, engine.SimResult] = {}
     summaries: dict[str, dict] = {}
@@ -195,6 +209,8 @@ def main_sacct(args: argparse.Namespace) -> int:
         except sacct.SwfError as e:
             return _fail(str(e))
         load_s = time.perf_counter() - t0
+        if args.jobs is not None:
+            trace.jobs = trace.jobs[:args.jobs]
         try:
             pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
         except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
@@ -207,12 +223,8 @@ def main_sacct(args: argparse.Namespace) -> int:
         results[label] = res
         summaries[label] = {"trace": args.sacct, "config": path, "machine_source": path, **res.summary(),
                             "records": trace.records, "core_note": on.why, "load_s": round(load_s, 4)}
-    if args.schedule is not None:
-        try:
-            with open(args.schedule, "w") as f:
-                f.write("".join(line + "\n" for line in results["A"].schedule_lines()))
-        except OSError as e:
-            return _fail(f"cannot write {args.schedule}: {e.strerror or e}")
+    if args.schedule is not None and not _write_schedule(args.schedule, results["A"]):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps({"replays": summaries, "groups": report.table(results)}) + "\n")
         return 0

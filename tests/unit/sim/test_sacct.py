@@ -171,3 +171,17 @@ def test_an_unlimited_job_is_planned_as_never_ending():
         return engine.simulate(t, engine.policy("easy", jobs)).start
     assert starts(100) == [0, 100, 150]
     assert starts(math.inf) == [0, 100, 2]  # job 3 ends at 12; job 2 starts when job 1 ends
+
+
+def test_cli_one_configuration_jobs_and_schedule(tmp_path, capsys):
+    a = conf(tmp_path, "a.conf", 4)
+    sched = tmp_path / "sched.txt"
+    assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--jobs", "50", "--schedule", str(sched)]) == 0
+    out = capsys.readouterr().out
+    assert "jobs simulated: 50\n" in out and "== B" not in out
+    header = next(line for line in out.splitlines() if line.startswith("all jobs"))
+    assert header.split()[-1] == "A"
+    rows = [line.split() for line in sched.read_text().splitlines()]
+    assert len(rows) == 50 and all(int(s) <= int(st) < int(e) for _, s, st, e, _ in rows)
+    assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--vs", a, "--schedule", str(sched)]) == 2
+    assert "--schedule takes one configuration" in capsys.readouterr().err
