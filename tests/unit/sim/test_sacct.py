@@ -185,3 +185,16 @@ def test_cli_one_configuration_jobs_and_schedule(tmp_path, capsys):
     assert len(rows) == 50 and all(int(s) <= int(st) < int(e) for _, s, st, e, _ in rows)
     assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--vs", a, "--schedule", str(sched)]) == 2
     assert "--schedule takes one configuration" in capsys.readouterr().err
+
+
+def test_cli_a_garbled_record_is_one_error_line_naming_it(tmp_path, capsys):
+    bad = tmp_path / "dump.txt"
+    bad.write_text("\n".join(LINES[:3] + [LINES[3].replace("|2026-12-07T", "|07/12/2026 ", 1)]) + "\n")
+    a = conf(tmp_path, "a.conf", 4)
+    assert cli_simulate.main(["--sacct", str(bad), "--config", a]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"slurmlet simulate: error: {bad}:4: "), err
+    short = tmp_path / "short.txt"
+    short.write_text(LINES[0] + "\n" + LINES[1].rsplit("|", 1)[0] + "\n")
+    assert cli_simulate.main(["--sacct", str(short), "--config", a]) == 2
+    assert f"{short}:2: expected 22 fields, found 21" in capsys.readouterr().err
