@@ -33,8 +33,8 @@ def _jobs(value: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from slurmlet.controller.sim.engine import POLICIES
-    p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace through slurmlet's "
-                                       "scheduling core on a virtual clock.")
+    p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace, or a site's sacct "
+                                       "history, through slurmlet's scheduling core on a virtual clock.")
     p.add_argument("trace", metavar="TRACE.swf[.gz]", nargs="?",
                    help="the trace (gzip is detected by .gz or magic bytes)")
     p.add_argument("--sacct", metavar="FILE",
