@@ -129,7 +129,7 @@ def slurmlet() -> int:
              "  controller  run the controller (the slurmctld): REST API, scheduler, accounting\n"
              "  agent       run a node agent (the slurmd): registers the node, runs jobs and steps\n"
              "  credd       serve credentials to users who may not read the cluster key (munged's role)\n"
-             "  simulate    replay a workload trace (SWF) through the scheduler, without running jobs\n"
+             "  simulate    replay a workload trace (SWF) or sacct history through the scheduler, running no jobs\n"
              "  translate   convert between an sbatch script and an AI Runtime workload YAML\n"
              "  secrets     store, list and remove secrets for air runs\n"
              "  db          database schema: upgrade, current, history\n"

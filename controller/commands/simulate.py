@@ -2,9 +2,12 @@
 
     slurmlet simulate TRACE --policy fcfs|easy|slurm [--jobs N] [--json] [--schedule FILE]
                             [--config slurm.conf]
+    slurmlet simulate --sacct DUMP --config A.conf [--vs B.conf] [--policy ...] [--json]
 
 Prints jobs simulated (and skipped), makespan, utilization, mean wait, mean bounded slowdown
-(tau = 10 s), max wait, and the simulator's own wall time and throughput. See docs/simulate.md.
+(tau = 10 s), max wait, and the simulator's own wall time and throughput. With --sacct, a site's
+own `sacct -P -X` history is replayed on the machine of each slurm.conf, and the figures per
+partition, account and user follow, one column per configuration. See docs/simulate.md.
 """
 
 from __future__ import annotations
@@ -30,18 +33,25 @@ def _jobs(value: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from slurmlet.controller.sim.engine import POLICIES
-    p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace through slurmlet's "
-                                       "scheduling core on a virtual clock.")
-    p.add_argument("trace", metavar="TRACE.swf[.gz]", help="the trace (gzip is detected by .gz or magic bytes)")
-    p.add_argument("--policy", required=True, choices=POLICIES,
+    p = Parser(prog=PROG, description="Replay a Standard Workload Format (SWF) trace, or a site's sacct "
+                                       "history, through slurmlet's scheduling core on a virtual clock.")
+    p.add_argument("trace", metavar="TRACE.swf[.gz]", nargs="?",
+                   help="the trace (gzip is detected by .gz or magic bytes)")
+    p.add_argument("--sacct", metavar="FILE",
+                   help="replay a `sacct -P -X` dump (header line first) instead of an SWF trace; "
+                        "needs --config")
+    p.add_argument("--policy", choices=POLICIES,
                    help="fcfs: no overtaking; easy: EASY backfilling; slurm: multifactor priority "
-                        "and Slurm's backfill defaults")
+                        "and Slurm's backfill defaults (the default with --sacct)")
     p.add_argument("--jobs", type=_jobs, metavar="N", help="simulate the first N jobs that survive cleaning")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--schedule", metavar="FILE",
                    help="write 'job_id submit start end procs' per job, sorted by job id")
     p.add_argument("--config", metavar="slurm.conf",
-                   help="priority weights and SchedulerParameters for --policy slurm")
+                   help="priority weights and SchedulerParameters for --policy slurm; with --sacct also "
+                        "the machine (the CPUs of its nodes)")
+    p.add_argument("--vs", metavar="B.conf",
+                   help="with --sacct: replay the same history under this slurm.conf too, side by side")
     p.add_argument("--core", choices=("auto", "compiled", "python"), default=None,
                    help="the scheduling core: compiled (mypyc, where the package was built with it), python, "
                         "or auto (default, or $SLURMLET_SIM_CORE): compiled where it is built")
@@ -86,7 +96,18 @@ def render(summary: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.sacct is not None:
+        if args.trace is not None:
+            p.error("give either TRACE or --sacct, not both")
+        return main_sacct(args)
+    if args.trace is None:
+        p.error("the following arguments are required: TRACE.swf[.gz]")
+    if args.policy is None:
+        p.error("the following arguments are required: --policy")
+    if args.vs is not None:
+        p.error("--vs needs --sacct")
     import time
 
     from slurmlet.controller.sim import engine, swf
@@ -110,12 +131,9 @@ def main(argv: list[str]) -> int:
         pol = engine.policy(args.policy, trace.jobs, conf)
     except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
         return _fail(f"--config: {e}")
-    try:
-        on = engine.core(args.core)
-    except (ImportError, ValueError) as e:
-        if isinstance(e, ImportError):  # compiled, asked for by the option or the environment
-            return _fail(f"{'--core' if args.core else 'SLURMLET_SIM_CORE'}: the compiled core is {e}")
-        return _fail(f"--core: {e}" if args.core else str(e))  # (the message names the variable)
+    on, err = _core(args.core)
+    if on is None:
+        return _fail(err)
     try:
         res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:
@@ -123,14 +141,96 @@ def main(argv: list[str]) -> int:
         return 1
     summary = {"trace": args.trace, "machine_source": trace.machine_source, **res.summary(),
                "core_note": on.why, "load_s": round(load_s, 4)}
-    if args.schedule is not None:
-        try:
-            with open(args.schedule, "w") as f:
-                f.write("".join(line + "\n" for line in res.schedule_lines()))
-        except OSError as e:
-            return _fail(f"cannot write {args.schedule}: {e.strerror or e}")
+    if args.schedule is not None and not _write_schedule(args.schedule, res):
+        return 2
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
         sys.stdout.write(render(summary))
+    return 0
+
+
+def _core(which: str | None):  # noqa: ANN202 - (engine.Core | None, str)
+    """(the scheduling core `--core` or $SLURMLET_SIM_CORE picks, "") or (None, why not)."""
+    from slurmlet.controller.sim import engine
+    try:
+        return engine.core(which), ""
+    except (ImportError, ValueError) as e:
+        if isinstance(e, ImportError):  # compiled, asked for by the option or the environment
+            return None, f"{'--core' if which else 'SLURMLET_SIM_CORE'}: the compiled core is {e}"
+        return None, f"--core: {e}" if which else str(e)  # (the message names the variable)
+
+
+def _write_schedule(path: str, res) -> bool:  # noqa: ANN001 - engine.SimResult
+    """Writes `res`'s schedule to `path`; False (after the error line) when it cannot."""
+    try:
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in res.schedule_lines()))
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror or e}")
+        return False
+    return True
+
+
+def _machine(conf) -> int:  # noqa: ANN001 - ClusterConfig
+    """The CPUs of a slurm.conf's nodes (its NodeName lines' CPUs=, 1 where not given)."""
+    return sum(n.cpus or 1 for n in conf.nodes)
+
+
+def main_sacct(args: argparse.Namespace) -> int:
+    """`--sacct DUMP --config A.conf [--vs B.conf]`: a site's history under one or two configurations."""
+    import time
+
+    from slurmlet.controller.config import ConfigError, load_config
+    from slurmlet.controller.sim import engine, report, sacct
+    if args.config is None:
+        return _fail("--sacct needs --config (the slurm.conf whose nodes replay the history)")
+    if args.schedule is not None and args.vs is not None:
+        return _fail("--schedule takes one configuration: leave out --vs")
+    name = args.policy or "slurm"
+    on, err = _core(args.core)
+    if on is None:
+        return _fail(err)
+    confs = {"A": args.config} if args.vs is None else {"A": args.config, "B": args.vs}
+    results: dict[str, engine.SimResult] = {}
+    summaries: dict[str, dict] = {}
+    for label, path in confs.items():
+        opt = "--config" if label == "A" else "--vs"
+        try:
+            conf = load_config(path)
+        except ConfigError as e:
+            return _fail(f"{opt}: {e}")
+        procs = _machine(conf)
+        if procs <= 0:
+            return _fail(f"{opt}: {path} names no nodes")
+        t0 = time.perf_counter()
+        try:
+            trace = sacct.load(args.sacct, procs)
+        except sacct.SwfError as e:
+            return _fail(str(e))
+        load_s = time.perf_counter() - t0
+        if args.jobs is not None:
+            trace.jobs = trace.jobs[:args.jobs]
+        try:
+            pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
+        except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
+            return _fail(f"{opt}: {e}")
+        try:
+            res = engine.simulate(trace, pol, on=on)
+        except engine.SimulationError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return 1
+        results[label] = res
+        summaries[label] = {"trace": args.sacct, "config": path, "machine_source": path, **res.summary(),
+                            "records": trace.records, "core_note": on.why, "load_s": round(load_s, 4)}
+    if args.schedule is not None and not _write_schedule(args.schedule, results["A"]):
+        return 2
+    if args.json:
+        sys.stdout.write(json.dumps({"replays": summaries, "groups": report.table(results)}) + "\n")
+        return 0
+    out = []
+    for label, s in summaries.items():
+        out.append(f"== {label}: {s['config']} ==\n" + render(s))
+    out.append(report.render(results))
+    sys.stdout.write("\n".join(out))
     return 0

@@ -1,7 +1,8 @@
 """`slurmlet simulate`: replay Standard Workload Format traces through the scheduling core.
 
-`swf` parses and cleans traces into plain dataclasses; `engine` runs them on a virtual clock
-through `controller.core.plan.plan`. See docs/simulate.md.
+`swf` parses and cleans traces into plain dataclasses (`sacct` reads `sacct -P -X` dumps into
+the same); `engine` runs them on a virtual clock through `controller.core.plan.plan`; `report`
+cuts replays into per-partition, account and user figures. See docs/simulate.md.
 """
 
 from .engine import POLICIES, Engine, Policy, SimResult, SimulationError, policy, simulate

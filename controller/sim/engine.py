@@ -139,11 +139,12 @@ class Policy:
 
 def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
     """A backfill window that covers the whole trace: the span of its submit times plus twice its
-    longest requested time (no reservation or backfilled job can end further ahead than that)."""
+    longest requested time (no reservation or backfilled job can end further ahead than that);
+    unlimited jobs (requested time infinite) reserve nothing and are left out."""
     if not jobs:
         return 1
     span = max(j.submit for j in jobs) - min(j.submit for j in jobs)
-    longest = max(j.requested for j in jobs)
+    longest = max((j.requested for j in jobs if j.requested != math.inf), default=0)
     return max(1, math.ceil((span + 2 * longest) / 60) + 1)
 
 
@@ -186,6 +187,7 @@ class SimResult:
     bf_tested: int = 0  #: jobs backfill examined, summed over the passes (fast mode: it stops when none can start)
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
     core: str = "python"  #: the core it ran on: "compiled" (mypyc) or "python"
+    backfilled: list[bool] = field(default_factory=list)  #: per job: started by the backfill pass
 
     def summary(self) -> dict:
         n = len(self.jobs)
@@ -197,7 +199,7 @@ class SimResult:
             makespan = last - first
             waits = [s - j.submit for j, s in zip(self.jobs, self.start)]
             work = sum(j.procs * j.occupied for j in self.jobs)
-            bsld = sum(max(1.0, (w + j.occupied) / max(j.occupied, 10)) for j, w in zip(self.jobs, waits))
+            bsld = sum(bounded_slowdown(w, j.occupied) for j, w in zip(self.jobs, waits))
             out.update(makespan_s=_num(makespan),
                        utilization=round(work / (self.max_procs * makespan), 6) if makespan > 0 else 0.0,
                        mean_wait_s=round(sum(waits) / n, 3), mean_bounded_slowdown=round(bsld / n, 4),
@@ -212,6 +214,11 @@ class SimResult:
         """`job_id submit start end procs`, sorted by job id (trace ids and seconds)."""
         rows = sorted(zip(self.jobs, self.start, self.end), key=lambda r: (r[0].job_id, r[0].submit, r[0].line))
         return [f"{j.job_id} {_num(j.submit)} {_num(s)} {_num(e)} {j.procs}" for j, s, e in rows]
+
+
+def bounded_slowdown(wait: float, run: float, tau: float = 10) -> float:
+    """max(1, (wait + run) / max(run, tau)): a job's slowdown, short jobs counted as `tau` long."""
+    return max(1.0, (wait + run) / max(run, tau))
 
 
 def minutes(seconds: float) -> float:
@@ -266,7 +273,8 @@ class Engine:
         # job id) order is the trace's (submit time, job id) order even when trace ids repeat
         self.pending_jobs = [
             PendingJob(job_id=k + 1, partition=PARTITION, request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
-                       submit_time=float(j.submit), time_limit=minutes(j.requested), eligible_time=float(j.submit))
+                       submit_time=float(j.submit), eligible_time=float(j.submit),
+                       time_limit=minutes(j.requested) if j.requested != math.inf else None)  # inf: unlimited
             for k, j in enumerate(self.jobs)]
 
     def run(self) -> SimResult:
@@ -281,6 +289,7 @@ class Engine:
         requested = [j.requested for j in jobs]
         start: list[float] = [math.nan] * n
         end: list[float] = [math.nan] * n
+        backfilled = [False] * n
         cfg, weights = self.config, self.weights
         free_nodes, busy_nodes, index, parts = self.free_nodes, self.busy_nodes, self.index, self.partitions
         node_list = list(free_nodes)
@@ -419,10 +428,13 @@ class Engine:
                         min_size += 1
                 start[k] = t
                 end[k] = t + occupied[k]
+                if jid in p.backfilled:
+                    backfilled[k] = True
                 if ranked is not None:
                     ranked.remove(k)
                 heapq.heappush(heap, (end[k], k))
-                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t), float(t + requested[k]))
+                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t),
+                                          float(t + requested[k]) if requested[k] != inf else None)
             if fcfs:
                 while head < i and start[head] == start[head]:  # not NaN: started
                     head += 1
@@ -431,7 +443,8 @@ class Engine:
                                   f"e.g. trace job {jobs[next(iter(pending)) - 1].job_id}")
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
-                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested, core=self.core.name)
+                         instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested, core=self.core.name,
+                         backfilled=backfilled)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:

@@ -50,9 +50,15 @@ class SwfJob:
     submit: int | float
     run: int | float  #: the logged run time
     procs: int  #: max(allocated, requested processors)
-    requested: int | float  #: requested time (the run time when the trace has none)
+    requested: int | float  #: requested time (the run time when the trace has none; sacct: inf for UNLIMITED)
     user: int = -1
     line: int = 0  #: line number in the file (1-based)
+    #: sacct records only (controller/sim/sacct.py): Slurm's JobID (`19_2`, `27+1`) and the groups
+    #: the replay is reported by
+    name: str = ""
+    partition: str = ""
+    account: str = ""
+    user_name: str = ""
 
     @property
     def occupied(self) -> int | float:
