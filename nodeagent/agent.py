@@ -668,7 +668,8 @@ def _setup_cgroups(agent: Agent, cfg: dict, spool: str, gpu_spec: str | None = N
     """Jobs in cgroups unless slurm.conf's ProctrackType says otherwise (22.05's default is
     proctrack/cgroup); cgroup.conf's constraints from the controller. SLURMLET_CGROUP=v1|v2|none
     chooses the layout (tests run both on one machine)."""
-    from .cgroup import Hierarchy, Policy
+    from ..common.cgroupconf import Policy
+    from .cgroup import Hierarchy
     raw = {k.lower(): v for k, v in (cfg.get("raw") or {}).items()}
     proctrack = raw.get("proctracktype", "proctrack/cgroup").strip().lower()
     prefer = os.environ.get("SLURMLET_CGROUP") or (None if proctrack == "proctrack/cgroup" else "none")

@@ -19,9 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from slurmlet.common.cgroupconf import Policy
 from slurmlet.common.scripts import exit_code_env, run_scripts, session_pids, signal_session
 from slurmlet.nodeagent import identity
-from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
+from slurmlet.nodeagent.cgroup import GATE, CpuMap, Group, Hierarchy, job_groups, oom_line, others
 from slurmlet.nodeagent.records import TOKEN, Records, new_token, proc_entry
 from slurmlet.nodeagent.usage import Book, Usage
 

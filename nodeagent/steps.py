@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..common import streamhead
+from ..common.cgroupconf import Policy
 from ..common.grammar import compress_counts
 from ..common.scripts import session_pids, signal_session
 from . import identity, ptyrelay
-from .cgroup import GATE, CpuMap, Group, Hierarchy, Policy, job_groups, oom_line, others
+from .cgroup import GATE, CpuMap, Group, Hierarchy, job_groups, oom_line, others
 from .envs import EnvError, activate
 from .records import TOKEN, Records, new_token, proc_entry
 from .usage import Book, watch

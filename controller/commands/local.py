@@ -147,7 +147,7 @@ def generated_confine(text: str) -> bool | None:
 def not_confined(conf: ClusterConfig) -> str | None:
     """Why the jobs of a cluster with this configuration are not confined here (None: they are, or
     its cgroup.conf asks for nothing): `up`'s one line."""
-    from slurmlet.nodeagent.cgroup import Policy, unwritable
+    from slurmlet.common.cgroupconf import Policy, unwritable
     if not Policy.from_conf(conf.cgroup).confines:
         return None
     proctrack = {k.lower(): v for k, v in conf.raw.items()}.get("proctracktype", "proctrack/cgroup")

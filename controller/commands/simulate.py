@@ -182,7 +182,7 @@ def main_sacct(args: argparse.Namespace) -> int:
     import time
 
     from slurmlet.controller.config import ConfigError, load_config
-    from slurmlet.controller.sim import engine, report, sacct
+    from slurmlet.controller.sim import engine, report, sacct, swf
     if args.config is None:
         return _fail("--sacct needs --config (the slurm.conf whose nodes replay the history)")
     if args.schedule is not None and args.vs is not None:
@@ -206,7 +206,7 @@ def main_sacct(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         try:
             trace = sacct.load(args.sacct, procs)
-        except sacct.SwfError as e:
+        except swf.SwfError as e:  # (a SacctError too)
             return _fail(str(e))
         load_s = time.perf_counter() - t0
         if args.jobs is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from slurmlet.common.cgroupconf import Policy, mount_type
 from slurmlet.nodeagent import cgroup
 from tests.conftest import ROOT, Cluster, wait_until
 
@@ -27,10 +28,10 @@ def _layouts() -> list[str]:
     if os.geteuid() != 0:
         return []
     out = []
-    if cgroup._mount_type("/sys/fs/cgroup/freezer") == "cgroup" and os.access("/sys/fs/cgroup/freezer", os.W_OK):
+    if mount_type("/sys/fs/cgroup/freezer") == "cgroup" and os.access("/sys/fs/cgroup/freezer", os.W_OK):
         out.append("v1")
     for v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        if cgroup._mount_type(v2) == "cgroup2" and os.access(v2, os.W_OK):
+        if mount_type(v2) == "cgroup2" and os.access(v2, os.W_OK):
             out.append("v2")
             break
     return out
@@ -42,9 +43,9 @@ needs_cgroups = pytest.mark.skipif(not LAYOUTS, reason="no writable cgroup hiera
 
 def _memory_layout() -> str | None:
     """The layout whose cgroups can limit memory here (v1's memory controller, or v2's)."""
-    if "v1" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup/memory") == "cgroup":
+    if "v1" in LAYOUTS and mount_type("/sys/fs/cgroup/memory") == "cgroup":
         return "v1"
-    if "v2" in LAYOUTS and cgroup._mount_type("/sys/fs/cgroup") == "cgroup2" and \
+    if "v2" in LAYOUTS and mount_type("/sys/fs/cgroup") == "cgroup2" and \
             "memory" in Path("/sys/fs/cgroup/cgroup.controllers").read_text().split():
         return "v2"
     return None
@@ -258,7 +259,7 @@ def test_constraindevices_lets_a_job_open_only_its_own_gpus(tmp_path, layout: st
     a job given one GPU opens its own (the driver is absent: ENXIO) and is refused the others (EPERM).
     v1: the devices controller; v2: a device program attached to the job's cgroup."""
     from tests.conftest import serve
-    if layout == "v1" and cgroup._mount_type("/sys/fs/cgroup/devices") != "cgroup":
+    if layout == "v1" and mount_type("/sys/fs/cgroup/devices") != "cgroup":
         pytest.skip("no v1 devices controller")
     dev = tmp_path / "dev"
     dev.mkdir()
@@ -363,8 +364,8 @@ def test_v1_groups_are_made_only_where_the_job_needs_them(tmp_path):
     h = cgroup.Hierarchy.detect(f"test-only-{os.getpid()}", str(tmp_path), prefer="v1")
     assert h is not None and h.kind == "v1"
     try:
-        plain = cgroup.job_groups(h, cgroup.Policy(), 1, "batch", None)
-        cores = cgroup.job_groups(h, cgroup.Policy(cores=True), 2, "batch", None, cpus=[0])
+        plain = cgroup.job_groups(h, Policy(), 1, "batch", None)
+        cores = cgroup.job_groups(h, Policy(cores=True), 2, "batch", None, cpus=[0])
         assert plain is not None and cores is not None
         made = lambda jid: {c for c, b in h.base.items() if os.path.isdir(os.path.join(b, f"job_{jid}", "step_batch"))}  # noqa: E731
         always = {"freezer", "memory", "cpuacct", "pids"} & set(h.base)

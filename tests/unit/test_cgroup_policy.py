@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from slurmlet.common.cgroupconf import Policy
 from slurmlet.controller.config import parse_cgroup_conf
-from slurmlet.nodeagent.cgroup import Policy
 
 
 def test_cgroup_conf_keys_are_read_as_slurm_spells_them_and_unknown_ones_warned():

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from slurmlet.common.cgroupconf import Policy, mount_type
 from slurmlet.nodeagent import cgroup
-from slurmlet.nodeagent.cgroup import Hierarchy, Policy, proc_state
+from slurmlet.nodeagent.cgroup import Hierarchy, proc_state
 from slurmlet.nodeagent.launcher import Launcher
 from tests.conftest import wait_until
 
@@ -19,10 +20,10 @@ from tests.conftest import wait_until
 def _layout() -> str | None:
     if os.geteuid() != 0:
         return None
-    if cgroup._mount_type("/sys/fs/cgroup/freezer") == "cgroup" and os.access("/sys/fs/cgroup/freezer", os.W_OK):
+    if mount_type("/sys/fs/cgroup/freezer") == "cgroup" and os.access("/sys/fs/cgroup/freezer", os.W_OK):
         return "v1"
     for v2 in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        if cgroup._mount_type(v2) == "cgroup2" and os.access(v2, os.W_OK):
+        if mount_type(v2) == "cgroup2" and os.access(v2, os.W_OK):
             return "v2"
     return None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from slurmlet.controller.commands import simulate as cli_simulate
-from slurmlet.controller.sim import engine, report, sacct
+from slurmlet.controller.sim import engine, report, sacct, swf
 from slurmlet.controller.sim.swf import SwfJob, Trace
 
 DUMP = Path(__file__).resolve().parents[2] / "data" / "slurm-2205-sacct-dump.txt"
@@ -89,7 +89,7 @@ def test_both_runs_of_a_requeued_job_are_replayed():
 
 def test_zero_elapsed_is_one_second_and_wider_jobs_than_the_machine_are_skipped():
     t8 = sacct.load(str(DUMP), 8)
-    assert t8.skipped[sacct.SKIP_TOO_WIDE] > 0
+    assert t8.skipped[swf.SKIP_TOO_WIDE] > 0
     assert all(j.procs <= 8 for j in t8.jobs)
     line, row = record("4")
     assert row["Elapsed"] == "00:00:00" and row["Start"] == row["End"]
@@ -154,7 +154,7 @@ def test_cli_json_and_errors(tmp_path, capsys):
     assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--vs", b, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["replays"]["A"]["machine_procs"] == 32 and doc["replays"]["B"]["machine_procs"] == 8
-    assert doc["replays"]["B"]["skipped_by_reason"][sacct.SKIP_TOO_WIDE] > 0
+    assert doc["replays"]["B"]["skipped_by_reason"][swf.SKIP_TOO_WIDE] > 0
     debug = doc["groups"]["partition"]["debug"]
     assert debug["B"]["mean_wait_s"] >= debug["A"]["mean_wait_s"]
     assert cli_simulate.main(["--sacct", str(DUMP)]) == 2
