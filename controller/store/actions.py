@@ -50,7 +50,7 @@ def _then_follow(action: F) -> F:
         try:
             return action(self, *args, **kwargs)
         finally:
-            self.follow()
+            self.follow(args[0] if args else kwargs["job_id"])
     return cast(F, run)
 
 
@@ -67,10 +67,10 @@ class Actions(Part):
         with self.engine.connect() as c:
             return het.leader_of(c, job_id)
 
-    def follow(self) -> None:
-        """Heterogeneous jobs' components take what an action did to their leaders."""
+    def follow(self, job_id: int) -> None:
+        """A heterogeneous job's components take what an action did to it (through any of them)."""
         with self.engine.begin() as c:
-            het.follow(c)
+            het.follow(c, [het.leader_of(c, job_id)])
 
     @_then_follow
     def cancel(self, job_id: int, now: float, *, signal: int | None = None, uid: int = 0) -> str | None:

@@ -24,8 +24,10 @@ FOLLOWED = ("state", "reason", "priority", "held", "eligible_time", "start_time"
             "exit_signal", "restarts", "suspend_time", "suspended_secs", "preempt_time", "cancelled_by",
             "est_start", "batch_state")
 
-_UNSETTLED = select(J.c.id, J.c.het_job_id, J.c.het_job_offset, J.c.alloc,
-                    *[J.c[k] for k in FOLLOWED]).where(J.c.state.in_(ACTIVE_STATES), J.c.het_job_offset > 0)
+#: the components of these leaders that have not ended (through ix_jobs_het: no scan of the queue)
+_UNSETTLED = select(J.c.id, J.c.het_job_id, J.c.het_job_offset, J.c.alloc, *[J.c[k] for k in FOLLOWED]).where(
+    J.c.het_job_id.in_(bindparam("leaders", expanding=True)), J.c.het_job_offset > 0,
+    J.c.state.in_(ACTIVE_STATES))
 _LEADERS = select(J.c.id, J.c.alloc, *[J.c[k] for k in FOLLOWED]).where(
     J.c.id.in_(bindparam("ids", expanding=True)))
 
@@ -35,9 +37,13 @@ def part_of(alloc: list[dict], offset: int) -> list[dict]:
     return [{k: v for k, v in a.items() if k != "het"} for a in alloc if a.get("het", 0) == offset]
 
 
-def follow(c: Any) -> None:  # noqa: ANN401 - a Connection
-    """Components that have not ended take their leader's state (once it changed)."""
-    rows = list(c.execute(_UNSETTLED))
+def follow(c: Any, jobs: Iterable[int]) -> None:  # noqa: ANN401 - a Connection
+    """The components of these jobs (those of them that lead a heterogeneous job; others are no
+    one's leader) that have not ended take their leader's state, where it changed."""
+    ids = sorted(set(jobs))
+    if not ids:
+        return
+    rows = list(c.execute(_UNSETTLED, {"leaders": ids}))
     if not rows:
         return
     leaders = {r.id: r for r in c.execute(_LEADERS, {"ids": sorted({r.het_job_id for r in rows})})}

@@ -83,8 +83,8 @@ class NodeSync(Part):
             self._scripts_done(c, name, body.get("scripts_done") or [], now)
             for lost in body.get("lost") or []:
                 self._lost(c, name, lost, now)
-            if body.get("finished") or body.get("lost") or body.get("steps_finished"):
-                het.follow(c)
+            # (the jobs these reports ended: an srun's own allocation ends with its step 0)
+            het.follow(c, [r["job_id"] for key in ("finished", "lost", "steps_finished") for r in body.get(key) or []])
             running = set(body.get("running") or [])
             ending, notified = set(body.get("ending") or []), set(body.get("notified") or [])
             stopped = set(body.get("suspended") or [])
@@ -442,8 +442,7 @@ class NodeSync(Part):
                     out.jobs[r.id] = self._node_failed(c, r, now)
                     out.silent |= nodes & silent
                     out.others |= nodes - silent
-            if out.jobs:
-                het.follow(c)
+            het.follow(c, out.jobs)
         return out if out.jobs else None
 
 

@@ -77,6 +77,7 @@ class _Pass:
     dep_updates: dict[int, str | None] = field(default_factory=dict)  #: job -> the dependency squeue shows now
     dep_kill: list[int] = field(default_factory=list)  #: jobs to cancel: their dependency can never be satisfied
     next_dep_time: float | None = None
+    het: set[int] = field(default_factory=set)  #: the heterogeneous jobs' leaders (their components follow)
 
 
 class Scheduling(Part):
@@ -138,6 +139,7 @@ class Scheduling(Part):
             het=tuple((x.partition, self.shared.requests[x.id]) for x in comps.get(r.id, ())))
             for r in pend)
         found.reasons = {r.id: r.reason for r in pend}
+        found.het = set(comps) | {r.id for r in act if r.alloc and '"het"' in r.alloc}
         found.priorities = {r.id: r.priority for r in pend}
         found.est_starts = {r.id: r.est_start for r in pend}
         running = tuple(self._running_job(r) for r in act if r.alloc)
@@ -498,6 +500,6 @@ class Scheduling(Part):
                     state="RUNNING", suspend_time=None,
                     suspended_secs=J.c.suspended_secs + max(0.0, now - (held.suspend_time or now))))
                 woken.add(held.batch_host)
-            het.follow(c)
+            het.follow(c, found.het)
         return Applied(woken, tuple(found.dep_kill), found.next_dep_time)
 
