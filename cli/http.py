@@ -5,7 +5,8 @@ package): it speaks HTTP/1.1 itself, with JSON request bodies written by cli/jso
 import). On the controller's host it sends requests through the controller's spool
 (controller/spool.py, $SLURMLET_SPOOL) with nothing but `os` and `select`, and takes answers in
 `marshal` (no JSON decoder to load); else it uses TCP (the `socket` module, imported then) and JSON.
-The controller is found through `SLURMLET_CONTROLLER`, else the caller's own running `slurmlet up`
+The controller is found through `SLURMLET_CONTROLLER` (several, primary first, separated by commas:
+the requests go to the active one, `_failover`), else the caller's own running `slurmlet up`
 (`~/.slurmlet/clusters`: alone, it is used with its spool and key; several are named and none is
 picked), else 127.0.0.1:6817 when root or the caller runs what listens there.
 """
@@ -107,8 +108,9 @@ def listener_uid(port: int) -> int | None:
     return None
 
 
-def _split(url: str) -> tuple[str, int]:
-    rest = url.split("://", 1)[-1].rstrip("/")
+def host_port(url: str) -> tuple[str, int]:
+    """(host, port) of an address (the first of a list of several)."""
+    rest = url.split(",", 1)[0].split("://", 1)[-1].rstrip("/")
     host, _, port = rest.partition(":")
     return host or "127.0.0.1", int(port.split("/")[0] or 80)
 
@@ -121,7 +123,8 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
     spool does not serve it (no spool, not taken, 421: another controller's), by TCP, where changes
     carry a credential for this one request (common/cred.py) and reads do when `signed` (what only
     an owner may read)."""
-    host, port = _split(url or controller_url())
+    urls = (url or controller_url()).split(",")
+    host, port = host_port(urls[0])
     payload = b"" if body is None else dumps(body).encode("ascii")
     extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
     if url is None:  # answers from this host's controller may come as marshal: no JSON decoder to load
@@ -131,7 +134,21 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
             status, header, data = _parsed(answer, host, port)
             if status != 421:
                 return status, header, data
-    if method != "GET" or signed:
+    sign = method != "GET" or signed
+    if len(urls) == 1:
+        return _tcp(method, path, payload, extra, sign, host, port, timeout)
+    return _failover(method, path, payload, extra, sign, urls, timeout)
+
+
+class _NoConnection(Unreachable):
+    """The connection could not be made: nothing of the request was sent."""
+
+
+def _tcp(method: str, path: str, payload: bytes, extra: str, sign: bool, host: str, port: int,
+         timeout: float) -> tuple[int, str, bytes]:
+    """The request sent by TCP to one controller, changes (and reads when `sign`) with a credential for
+    this one attempt (common/cred.py)."""
+    if sign:
         from slurmlet.common import cred
         c = cred.header_for_me(cred.bind(method, path, payload))
         if c is not None:
@@ -145,11 +162,71 @@ def exchange(method: str, path: str, body: object = None, *, url: str | None = N
         s.settimeout(timeout)
         s.connect(addr)
     except OSError as e:
-        raise Unreachable(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
+        raise _NoConnection(f"Unable to contact slurm controller (connect failure) at {host}:{port}: {e}") from None
     status, header, data = _over(s, _head(method, path, host, port, extra, payload) + payload, host, port)
     if _marshal(header):  # (not asked for: marshal is for this host's controller)
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {MARSHAL} over TCP")
     return status, header, data
+
+
+_ACTIVE: list[int] = []  #: where this process last found the active controller among several
+
+
+def _failover(method: str, path: str, payload: bytes, extra: str, sign: bool, urls: list[str],
+              timeout: float) -> tuple[int, str, bytes]:
+    """The request to the active one of several controllers (slurm.conf's SlurmctldHost), tried in
+    order as 22.05's clients do, from where the active one was last found: past one that cannot be
+    reached and one in standby (common/wire.STANDBY). While none is active (a backup is taking
+    over), again each second, for up to 1.5 SlurmctldTimeout from a standby's first answer, or
+    MESSAGE_TIMEOUT where nobody answers. A read also goes on past a controller that took it and
+    gave no answer (a paused one); a change is not sent twice (it may have been carried out), but a
+    retry of it goes to the next controller first."""
+    import time
+
+    from slurmlet.common.wire import MESSAGE_TIMEOUT, STANDBY
+    start = time.monotonic()
+    until = start + MESSAGE_TIMEOUT
+    first = _ACTIVE[0] if _ACTIVE else 0
+    err: Unreachable | None = None
+    while True:
+        for k in range(len(urls)):
+            i = (first + k) % len(urls)
+            host, port = host_port(urls[i])
+            try:
+                status, header, data = _tcp(method, path, payload, extra, sign, host, port, timeout)
+            except _NoConnection as e:
+                err = e
+                continue
+            except Unreachable as e:
+                if method != "GET":  # (a retry, as sbatch's with its Idempotency-Key, goes to the next first)
+                    _ACTIVE[:] = [(i + 1) % len(urls)]
+                    raise
+                err = e
+                continue
+            if status == 503:
+                wait = _header(header, STANDBY)
+                if wait is not None:
+                    try:
+                        until = max(until, start + 1.5 * float(wait))
+                    except ValueError:
+                        pass
+                    err = Unreachable(f"Slurm backup controller in standby mode at {host}:{port}")
+                    continue
+            _ACTIVE[:] = [i]
+            return status, header, data
+        if time.monotonic() + 1 > until:
+            assert err is not None
+            raise err
+        time.sleep(1.0)
+
+
+def _header(header: str, name: str) -> str | None:
+    """The value of header line `name` (lower case) in an answer's header lines (None: none)."""
+    for line in header.split("\r\n")[1:]:
+        k, _, v = line.partition(":")
+        if k.strip().lower() == name:
+            return v.strip()
+    return None
 
 
 def _marshal(header: str) -> bool:
@@ -302,7 +379,7 @@ def decoded(status: int, header: str, data: bytes, url: str | None = None) -> An
             doc = json.loads(data)
     except (ValueError, IndexError, EOFError, TypeError):
         # not the controller's JSON (a proxy's error page, a cut answer)
-        host, port = _split(url or controller_url())
+        host, port = host_port(url or controller_url())
         first = header.split("\r\n", 1)[0][:100]
         raise Unreachable(f"Unexpected answer from the slurm controller at {host}:{port}: {first}") from None
     if status >= 400:
@@ -320,12 +397,9 @@ def _location_id(status: int, header: str) -> int | None:
     """The id a 201's `Location: /api/v1/jobs/ID` names (None: no such header)."""
     if status != 201:
         return None
-    for line in header.split("\r\n"):
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "location":
-            tail = value.strip().rsplit("/", 1)[-1]
-            return int(tail) if tail.isdigit() else None
-    return None
+    value = _header(header, "location")
+    tail = value.rsplit("/", 1)[-1] if value is not None else ""
+    return int(tail) if tail.isdigit() else None
 
 
 def _dechunk(data: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""scontrol: show, hold/release/requeue, update, ping, hostnames/hostlist."""
+"""scontrol: show, hold/release/requeue, update, ping, takeover, hostnames/hostlist."""
 
 from __future__ import annotations
 
@@ -40,15 +40,9 @@ def main(argv: list[str]) -> int:
     if cmd == "show":
         return show(args, one_liner=one_liner, details=details)
     if cmd == "ping":
-        url = http.controller_url()
-        host = url.split("://", 1)[-1].split(":")[0]
-        try:
-            http.request("GET", "/api/v1/ping", timeout=5)
-            print(f"Slurmctld(primary) at {host} is UP")
-            return 0
-        except http.Unreachable:
-            print(f"Slurmctld(primary) at {host} is DOWN")
-            return 1
+        return ping()
+    if cmd == "takeover":
+        return takeover(args)
     if cmd in ("hold", "uhold", "release", "requeue", "requeuehold", "suspend", "resume"):
         return job_action(cmd, args)
     if cmd == "update":
@@ -66,6 +60,61 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"invalid keyword: {words[0]}", file=sys.stderr)
     return 1
+
+
+def ping() -> int:
+    """scontrol ping: each controller (SlurmctldHost, primary first) UP or DOWN as 22.05 prints them;
+    exit 0 where one answers. A backup in standby answers too."""
+    urls = http.controller_url().split(",")
+    up: list[bool] = []
+    names: list[str] = []
+    for u in urls:
+        try:  # (one controller: through this host's spool where there is one)
+            doc = http.request("GET", "/api/v1/ping", url=u if len(urls) > 1 else None, timeout=5)
+        except (http.Unreachable, http.ControllerError):
+            up.append(False)
+            continue
+        up.append(True)
+        if isinstance(doc, dict) and isinstance(doc.get("controllers"), list) and len(doc["controllers"]) == len(urls):
+            names = [str(n) for n in doc["controllers"]]
+    names = names or [http.host_port(u)[0] for u in urls]
+    for i, (name, ok) in enumerate(zip(names, up)):
+        mode = "primary" if i == 0 else "backup" if len(urls) == 2 else f"backup{i}"
+        print(f"Slurmctld({mode}) at {name} is {'UP' if ok else 'DOWN'}")
+    if not all(up) and os.getuid() == 0:
+        print("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n"
+              "*****************************************")
+    return 0 if any(up) else 1
+
+
+def takeover(args: list[str]) -> int:
+    """scontrol takeover [INDEX]: backup controller INDEX (default 1, the first backup) takes control
+    (the lease on the database, controller/failover.py); the controller that had it is in standby."""
+    urls = http.controller_url().split(",")
+    if len(args) > 1:
+        print("takeover: too many arguments", file=sys.stderr)
+        return 1
+    index = 1
+    if args:
+        try:
+            index = int(args[0])
+        except ValueError:
+            index = 0
+        if index < 1 or index >= len(urls):
+            print(f"takeover: invalid backup controller index ({index})", file=sys.stderr)
+            return 1
+    elif len(urls) < 2:
+        print("takeover: no backup controller defined", file=sys.stderr)
+        return 1
+    try:
+        http.request("POST", "/api/v1/takeover", url=urls[index], timeout=60)
+    except http.ControllerError as e:
+        print(f"slurm_takeover error: {e.error}", file=sys.stderr)
+        return 1
+    except http.Unreachable:
+        print("slurm_takeover error: Unable to contact slurm controller (connect failure)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def listpids(args: list[str]) -> int:

@@ -49,3 +49,17 @@ ANSWER_CHARS = 4 * -(-PIECE // 3)
 CLUSTERS_DIR = (".slurmlet", "clusters")
 #: the controller's address when nothing names one (Slurm's SlurmctldPort)
 DEFAULT_PORT = 6817
+
+#: the header a controller in standby (a backup while another holds the database's lease:
+#: controller/failover.py) marks its refusals with; its value is SlurmctldTimeout in seconds: a
+#: client waits up to 1.5 times that for a backup to take control, as 22.05's clients do
+STANDBY = "slurmlet-standby"
+#: seconds a client keeps trying when no controller answers at all (22.05's MessageTimeout)
+MESSAGE_TIMEOUT = 10.0
+
+
+def controller_urls(value: str) -> list[str]:
+    """The controllers an address names (SLURMLET_CONTROLLER, an agent's --controller): one, or several
+    separated by commas, primary first (slurm.conf's SlurmctldHost order), each `http://HOST:PORT` or
+    `HOST:PORT`."""
+    return [u if "://" in u else "http://" + u for u in (p.strip().rstrip("/") for p in value.split(",")) if u]

@@ -18,11 +18,14 @@ from . import metrics, spool
 from .api import accounting, admin, jobs, nodes, runs, secrets, steps, web
 from .api.deps import json_safe, nodes_of
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
+from .failover import Failover, whoami
 from .gate import Gate, GateRoute
 from .loops.reaper import reaper_loop
 from .loops.scheduler import scheduler_loop
 from .runtime import VERSION, Controller, Settings
+from .store.engine import make_engine
 from .store.guard import describe
+from .store.lease import Lease
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -30,32 +33,60 @@ log = logging.getLogger("slurmlet.controller")
 def create_app(settings: Settings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
-        ctl = Controller(settings)
-        app.state.ctl = ctl
-        ctl.store.reset_controller_scripts()
-        gone = ctl.store.forget_unconfigured_nodes()
-        if gone:
-            log.warning("slurm.conf names these nodes no more: forgotten: %s", ", ".join(gone))
-        for w in settings.config.warnings:
-            log.warning("slurm.conf: %s (ignored)", w)
-        task = asyncio.create_task(scheduler_loop(ctl))
-        task.add_done_callback(_crash_on_failure)
-        reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
-        if settings.spool:
-            host, _, port = settings.listen.rpartition(":")
-            ctl.spool = spool.Spool(settings.spool, app, (host.strip("[]"), int(port)))
-            await ctl.spool.start()
-        try:
-            yield
-        finally:
+        index, name = whoami(settings.config, settings.host)
+        lease = Lease(make_engine(settings.db_url), name, index, settings.config.slurmctld_timeout)
+        fo = app.state.failover = Failover(lease, settings.config.controller_names(), settings.key)
+        app.state.ctl = None
+        running: list[asyncio.Task] = []
+
+        async def activate() -> None:
+            ctl = Controller(settings, lease)
+            ctl.store.reset_controller_scripts()
+            gone = ctl.store.forget_unconfigured_nodes()
+            if gone:
+                log.warning("slurm.conf names these nodes no more: forgotten: %s", ", ".join(gone))
+            for w in settings.config.warnings:
+                log.warning("slurm.conf: %s (ignored)", w)
+            task = asyncio.create_task(scheduler_loop(ctl), name="the scheduler loop")
+            task.add_done_callback(_crash_on_failure)
+            reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
+            running[:] = [task, reaper]
+            app.state.ctl = ctl
+            if settings.spool:
+                host, _, port = settings.listen.rpartition(":")
+                ctl.spool = spool.Spool(settings.spool, app, (host.strip("[]"), int(port)))
+                await ctl.spool.start()
+
+        async def deactivate() -> None:
+            ctl: Controller | None = app.state.ctl
+            if ctl is None:
+                return
+            app.state.ctl = None
             if ctl.spool is not None:
                 await ctl.spool.stop()
-            task.cancel()
-            for t in [task, reaper, *ctl.script_tasks]:
+            for t in [*running, *ctl.script_tasks]:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
+            running.clear()
             ctl.store.engine.dispose()
+
+        # the primary takes control at its start (as 22.05's takes it back from a backup); a backup when
+        # the lease has run out
+        if await asyncio.to_thread(lease.take, index == 0):
+            await activate()
+        keeper = asyncio.create_task(fo.run(activate, deactivate), name="the controller lease's keeper")
+        keeper.add_done_callback(_crash_on_failure)
+        try:
+            yield
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            await deactivate()
+            with contextlib.suppress(Exception):
+                lease.release()
+            lease.engine.dispose()
 
     # (FastAPI's own OpenTelemetry off: /metrics is the controller's, and its spans cost every request)
     app = FastAPI(title="slurmlet controller", version="0.1.0", lifespan=lifespan,
@@ -88,7 +119,7 @@ def create_app(settings: Settings) -> FastAPI:
     for r in (nodes, jobs, steps, runs, secrets, admin, web, accounting):
         app.include_router(r.router)
     latency = metrics.install(app, ctl, nodes_of)
-    app.add_middleware(Gate, ctl=ctl, latency=latency)  # (the one layer: gate.py)
+    app.add_middleware(Gate, ctl=ctl, failover=lambda: app.state.failover, latency=latency)  # (the one layer: gate.py)
     return app
 
 
@@ -110,7 +141,7 @@ def too_deep() -> JSONResponse:
 
 def _crash_on_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.critical("scheduler loop died: %r", task.exception())
+        log.critical("%s died: %r", task.get_name(), task.exception())
         import os
         import signal
         os.kill(os.getpid(), signal.SIGTERM)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -87,6 +88,15 @@ class ClusterConfig:
     text: str = ""
     #: cgroup.conf beside slurm.conf (ConstrainRAMSpace, ...), by Slurm's key names; the agents enforce it
     cgroup: dict[str, str] = field(default_factory=dict)
+    #: the SlurmctldHost lines in order, each as written (`NAME` or `NAME(ADDRESS)`): the primary first,
+    #: then the backups (ControlMachine and BackupController, the older keys, read as the first two)
+    controllers: tuple[str, ...] = ()
+    #: SlurmctldTimeout: seconds a backup waits for the active controller's lease to be renewed
+    slurmctld_timeout: int = 120
+
+    def controller_names(self) -> tuple[str, ...]:
+        """The controllers' host names, primary first (one, "localhost", when slurm.conf names none)."""
+        return tuple(c.split("(", 1)[0].strip() for c in self.controllers) or ("localhost",)
 
     @property
     def dynamic_nodes(self) -> bool:
@@ -251,15 +261,18 @@ _GLOBAL_KEYS = {
     "schedulertype": "scheduler_type",
     "enforcepartlimits": "enforce_part_limits",
     "prologflags": "prolog_flags",
+    "slurmctldtimeout": "slurmctld_timeout",
 }
-_INT_FIELDS = {"kill_wait", "min_job_age", "slurmd_timeout", "def_mem_per_cpu", "max_array_size", "requeue_delay"}
+_INT_FIELDS = {"kill_wait", "min_job_age", "slurmd_timeout", "def_mem_per_cpu", "max_array_size", "requeue_delay",
+               "slurmctld_timeout"}
 
 # Keys real slurm.conf files carry that slurmlet accepts silently (no behaviour here, or later issues).
 _KNOWN_QUIET = {
-    "slurmctldhost", "controlmachine", "slurmuser", "slurmduser", "authtype", "credtype", "mpidefault",
+    "slurmctldhost", "controlmachine", "backupcontroller", "slurmuser", "slurmduser", "authtype", "credtype",
+    "mpidefault",
     "proctracktype", "tasktype", "taskplugin", "returntoservice", "slurmdparameters",
     "slurmctldpidfile", "slurmdpidfile", "slurmdspooldir", "statesavelocation", "slurmctldlogfile",
-    "slurmdlogfile", "slurmctlddebug", "slurmddebug", "slurmctldtimeout", "inactivelimit", "waittime",
+    "slurmdlogfile", "slurmctlddebug", "slurmddebug", "inactivelimit", "waittime",
     "selecttype", "selecttypeparameters", "grestypes", "prioritytype", "prioritydecayhalflife", "prioritycalcperiod",
     "prioritymaxage", "priorityweightage", "priorityweightfairshare", "priorityweightjobsize",
     "priorityweightpartition", "priorityweightqos", "priorityweightassoc", "priorityweighttres",
@@ -482,6 +495,8 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
     nodes: list[NodeConf] = []
     parts: list[PartitionConf] = []
     nodesets: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    controllers: list[str] = []
+    legacy: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -500,6 +515,16 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
             if key == "nodeset":
                 nodesets[pairs[0][1]] = _nodeset(pairs)
                 continue
+            if key in ("slurmctldhost", "controlmachine", "backupcontroller"):
+                if len(pairs) > 1:
+                    raise ConfigError(f"{pairs[0][0]}: one host per line")
+                ctl = pairs[0][1].strip()
+                if not ctl or not re.fullmatch(r"[A-Za-z0-9._-]+(\([^()\s]+\))?", ctl):
+                    raise ConfigError(f"{pairs[0][0]}: invalid value {ctl!r} (NAME or NAME(ADDRESS))")
+                if key == "slurmctldhost":
+                    controllers.append(ctl)
+                else:
+                    legacy[key] = ctl
             for k, v in pairs:
                 raw[k] = v
                 lk = k.lower()
@@ -536,7 +561,14 @@ def parse_slurm_conf(text: str) -> ClusterConfig:
         parts.append(PartitionConf(name="debug", nodes=None, default=True))
     elif not any(p.default for p in parts):
         parts[0] = dataclasses.replace(parts[0], default=True)
+    if not controllers and legacy:  # (22.05 reads ControlMachine and BackupController where no SlurmctldHost is)
+        controllers = [legacy[k] for k in ("controlmachine", "backupcontroller") if k in legacy]
+    values["controllers"] = tuple(controllers)
+    if len(set(c.split("(", 1)[0] for c in controllers)) < len(controllers):
+        raise ConfigError("SlurmctldHost: a host named twice")
     fixed = {k: v for k in FIXED_KEYS for rk, v in raw.items() if rk.lower() == k.lower()}
+    if controllers:
+        fixed["SlurmctldHost"] = ",".join(controllers)
     if nodes:
         fixed["NodeName"] = " ".join(f"{n.name}:{n.cpus}:{n.real_memory}:{n.gpus}:{n.gpu_type}:{n.addr}"
                                      for n in nodes)

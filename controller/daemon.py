@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--init-db", action="store_true",
                     help="make a new, empty database where the state directory records one that is now missing "
                          "or empty (without it, such a start is refused); a database with data is kept")
+    ap.add_argument("--host", default=None, metavar="NAME",
+                    help="which of slurm.conf's SlurmctldHost this controller is (default: this host's short "
+                         "name; the only one where there is one); the first is the primary, the others backups, "
+                         "which share its database (PostgreSQL)")
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -80,9 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         print("slurmlet controller: error: --spool needs a --listen port other than 0", file=sys.stderr)
         return 1
     os.umask(0o077)  # what the controller makes (the database, its journal, database.json) is its own
+    from slurmlet.controller.failover import HostError, role, whoami
+    try:
+        index, name = whoami(config, args.host)
+    except HostError as e:
+        print(f"slurmlet controller: error: {e}", file=sys.stderr)
+        return 1
     settings = Settings(db_url=args.db or sqlite_url(args.state_dir), config=config, listen=f"{host}:{port}",
                         reload=reload if conf_path or spec_path else None, key=key,
-                        spool=args.spool and os.path.abspath(args.spool))
+                        spool=args.spool and os.path.abspath(args.spool), host=name)
     from slurmlet.controller.store.engine import private_state
     private_state(state_dir, None if args.db else settings.db_url.removeprefix("sqlite:///"))
     from slurmlet.controller.store.history import open_database
@@ -92,6 +102,27 @@ def main(argv: list[str] | None = None) -> int:
     except SchemaError as e:
         print(f"slurmlet controller: error: {e}", file=sys.stderr)
         return 1
+    names = config.controller_names()
+    if settings.db_url.startswith("sqlite"):  # one host's file: one controller
+        if index > 0:
+            print(f"slurmlet controller: error: {name} is a backup controller (SlurmctldHost {role(index, len(names))}"
+                  f"): a backup shares the primary's database, which must be one every controller reaches "
+                  f"(PostgreSQL: --db postgresql://...), not SQLite, a file of one host", file=sys.stderr)
+            return 1
+        from slurmlet.controller.store.engine import make_engine
+        from slurmlet.controller.store.lease import Lease, single_host
+        lease = Lease(make_engine(settings.db_url, migrate=False), name, index, config.slurmctld_timeout)
+        why = single_host(lease.read(), lease.me)
+        lease.engine.dispose()
+        if why:
+            print(f"slurmlet controller: error: the database {settings.db_url.removeprefix('sqlite:///')} is in use: "
+                  f"{why}; SQLite takes one controller (backup controllers share a PostgreSQL database)",
+                  file=sys.stderr)
+            return 1
+        if len(names) > 1:
+            logging.getLogger("slurmlet.controller").warning(
+                "slurm.conf names %d controllers (SlurmctldHost), but the database is SQLite, which no backup "
+                "can share: this one runs alone", len(names))
     import uvicorn
     # agents sync over one kept-alive connection each: uvicorn's default 5 s idle limit races an agent that
     # comes back after a busy moment (its request meets the closing connection: a read error, a back-off)

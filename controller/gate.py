@@ -3,17 +3,19 @@ host's spool, spool.py), before any route sees it. In this order:
 
 1. framing: a request with both Content-Length and Transfer-Encoding is refused (400; RFC 9112
    section 6.3 allows it), its connection closed;
-2. `identify()`: who asks, once: the kernel's uid for a spooled request (spool.LOCAL in its scope);
+2. a controller in standby (failover.py: another one holds the database's lease) answers a ping or a
+   takeover itself and refuses every other request (503, Slurm's standby error);
+3. `identify()`: who asks, once: the kernel's uid for a spooled request (spool.LOCAL in its scope);
    over TCP a credential (common/cred.py: its signature and age, before the body is read) or a token
    (auth.token_caller); else nobody. A change by nobody is refused (401) before its body is read;
-3. `read_body()`: the body bounded by the bytes actually read (chunked or not) against its route's
+4. `read_body()`: the body bounded by the bytes actually read (chunked or not) against its route's
    limit (limits.body_limit): 413 for a Content-Length over it at once, and for a body that grows
    past it as soon as it does;
-4. a credential bound to its request (method, target, body: cred.bind) and spent once;
-5. `decode()`: the body read as JSON (415 for another type, 400 for no JSON), handed to the routes
+5. a credential bound to its request (method, target, body: cred.bind) and spent once;
+6. `decode()`: the body read as JSON (415 for another type, 400 for no JSON), handed to the routes
    as their body (GateRoute, GateRequest: FastAPI's custom request class);
-6. the answer in marshal where a spooled client lists it in its Accept (`marshal_wanted`);
-7. the request timed for /metrics (metrics.Latency), from its arrival to its answer's end.
+7. the answer in marshal where a spooled client lists it in its Accept (`marshal_wanted`);
+8. the request timed for /metrics (metrics.Latency), from its arrival to its answer's end.
 
 Routes are plain FastAPI routes with dependencies; they read the caller (deps.caller) and the body
 the gate decoded. A middleware or an authentication rule is one edit here."""
@@ -42,6 +44,7 @@ from .api import limits
 from .errors import DomainError, InvalidRequest
 
 if TYPE_CHECKING:
+    from .failover import Failover
     from .runtime import Controller
 
 log = logging.getLogger("slurmlet.controller")
@@ -196,9 +199,11 @@ class GateRoute(APIRoute):
 class Gate:
     """The ASGI layer (outermost): see the module's text."""
 
-    def __init__(self, app: Any, ctl: Callable[[], Controller], latency: metrics.Latency) -> None:
+    def __init__(self, app: Any, ctl: Callable[[], Controller], failover: Callable[[], Failover],
+                 latency: metrics.Latency) -> None:
         self.app = app
         self.ctl = ctl
+        self.failover = failover
         self.latency = latency
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -230,7 +235,11 @@ class Gate:
         if length is not None and chunked:
             await _refuse(send, InvalidRequest("a request with both Content-Length and Transfer-Encoding"))
             return
+        fo = self.failover()
         c = self.ctl()
+        if c is None or not fo.active():  # (in standby: the failover answers, see failover.py)
+            await fo.serve_standby(scope, receive, send, scope.get(LOCAL))
+            return
         who, pending = identify(c, scope, headers)
         if who is None:
             if method not in READS:

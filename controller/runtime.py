@@ -25,6 +25,7 @@ from .store.jobs import JobStore
 
 if TYPE_CHECKING:
     from .spool import Spool
+    from .store.lease import Lease
 
 log = logging.getLogger("slurmlet.controller")
 VERSION = "22.05.8"
@@ -59,6 +60,8 @@ class Settings:
     key: bytes | None = None
     #: the request spool for this host's users, who are who the kernel says (spool.py); None: none
     spool: str | None = None
+    #: which of slurm.conf's SlurmctldHost this controller is (failover.whoami; None: this host's name)
+    host: str | None = None
 
 
 @dataclass
@@ -147,11 +150,13 @@ class DbHealth:
 class Controller:
     """The daemon's live state: the store, the wake-up events and the scheduling pass."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, lease: Lease | None = None):
         self.settings = settings
         self.config = settings.config
         self.clock = settings.clock
         self.store = JobStore(make_engine(settings.db_url), settings.config)
+        if lease is not None:  # (every change it makes checks that this controller still holds the lease)
+            lease.fence(self.store.engine)
         self.nonces = auth.Nonces(since=settings.clock())  #: credentials already used (each is good once)
         #: the request spool (Settings.spool), started with the app
         self.spool: Spool | None = None

@@ -22,7 +22,7 @@ import httpx
 import psutil
 
 from ..common import cred, scripts
-from ..common.wire import ANSWERS_BYTES, DEFAULT_PORT, PIECE
+from ..common.wire import ANSWERS_BYTES, DEFAULT_PORT, PIECE, controller_urls
 from . import envs, identity, syncclient, unpack
 from . import records as records_mod
 from .env import batch_environment, script_environment
@@ -99,7 +99,8 @@ class Agent:
     def __init__(self, *, controller: str, name: str, cpus: int | None, memory: int | None, gpus: int | None,
                  gpu_type: str | None, addr: str | None, spool: str, kill_wait: float = 30.0,
                  cluster: str = "slurmlet", pool: str | None = None, slurmd_timeout: float | None = None):
-        self.controller = controller.rstrip("/")
+        self.controller = controller.rstrip("/")  #: the controllers' addresses (several: separated by commas)
+        self.client: syncclient.SyncClient | None = None  #: the syncs' (it knows which controller is active)
         self.max_backoff = max_backoff(slurmd_timeout)
         self.name = name
         real_gpus, real_type = detect_gpus()
@@ -208,7 +209,8 @@ class Agent:
                         ", ".join(sorted(stale)), killed)
 
     async def _serve(self) -> None:
-        client = syncclient.SyncClient(self.controller, connect=5.0, timeout=LONG_POLL + 30.0, sign=_sign_headers)
+        client = self.client = syncclient.SyncClient(self.controller, connect=5.0, timeout=LONG_POLL + 30.0,
+                                                     sign=_sign_headers)
         try:
             backoff = 0.1
             while True:
@@ -336,7 +338,7 @@ class Agent:
         dest = os.path.join(run, "code")
         if not os.path.isdir(dest):
             try:
-                data = await _fetch(f"{self.controller}/api/v1/code/{sha}")
+                data = await _fetch(f"{self.client.url if self.client else self.controller}/api/v1/code/{sha}")
                 os.makedirs(run, exist_ok=True)
                 identity.own(run, order)
                 await asyncio.get_running_loop().run_in_executor(None, identity.run_as, order, unpack.extract, data,
@@ -617,11 +619,15 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as e:
             log.warning("--own-hostname: jobs here see the host's name %s, not %s: %s", os.uname().nodename,
                         args.name, e)
-    controller = args.controller if "://" in args.controller else f"http://{args.controller}"
+    urls = controller_urls(args.controller)
     try:
-        syncclient.address(controller)
+        if not urls:
+            raise ValueError(f"not an http://HOST[:PORT] address: {args.controller!r}")
+        for u in urls:
+            syncclient.address(u)
     except ValueError as e:
         ap.error(f"--controller: {e}")
+    controller = ",".join(urls)
     spool = args.spool or f"/tmp/slurmlet-agent-{args.name}"
     try:
         spool_lock = records_mod.lock_spool(spool)
@@ -697,8 +703,7 @@ def _keep_config_file(controller: str, spool: str) -> str | None:
     configless slurmd keeps one the same way); None when it cannot be had or written."""
     path = os.path.join(spool, "conf", "slurm.conf")
     try:
-        r = httpx.get(f"{controller}/api/v1/config/file", timeout=10)
-        r.raise_for_status()
+        r = _get_active(controller, "/api/v1/config/file", 10)
         os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as f:
@@ -711,12 +716,26 @@ def _keep_config_file(controller: str, spool: str) -> str | None:
     return path
 
 
+def _get_active(controller: str, path: str, timeout: float) -> httpx.Response:
+    """GET `path` from the active one of the controllers (the first that answers it)."""
+    err: httpx.HTTPError | None = None
+    for url in controller_urls(controller):
+        try:
+            r = httpx.get(f"{url}{path}", timeout=timeout)
+            r.raise_for_status()
+            return r
+        except httpx.HTTPError as e:
+            err = e
+    assert err is not None
+    raise err
+
+
 def _fetch_config(controller: str) -> dict:
-    """The cluster's KillWait and name; waits for the controller to come up."""
+    """The cluster's KillWait and name; waits for a controller to come up and be active."""
     deadline = time.monotonic() + 60
     while True:
         try:
-            return httpx.get(f"{controller}/api/v1/config", timeout=5).json()
+            return _get_active(controller, "/api/v1/config", 5).json()
         except httpx.HTTPError:
             if time.monotonic() > deadline:
                 raise

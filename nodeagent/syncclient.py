@@ -19,6 +19,10 @@ from urllib.parse import urlsplit
 
 import h11
 
+from slurmlet.common.wire import STANDBY, controller_urls
+
+_STANDBY = STANDBY.encode()  #: (h11 gives header names in lower case)
+
 
 class SyncError(Exception):
     """No answer: the connection could not be made or was lost, it timed out, or the answer was not HTTP."""
@@ -29,11 +33,12 @@ class _Stale(Exception):
 
 
 class Reply:
-    """An answer: its status and body."""
+    """An answer: its status and body, and whether it is a controller in standby's refusal."""
 
-    def __init__(self, status_code: int, content: bytes):
+    def __init__(self, status_code: int, content: bytes, standby: bool = False):
         self.status_code = status_code
         self.content = content
+        self.standby = standby
 
     @property
     def text(self) -> str:
@@ -68,38 +73,77 @@ def address(base_url: str) -> tuple[str, int, str]:
     return url.hostname, port, url.netloc
 
 
+class _Target:
+    """One controller: its address and its idle connections."""
+
+    def __init__(self, base_url: str):
+        self.url = base_url
+        self.host, self.port, self.netloc = address(base_url)
+        self.idle: list[_Conn] = []
+
+
 class SyncClient:
-    """POSTs of JSON bodies to `base_url` (http://HOST:PORT); `sign(method, target, body)` gives the
-    headers that prove who asks. `connect` and `timeout` are seconds: to connect, and for the whole
-    answer once the request is sent."""
+    """POSTs of JSON bodies to the active one of the controllers `base_url` names (http://HOST:PORT, or
+    several separated by commas, primary first: common/wire.controller_urls); `sign(method, target,
+    body)` gives the headers that prove who asks. `connect` and `timeout` are seconds: to connect, and
+    for the whole answer once the request is sent. A request goes on to the next controller past one
+    that gives no answer or is in standby (common/wire.STANDBY), and the one that answered is tried
+    first next time: a sync says where the node stands, and is sent again whole until answered."""
 
     def __init__(self, base_url: str, *, connect: float, timeout: float,
                  sign: Callable[[str, str, bytes], dict[str, str]] | None = None):
-        self.host, self.port, self.netloc = address(base_url)
+        self.targets = [_Target(u) for u in controller_urls(base_url)]
+        if not self.targets:
+            raise ValueError(f"not an http://HOST[:PORT] address: {base_url!r}")
+        self.at = 0  #: the controller that answered last
         self.connect, self.timeout = connect, timeout
         self.sign = sign
-        self._idle: list[_Conn] = []
+
+    @property
+    def url(self) -> str:
+        """The controller that answered last (the first, before any answer)."""
+        return self.targets[self.at].url
 
     async def post(self, target: str, body: object) -> Reply:
         data = json.dumps(body, separators=(",", ":")).encode()
-        while self._idle:
-            conn = self._idle.pop()
+        err: SyncError | None = None
+        standby: SyncError | None = None  # (a controller in standby says more than one that is down)
+        n = len(self.targets)
+        for k in range(n):
+            i = (self.at + k) % n
+            try:
+                reply = await self._post(self.targets[i], target, data)
+            except SyncError as e:
+                if n == 1:
+                    raise
+                err = e
+                continue
+            if reply.standby and n > 1:
+                standby = SyncError(f"no controller is active: the one at {self.targets[i].netloc} is in standby")
+                continue
+            self.at = i
+            return reply
+        raise standby or err or SyncError("no controller")
+
+    async def _post(self, t: _Target, target: str, data: bytes) -> Reply:
+        while t.idle:
+            conn = t.idle.pop()
             if not conn.usable():
                 conn.close()
                 continue
             try:
-                return await self._exchange(conn, self._request(target, data), data, reused=True)
+                return await self._exchange(t, conn, self._request(t, target, data), data, reused=True)
             except _Stale:  # (sent again with a credential of its own: the controller spends each once)
                 continue
         try:
             async with asyncio.timeout(self.connect):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
+                reader, writer = await asyncio.open_connection(t.host, t.port)
         except (OSError, TimeoutError, ValueError) as e:  # (ValueError: a host name IDNA refuses)
-            raise SyncError(f"cannot connect to {self.netloc}: {e or e.__class__.__name__}") from None
-        return await self._exchange(_Conn(reader, writer), self._request(target, data), data, reused=False)
+            raise SyncError(f"cannot connect to {t.netloc}: {e or e.__class__.__name__}") from None
+        return await self._exchange(t, _Conn(reader, writer), self._request(t, target, data), data, reused=False)
 
-    def _request(self, target: str, data: bytes) -> h11.Request:
-        headers = [("Host", self.netloc), ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    def _request(self, t: _Target, target: str, data: bytes) -> h11.Request:
+        headers = [("Host", t.netloc), ("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
         if self.sign is not None:
             headers += self.sign("POST", target, data).items()
         try:
@@ -107,10 +151,10 @@ class SyncClient:
         except (h11.ProtocolError, ValueError) as e:  # (a target that is no request's: not ASCII, a space)
             raise SyncError(f"cannot send POST {target!r}: {e}") from None
 
-    async def _exchange(self, conn: _Conn, request: h11.Request, data: bytes, reused: bool) -> Reply:
+    async def _exchange(self, t: _Target, conn: _Conn, request: h11.Request, data: bytes, reused: bool) -> Reply:
         h = conn.h11
         got = False  # any byte of the answer
-        status, chunks = 0, []
+        status, chunks, standby = 0, [], False
         try:
             conn.writer.write(h.send(request) + h.send(h11.Data(data=data)) + h.send(h11.EndOfMessage()))
             async with asyncio.timeout(self.timeout):
@@ -123,6 +167,7 @@ class SyncClient:
                         h.receive_data(raw)  # (b"": the controller closed the connection)
                     elif isinstance(event, h11.Response):
                         status = event.status_code
+                        standby = any(k == _STANDBY for k, _ in event.headers)
                     elif isinstance(event, h11.Data):
                         chunks.append(event.data)
                     elif isinstance(event, h11.EndOfMessage):
@@ -139,11 +184,12 @@ class SyncClient:
             raise
         if h.our_state is h11.DONE and h.their_state is h11.DONE and not h.trailing_data[0]:
             h.start_next_cycle()  # (bytes after the answer would be taken for the next one's: not kept)
-            self._idle.append(conn)
+            t.idle.append(conn)
         else:
             conn.close()
-        return Reply(status, b"".join(chunks))
+        return Reply(status, b"".join(chunks), standby)
 
     async def aclose(self) -> None:
-        while self._idle:
-            self._idle.pop().close()
+        for t in self.targets:
+            while t.idle:
+                t.idle.pop().close()

@@ -39,8 +39,17 @@ async def token(request: Request, lifespan: int = 1800, username: str | None = N
 
 @router.get("/api/v1/ping")
 async def ping(request: Request):
+    """scontrol ping: this controller answers, and which of SlurmctldHost's it is (failover.py; one
+    in standby answers this too)."""
     c = ctl(request)
-    return {"ok": True, "cluster": c.config.cluster_name, "version": VERSION}
+    return dict(request.app.state.failover.public(), ok=True, cluster=c.config.cluster_name, version=VERSION)
+
+
+@router.post("/api/v1/takeover")
+async def takeover(request: Request):
+    """scontrol takeover, sent to the controller that is to take control: this one has it already."""
+    auth.require(caller(request), 2, auth.InvalidUser)
+    return {"ok": True, "index": request.app.state.failover.index}
 
 
 @router.post("/api/v1/reconfigure")

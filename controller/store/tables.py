@@ -285,3 +285,18 @@ qos = Table(
     Column("limits", Text, nullable=False, default="{}"),
     Column("created", Float, nullable=False),
 )
+
+# ---------------------------------------------------------------- the controllers (SlurmctldHost)
+#: who may change the database: one row (id 1). The active controller holds it until `expires` (seconds
+#: on the database's clock) and renews it; a backup takes it once it has expired (or by `scontrol
+#: takeover`), with `token` one higher. Every write transaction of a controller first checks that the
+#: token is still its own (controller/store/lease.py): one that lost the lease changes nothing more.
+controller_lease = Table(
+    "controller_lease",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("holder", String(255), nullable=False, default=""),  #: "NAME pid PID on HOST" ("": nobody)
+    Column("token", Integer, nullable=False, default=0),
+    Column("expires", Float, nullable=False, default=0.0),
+    Column("holder_index", Integer, nullable=False, default=0),  #: its place among SlurmctldHost's
+)

@@ -12,6 +12,7 @@ import h11
 import pytest
 
 from slurmlet.common import cred
+from slurmlet.common.wire import STANDBY
 from slurmlet.nodeagent.syncclient import SyncClient, SyncError
 
 
@@ -27,6 +28,7 @@ class Server:
         self.idle: set[asyncio.StreamWriter] = set()
         self.raw: bytes | None = None  # answer this instead of HTTP, then close
         self.extra = b""  # sent once after the next answer (no request asked for it)
+        self.standby = False  # answer as a controller in standby (503, common/wire.STANDBY)
 
     async def start(self) -> str:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
@@ -65,8 +67,10 @@ class Server:
                 if "hold" in doc:
                     await self.holds.setdefault(doc["hold"], asyncio.Event()).wait()
                 out = json.dumps({"got": doc, "target": target, "connection": number}).encode()
-                writer.write(conn.send(h11.Response(status_code=200, headers=[("Content-Length", str(len(out))),
-                                                                            ("Content-Type", "application/json")]))
+                extra = [(STANDBY, "120")] if self.standby else []
+                writer.write(conn.send(h11.Response(status_code=503 if self.standby else 200,
+                                                    headers=[("Content-Length", str(len(out))),
+                                                             ("Content-Type", "application/json"), *extra]))
                              + conn.send(h11.Data(data=out)) + conn.send(h11.EndOfMessage()) + self.extra)
                 self.extra = b""
                 await writer.drain()
@@ -170,7 +174,7 @@ def test_no_answer_in_time_no_server_and_an_answer_that_is_not_http_are_sync_err
         async with serving(timeout=0.3) as (s, c):
             with pytest.raises(SyncError):
                 await c.post("/x", {"hold": "never"})
-            url = f"http://{c.netloc}"
+            url = c.url
             s.raw = b"SSH-2.0-OpenSSH\r\n"
             with pytest.raises(SyncError):
                 await SyncClient(url, connect=5, timeout=30).post("/x", {"i": 1})
@@ -220,4 +224,32 @@ def test_a_target_or_a_host_that_cannot_be_sent_is_a_sync_error():
             assert (await c.post("/x", {"i": 1})).status_code == 200 and len(s.requests) == 1
         with pytest.raises(SyncError):
             await SyncClient("http://a..b:6817", connect=5, timeout=30).post("/x", {})
+    run(go())
+
+
+def test_a_sync_goes_to_the_active_controller_past_one_down_and_one_in_standby():
+    async def go() -> None:
+        standby, active = Server(), Server()
+        standby.standby = True
+        a, b = await standby.start(), await active.start()
+        down = Server()
+        gone = await down.start()
+        await down.stop()  # (its port refuses connections now)
+        c = SyncClient(f"{gone},{a},{b.removeprefix('http://')}", connect=5, timeout=30)
+        try:
+            r = await c.post("/x", {"i": 1})
+            assert r.status_code == 200 and r.json()["got"] == {"i": 1}
+            assert c.url == b and len(standby.requests) == 1 and len(active.requests) == 1
+            await c.post("/x", {"i": 2})  # (the active one first now)
+            assert len(standby.requests) == 1 and len(active.requests) == 2
+            active.standby, standby.standby = True, False  # (the other took over)
+            r = await c.post("/x", {"i": 3})
+            assert r.status_code == 200 and c.url == a and standby.requests[-1][2] == {"i": 3}
+            standby.standby = True  # nobody active: the last refusal, marked
+            with pytest.raises(SyncError, match="in standby"):
+                await c.post("/x", {"i": 4})
+        finally:
+            await c.aclose()
+            await standby.stop()
+            await active.stop()
     run(go())

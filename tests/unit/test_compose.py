@@ -20,7 +20,7 @@ import yaml
 from tests.conftest import BIN, ROOT
 
 COMPOSE = ROOT / "docker-compose.yml"
-CONTROLLER_URL = "http://slurmctld:6817"
+CONTROLLER_URL = "http://slurmctld:6817,http://slurmctld2:6817"  #: the primary, then the backup
 KEY_FILE = "/etc/slurmlet/slurmlet.key"
 
 
@@ -146,6 +146,19 @@ def test_compose_slurm_conf_loads() -> None:
     conf = load_config(str(ROOT / "docker" / "slurm.conf"))
     assert conf.partitions and conf.partitions[0].nodes is None, "agents of any name must join (Nodes=ALL)"
     assert not conf.warnings, conf.warnings
+
+
+def test_the_backup_controller_shares_the_primarys_command_database_and_slurm_conf(services: dict[str, dict]) -> None:
+    primary, backup = services["slurmctld"], services["slurmctld2"]
+    assert argv_of(backup) == argv_of(primary)  # (each finds its SlurmctldHost line by its host name)
+    assert (primary["hostname"], backup["hostname"]) == ("slurmctld", "slurmctld2")
+    conf = (ROOT / "docker" / "slurm.conf").read_text()
+    hosts = [line.split("=", 1)[1] for line in conf.splitlines() if line.startswith("SlurmctldHost=")]
+    assert hosts == ["slurmctld", "slurmctld2"]  # the order the clients are given them in
+    assert [u.split("//")[1].split(":")[0] for u in CONTROLLER_URL.split(",")] == hosts
+    assert "slurmctld" in backup["depends_on"]  # (the primary starts first and holds the lease)
+    assert "ctld2-state:/var/lib/slurmlet" in backup["volumes"]
+    assert "/api/v1/ping" in " ".join(backup["healthcheck"]["test"])  # (answered in standby too)
 
 
 def test_agents_names_addresses_and_controller(services: dict[str, dict]) -> None:

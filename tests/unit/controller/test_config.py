@@ -98,3 +98,33 @@ def test_a_requeued_job_waits_what_slurmctld_makes_it_wait():
     """A real 22.05 sets a requeued job's BeginTime to now + cred_expire (120 s) + 1: the captures
     in tests/data show EligibleTime 121 s after the requeue."""
     assert parse_slurm_conf("NodeName=n1 CPUs=1\nPartitionName=p Nodes=ALL\n").requeue_delay == 121
+
+
+def test_controllers_are_the_slurmctldhost_lines_in_order_and_each_finds_its_own():
+    from slurmlet.controller.failover import HostError, role, whoami
+    c = parse_slurm_conf("SlurmctldHost=ctl1(10.0.0.1)\nSlurmctldHost=ctl2\nSlurmctldHost=ctl3\nSlurmctldTimeout=30\n")
+    assert c.controllers == ("ctl1(10.0.0.1)", "ctl2", "ctl3") and c.slurmctld_timeout == 30
+    assert c.controller_names() == ("ctl1", "ctl2", "ctl3")
+    assert [role(i, 3) for i in range(3)] == ["primary", "backup1", "backup2"]
+    assert [role(i, 2) for i in range(2)] == ["primary", "backup"]
+    assert whoami(c, "ctl2") == (1, "ctl2")
+    with pytest.raises(HostError, match=r"--host ctl9: not one of SlurmctldHost's \(ctl1, ctl2, ctl3\)"):
+        whoami(c, "ctl9")
+    one = parse_slurm_conf("ClusterName=x\n")
+    assert one.controller_names() == ("localhost",) and one.slurmctld_timeout == 120  # (22.05's default)
+    assert whoami(one, None) == (0, "localhost")
+    assert whoami(parse_slurm_conf("SlurmctldHost=vm\n"), None) == (0, "vm")  # (the only one: whatever the host)
+    # the older keys, where no SlurmctldHost is
+    old = parse_slurm_conf("ControlMachine=a\nBackupController=b\n")
+    assert old.controller_names() == ("a", "b")
+    assert not old.warnings
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("SlurmctldHost=a\nSlurmctldHost=a\n", "SlurmctldHost: a host named twice"),
+    ("SlurmctldHost=a(b\n", "SlurmctldHost: invalid value 'a(b'"),
+    ("SlurmctldTimeout=soon\n", "SlurmctldTimeout"),
+])
+def test_bad_controller_lines_are_refused(text, needle):
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
+        parse_slurm_conf(text)

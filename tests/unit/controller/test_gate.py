@@ -69,7 +69,7 @@ class Run:
                  "headers": headers}
         if local is not None:
             scope[gate.LOCAL] = local
-        asyncio.run(asyncio.wait_for(gate.Gate(inner, lambda: ctl, latency)(scope, receive, send), 60))
+        asyncio.run(asyncio.wait_for(gate.Gate(inner, lambda: ctl, lambda: app.state.failover, latency)(scope, receive, send), 60))
         self.latency = latency
 
     @property

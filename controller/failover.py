@@ -1,0 +1,193 @@
+"""Primary and backup controllers (slurm.conf's `SlurmctldHost` lines, the primary first).
+
+Each controller process is one of them (`slurmlet controller --host NAME`, else this host's name)
+and, on a database they share, is either:
+
+- **active**: it holds the database's lease (store/lease.py) and is the controller: the Controller
+  (runtime.py), its loops and its spool run, and every request is served; or
+- **in standby**: it answers `GET /api/v1/ping` (22.05's backup answers pings), takes
+  `POST /api/v1/takeover` from root (`scontrol takeover`), and refuses every other request with
+  503 and Slurm's "Slurm backup controller in standby mode", marked with common/wire.STANDBY, so
+  that agents and the CLI try the next controller at once.
+
+`Failover.run` keeps the lease: the active controller renews it; one in standby takes it once it
+has expired (within SlurmctldTimeout of the active controller's last renewal, plus one look). The
+primary takes it at its start, as 22.05's primary takes control back when it starts. A controller
+that loses the lease (another took it while it was paused or cut off from the database) stops being
+active at once: its loops end and its Controller is dropped, and it waits in standby; whatever it
+still tried to write was refused by the lease's fence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from slurmlet.common import cred, wire
+from slurmlet.common.wire import STANDBY
+
+from .store.lease import RENEWALS, Lease
+
+if TYPE_CHECKING:
+    from .config import ClusterConfig
+
+log = logging.getLogger("slurmlet.controller")
+
+#: what 22.05 answers a request sent to a backup in standby (ESLURM_IN_STANDBY_MODE)
+STANDBY_ERROR = "Slurm backup controller in standby mode"
+#: the most seconds between two looks at the lease by a controller in standby
+LOOK = 1.0
+
+
+class HostError(Exception):
+    """This process is none of the configured controllers, or one that cannot run on this database."""
+
+
+def whoami(config: ClusterConfig, host: str | None) -> tuple[int, str]:
+    """(index, name) of this controller among SlurmctldHost's: `host` (--host), else this host's short
+    name, else the only one there is."""
+    names = config.controller_names()
+    if host is not None:
+        if host not in names:
+            raise HostError(f"--host {host}: not one of SlurmctldHost's ({', '.join(names)})")
+        return names.index(host), host
+    if len(names) == 1:
+        return 0, names[0]
+    me = socket.gethostname().split(".", 1)[0]
+    if me in names:
+        return names.index(me), me
+    raise HostError(f"this host ({me}) is not one of SlurmctldHost's ({', '.join(names)}): name the "
+                    f"controller this process is with --host")
+
+
+def role(index: int, count: int) -> str:
+    """22.05's name for controller `index` of `count`: primary, backup, backupN."""
+    return "primary" if index == 0 else "backup" if count == 2 else f"backup{index}"
+
+
+class Failover:
+    """This controller's place among the controllers, and its lease."""
+
+    def __init__(self, lease: Lease, names: tuple[str, ...], key: bytes | None):
+        self.lease = lease
+        self.names = names
+        self.key = key
+        self.wanted = asyncio.Event()  #: `scontrol takeover`: take the lease now
+        self.holder_index: int | None = None  #: who holds the lease, as last read (None: nobody)
+
+    @property
+    def index(self) -> int:
+        return self.lease.index
+
+    def active(self) -> bool:
+        return self.lease.held()
+
+    def public(self) -> dict:
+        """What a ping answers of the controllers."""
+        return {"controllers": list(self.names), "index": self.index, "role": role(self.index, len(self.names)),
+                "active": self.active(), "holder_index": self.index if self.active() else self.holder_index}
+
+    async def run(self, activate: Callable[[], Awaitable[None]], deactivate: Callable[[], Awaitable[None]]) -> None:
+        """Keep (or wait for) the lease for as long as the controller runs."""
+        ttl = self.lease.ttl
+        while True:
+            if self.active():
+                await self._sleep(ttl / RENEWALS)
+                try:
+                    kept = await asyncio.to_thread(self.lease.renew)
+                except Exception as e:  # noqa: BLE001 - the database is away: held until the lease runs out
+                    log.error("cannot renew the controller lease (%s): still active until it runs out", e,
+                              extra={"action": "lease"})
+                    kept = self.lease.token is not None
+                if not kept or not self.active():
+                    state = await self._read()
+                    log.critical("this controller (%s) lost the lease%s: it is in standby now", self.lease.name,
+                                 f" to {state.holder}" if state and state.holder else "",
+                                 extra={"action": "lease"})
+                    await deactivate()
+                continue
+            force = self.wanted.is_set()
+            self.wanted.clear()
+            try:
+                taken = await asyncio.to_thread(self.lease.take, force)
+            except Exception as e:  # noqa: BLE001
+                log.error("cannot reach the database for the controller lease: %s", e, extra={"action": "lease"})
+                taken = False
+            if taken:
+                log.warning("this controller (%s, %s) holds the lease (token %s): it is the active controller",
+                            self.lease.name, role(self.index, len(self.names)), self.lease.token,
+                            extra={"action": "lease"})
+                try:
+                    await activate()
+                except BaseException:
+                    await asyncio.to_thread(self.lease.release)
+                    raise
+                continue
+            state = await self._read()
+            self.holder_index = state.index if state is not None and state.live else None
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(LOOK, ttl / RENEWALS)):
+                    await self.wanted.wait()
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await asyncio.Event().wait()
+
+    async def _read(self):  # noqa: ANN202
+        try:
+            return await asyncio.to_thread(self.lease.read)
+        except Exception:  # noqa: BLE001
+            return None
+
+    # ------------------------------------------------------------------ requests in standby
+    async def serve_standby(self, scope: Any, receive: Any, send: Any, local_uid: int | None) -> None:
+        """A request to this controller while it is in standby (ASGI)."""
+        method, path = scope["method"], scope["path"]
+        if method == "GET" and path == "/api/v1/ping":
+            await _answer(send, 200, dict(self.public(), ok=True))
+            return
+        if method == "POST" and path == "/api/v1/takeover":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            if not self._root(headers, local_uid, method, scope):
+                await _answer(send, 403, {"detail": {"error": "Access/permission denied", "pre": [], "code": 1}})
+                return
+            self.wanted.set()
+            deadline = time.monotonic() + 30
+            while not self.active() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            if self.active():
+                await _answer(send, 200, {"ok": True, "index": self.index})
+            else:
+                await _answer(send, 503, {"detail": {"error": "the controller could not take the lease",
+                                                     "pre": [], "code": 1}})
+            return
+        await _answer(send, 503, {"detail": {"error": STANDBY_ERROR, "pre": [], "code": 1}},
+                      [(STANDBY.encode(), f"{self.lease.ttl:g}".encode())])
+
+    def _root(self, headers: dict[str, str], local_uid: int | None, method: str, scope: Any) -> bool:
+        """Whether the request comes from root (or anyone, on a cluster without a key)."""
+        if self.key is None:
+            return True
+        if local_uid is not None:
+            return local_uid == 0
+        value = headers.get(cred.HEADER.lower())
+        got = cred.unseal(self.key, value, time.time()) if value else None
+        if got is None:
+            return False
+        target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
+        return got[0] == 0 and got[4] == cred.bind(method, target, b"")
+
+
+async def _answer(send: Any, status: int, doc: dict, extra: list | None = None) -> None:
+    body = json.dumps(doc).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", wire.JSON.encode()), (b"content-length", str(len(body)).encode()),
+                            *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
