@@ -131,3 +131,13 @@ def test_cli_html_needs_sacct_and_a_writable_file(tmp_path, capsys):
     assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--jobs", "20", "--html", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot write {missing}" in err
+
+
+def test_one_configuration_is_a_page_of_one_column_and_json_still_prints(tmp_path, capsys):
+    a = conf(tmp_path, "a.conf", 4)
+    out = tmp_path / "one.html"
+    assert cli_simulate.main(["--sacct", str(DUMP), "--config", a, "--jobs", "50", "--json", "--html", str(out)]) == 0
+    assert capsys.readouterr().out.startswith('{"replays"')
+    p = Page(out.read_text())
+    assert p.row("configuration") == ["configuration", a] and p.row("all jobs")[1] == "50"
+    assert [attrs["data-replay"] for t, attrs in p.tags if t == "path" and attrs.get("class") == "series"] == ["A", "A"]
