@@ -2,12 +2,13 @@
 
     slurmlet simulate TRACE --policy fcfs|easy|slurm [--jobs N] [--json] [--schedule FILE]
                             [--config slurm.conf]
-    slurmlet simulate --sacct DUMP --config A.conf [--vs B.conf] [--policy ...] [--json]
+    slurmlet simulate --sacct DUMP --config A.conf [--vs B.conf] [--policy ...] [--json] [--html FILE]
 
 Prints jobs simulated (and skipped), makespan, utilization, mean wait, mean bounded slowdown
 (tau = 10 s), max wait, and the simulator's own wall time and throughput. With --sacct, a site's
 own `sacct -P -X` history is replayed on the machine of each slurm.conf, and the figures per
-partition, account and user follow, one column per configuration. See docs/simulate.md.
+partition, account and user follow, one column per configuration; --html also writes them, with
+plots, as one self-contained HTML page. See docs/simulate.md.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
                         "the machine (the CPUs of its nodes)")
     p.add_argument("--vs", metavar="B.conf",
                    help="with --sacct: replay the same history under this slurm.conf too, side by side")
+    p.add_argument("--html", metavar="FILE",
+                   help="with --sacct: also write the replays side by side as one self-contained HTML page "
+                        "(the group tables; queue length, waits by job size and utilization plots)")
     p.add_argument("--core", choices=("auto", "compiled", "python"), default=None,
                    help="the scheduling core: compiled (mypyc, where the package was built with it), python, "
                         "or auto (default, or $SLURMLET_SIM_CORE): compiled where it is built")
@@ -108,6 +112,8 @@ def main(argv: list[str]) -> int:
         p.error("the following arguments are required: --policy")
     if args.vs is not None:
         p.error("--vs needs --sacct")
+    if args.html is not None:
+        p.error("--html needs --sacct")
     import time
 
     from slurmlet.controller.sim import engine, swf
@@ -172,6 +178,19 @@ def _write_schedule(path: str, res) -> bool:  # noqa: ANN001 - engine.SimResult
     return True
 
 
+def _write_html(path: str, results: dict, confs: dict[str, str], trace: str) -> bool:
+    """Writes the replays' HTML page to `path`; False (after the error line) when it cannot."""
+    from slurmlet.controller.sim import html
+    text = html.page(results, sources=confs, trace=trace)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror or e}")
+        return False
+    return True
+
+
 def _machine(conf) -> int:  # noqa: ANN001 - ClusterConfig
     """The CPUs of a slurm.conf's nodes (its NodeName lines' CPUs=, 1 where not given)."""
     return sum(n.cpus or 1 for n in conf.nodes)
@@ -224,6 +243,8 @@ def main_sacct(args: argparse.Namespace) -> int:
         summaries[label] = {"trace": args.sacct, "config": path, "machine_source": path, **res.summary(),
                             "records": trace.records, "core_note": on.why, "load_s": round(load_s, 4)}
     if args.schedule is not None and not _write_schedule(args.schedule, results["A"]):
+        return 2
+    if args.html is not None and not _write_html(args.html, results, confs, args.sacct):
         return 2
     if args.json:
         sys.stdout.write(json.dumps({"replays": summaries, "groups": report.table(results)}) + "\n")

@@ -68,9 +68,10 @@ def table(results: dict[str, SimResult]) -> dict[str, dict[str, dict[str, dict[s
     return out
 
 
-_ROWS = (("jobs", "jobs", "{:.0f}"), ("mean wait", "mean_wait_s", "{:.1f} s"), ("p50 wait", "p50_wait_s", "{:.0f} s"),
-         ("p95 wait", "p95_wait_s", "{:.0f} s"), ("mean bounded slowdown", "mean_bounded_slowdown", "{:.2f}"),
-         ("utilization", "utilization", "{:.2%}"), ("backfilled", "backfilled", "{:.1%}"))
+#: (row name, figure, format) of the report, in its order (the text and the HTML page's)
+ROWS = (("jobs", "jobs", "{:.0f}"), ("mean wait", "mean_wait_s", "{:.1f} s"), ("p50 wait", "p50_wait_s", "{:.0f} s"),
+        ("p95 wait", "p95_wait_s", "{:.0f} s"), ("mean bounded slowdown", "mean_bounded_slowdown", "{:.2f}"),
+        ("utilization", "utilization", "{:.2%}"), ("backfilled", "backfilled", "{:.1%}"))
 
 
 def render(results: dict[str, SimResult]) -> str:
@@ -82,7 +83,7 @@ def render(results: dict[str, SimResult]) -> str:
         for group, cols in groups.items():
             title = "all jobs" if kind == "all" else f"{kind} {group}"
             lines.append(f"{title:<26}" + "".join(f"{lb:>{w}}" for lb in labels))
-            for name, field, fmt in _ROWS:
+            for name, field, fmt in ROWS:
                 cells = [fmt.format(cols[lb][field]) if lb in cols else "-" for lb in labels]
                 lines.append(f"  {name:<24}" + "".join(f"{c:>{w}}" for c in cells))
             lines.append("")
