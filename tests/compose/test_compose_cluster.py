@@ -130,7 +130,7 @@ STORM = r"""
 n=0
 while [ ! -f /data/fo/stop ]; do
   n=$((n + 1))
-  if id=$(sbatch --parsable -o /dev/null --comment="fo-$ME-$n" --wrap 'echo $SLURM_JOB_ID >> /data/fo/ran/$USER'); then
+  if id=$(sbatch --parsable -o /dev/null --comment="fo-$ME-$n" --wrap 'echo $SLURM_JOB_ID >> /data/fo/ran/$SLURM_JOB_USER'); then
     echo "fo-$ME-$n $id" >> /data/fo/acks/$ME
   else
     echo "fo-$ME-$n" >> /data/fo/acks/$ME.err

@@ -94,7 +94,7 @@ n=0
 while [ ! -f "$STOP" ]; do
   n=$((n + 1))
   c="fo-$ME-$n"
-  if id=$(sbatch --parsable -o /dev/null --comment="$c" --wrap "echo \$SLURM_JOB_ID >> $RAN/$USER"); then
+  if id=$(sbatch --parsable -o /dev/null --comment="$c" --wrap "echo \$SLURM_JOB_ID >> $RAN/\$SLURM_JOB_USER"); then
     echo "$c $id" >> "$ACKS"
   else
     echo "$c failed" >> "$ACKS.err"
