@@ -441,7 +441,9 @@ def show(args: list[str], *, one_liner: bool, details: bool) -> int:
             ("SchedulerType", cfg["scheduler_type"]), ("SlurmctldAddr", cfg["listen"]),
             ("SlurmdTimeout", f"{cfg['slurmd_timeout']} sec"), ("MaxArraySize", cfg["max_array_size"]),
             ("DefMemPerCPU", cfg["def_mem_per_cpu"] or "UNLIMITED"), ("JobRequeue", int(cfg["job_requeue"])),
-            ("EnforcePartLimits", cfg.get("enforce_part_limits") or "NO")]
+            ("EnforcePartLimits", cfg.get("enforce_part_limits") or "NO"),
+            ("SlurmctldTimeout", f"{cfg.get('slurmctld_timeout', 120)} sec")]
+    rows += [(f"SlurmctldHost[{i}]", host) for i, host in enumerate(cfg.get("controllers") or ())]
     raw = {k.lower(): v for k, v in cfg.get("raw", {}).items()}
     rows += [(k, raw.get(k.lower(), default)) for k, default in _SHOWN]
     for k, v in sorted(rows):

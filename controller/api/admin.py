@@ -73,6 +73,7 @@ async def config(request: Request):
             "def_mem_per_cpu": cfg.def_mem_per_cpu, "job_requeue": cfg.job_requeue,
             "max_array_size": cfg.max_array_size, "scheduler_type": cfg.scheduler_type,
             "enforce_part_limits": cfg.enforce_part_limits, "raw": cfg.raw, "listen": c.settings.listen,
+            "controllers": list(cfg.controllers or cfg.controller_names()), "slurmctld_timeout": cfg.slurmctld_timeout,
             "cgroup": cfg.cgroup}
 
 

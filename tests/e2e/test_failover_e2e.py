@@ -241,6 +241,8 @@ def test_scontrol_ping_and_takeover_as_2205(fresh_cluster):
     c, urls = ha_cluster(fresh_cluster, "slurmlet_e2e_failover_ping")
     r = c.run("scontrol ping")
     assert (r.returncode, r.stdout) == (0, "Slurmctld(primary) at ctl1 is UP\nSlurmctld(backup) at ctl2 is UP\n")
+    assert [c.config_value(k) for k in ("SlurmctldHost[0]", "SlurmctldHost[1]", "SlurmctldTimeout")] == [
+        "ctl1(127.0.0.1)", "ctl2(127.0.0.1)", f"{TIMEOUT} sec"]
     r = c.run("scontrol takeover 2")
     assert (r.returncode, r.stderr) == (1, "takeover: invalid backup controller index (2)\n")
     r = c.run("scontrol takeover 1 2")
