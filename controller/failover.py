@@ -96,9 +96,18 @@ class Failover:
     async def run(self, activate: Callable[[], Awaitable[None]], deactivate: Callable[[], Awaitable[None]]) -> None:
         """Keep (or wait for) the lease for as long as the controller runs."""
         ttl = self.lease.ttl
+        lost = asyncio.Event()  # (a fenced commit found the lease gone: stop being active now)
+        loop = asyncio.get_running_loop()
+
+        def _lost() -> None:
+            loop.call_soon_threadsafe(lost.set)
+        self.lease.on_lost = _lost
         while True:
             if self.active():
-                await self._sleep(ttl / RENEWALS)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(ttl / RENEWALS):
+                        await lost.wait()
+                lost.clear()
                 try:
                     kept = await asyncio.to_thread(self.lease.renew)
                 except Exception as e:  # noqa: BLE001 - the database is away: held until the lease runs out
@@ -134,11 +143,6 @@ class Failover:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(LOOK, ttl / RENEWALS)):
                     await self.wanted.wait()
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await asyncio.Event().wait()
 
     async def _read(self):  # noqa: ANN202
         try:

@@ -26,6 +26,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +89,8 @@ class Lease:
         self.name, self.index, self.ttl = name, index, float(ttl)
         self.me = f"{name} pid {os.getpid()} on {socket.gethostname()}"
         self.token: int | None = None  #: the token held (None: none)
+        #: called (from any thread) when a fenced commit finds the lease gone: its keeper looks at once
+        self.on_lost: Callable[[], None] | None = None
         self.until = 0.0  #: time.monotonic() when the lease held runs out, as this process counts
         self.now = _db_now(engine)
         try:  # (the one row: made by the first controller to start)
@@ -171,6 +174,8 @@ class Lease:
             if row is None or row[0] != token or self.token != token:
                 if self.token == token:
                     self.token = None
+                    if self.on_lost is not None:
+                        self.on_lost()
                 raise LeaseLost(f"this controller ({self.name}) no longer holds the lease on the database: "
                                 "another controller is active; nothing was recorded")
 
