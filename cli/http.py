@@ -177,7 +177,7 @@ def _failover(method: str, path: str, payload: bytes, extra: str, sign: bool, ur
     """The request to the active one of several controllers (slurm.conf's SlurmctldHost), tried in
     order as 22.05's clients do, from where the active one was last found: past one that cannot be
     reached and one in standby (common/wire.STANDBY). While none is active (a backup is taking
-    over), again each second, for up to 1.5 SlurmctldTimeout from a standby's first answer, or
+    over), again each second, for up to 1.5 SlurmctldTimeout (a standby says it) from the first try, or
     MESSAGE_TIMEOUT where nobody answers. A read also goes on past a controller that took it and
     gave no answer (a paused one); a change is not sent twice (it may have been carried out), but a
     retry of it goes to the next controller first."""
@@ -206,8 +206,8 @@ def _failover(method: str, path: str, payload: bytes, extra: str, sign: bool, ur
             if status == 503:
                 wait = _header(header, STANDBY)
                 if wait is not None:
-                    try:
-                        until = max(until, start + 1.5 * float(wait))
+                    try:  # (a backup in standby says how long a takeover may take)
+                        until = start + 1.5 * float(wait)
                     except ValueError:
                         pass
                     err = Unreachable(f"Slurm backup controller in standby mode at {host}:{port}")
