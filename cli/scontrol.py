@@ -107,7 +107,7 @@ def takeover(args: list[str]) -> int:
         print("takeover: no backup controller defined", file=sys.stderr)
         return 1
     try:
-        http.request("POST", "/api/v1/takeover", url=urls[index], timeout=60)
+        http.request("POST", f"/api/v1/takeover?index={index}", url=urls[index], timeout=60)
     except http.ControllerError as e:
         print(f"slurm_takeover error: {e.error}", file=sys.stderr)
         return 1

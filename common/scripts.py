@@ -74,5 +74,8 @@ async def run_script(path: str, env: dict[str, str], timeout: float = 300.0) -> 
     except TimeoutError:
         signal_session(proc.pid, signal.SIGKILL)
         return 1, "timed out"
+    except BaseException:  # cancelled (a controller that stops being active): nothing of it outlives its run
+        signal_session(proc.pid, signal.SIGKILL)
+        raise
     rc = proc.returncode or 0  # communicate() returns once the process has exited
     return rc if rc >= 0 else 128 - rc, out.decode(errors="replace")

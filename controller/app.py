@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 
 from fastapi import FastAPI, Request
@@ -14,9 +15,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 
+from slurmlet.common.wire import STANDBY
+
 from . import metrics, spool
 from .api import accounting, admin, jobs, nodes, runs, secrets, steps, web
 from .api.deps import json_safe, nodes_of
+from .config import ConfigError
 from .errors import Conflict, DomainError, InvalidRequest, NotFound, Unavailable
 from .failover import Failover, whoami
 from .gate import Gate, GateRoute
@@ -25,7 +29,7 @@ from .loops.scheduler import scheduler_loop
 from .runtime import VERSION, Controller, Settings
 from .store.engine import make_engine
 from .store.guard import describe
-from .store.lease import Lease
+from .store.lease import Lease, LeaseLost
 
 log = logging.getLogger("slurmlet.controller")
 
@@ -39,42 +43,55 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.ctl = None
         running: list[asyncio.Task] = []
 
+        latest = [settings]  #: the settings as the last active Controller left them (scontrol reconfigure)
+
         async def activate() -> None:
-            ctl = Controller(settings, lease)
+            cur = latest[0]
+            if cur.reload is not None:  # (slurm.conf as it is now, as 22.05's backup reads it taking control)
+                try:
+                    cur = latest[0] = dataclasses.replace(cur, config=cur.reload())
+                except ConfigError as e:
+                    log.warning("slurm.conf cannot be read again (%s): the configuration read before is kept", e)
+            ctl = Controller(cur, lease)
+            app.state.ctl = ctl  # (first: whatever is started below, deactivate() stops)
             ctl.store.reset_controller_scripts()
             gone = ctl.store.forget_unconfigured_nodes()
             if gone:
                 log.warning("slurm.conf names these nodes no more: forgotten: %s", ", ".join(gone))
-            for w in settings.config.warnings:
+            for w in cur.config.warnings:
                 log.warning("slurm.conf: %s (ignored)", w)
             task = asyncio.create_task(scheduler_loop(ctl), name="the scheduler loop")
             task.add_done_callback(_crash_on_failure)
-            reaper = asyncio.create_task(reaper_loop(ctl))  # silent nodes: their jobs NODE_FAIL or requeued
-            running[:] = [task, reaper]
-            app.state.ctl = ctl
-            if settings.spool:
-                host, _, port = settings.listen.rpartition(":")
-                ctl.spool = spool.Spool(settings.spool, app, (host.strip("[]"), int(port)))
+            running.append(task)
+            running.append(asyncio.create_task(reaper_loop(ctl)))  # silent nodes: their jobs NODE_FAIL or requeued
+            if cur.spool:
+                host, _, port = cur.listen.rpartition(":")
+                ctl.spool = spool.Spool(cur.spool, app, (host.strip("[]"), int(port)))
                 await ctl.spool.start()
 
         async def deactivate() -> None:
             ctl: Controller | None = app.state.ctl
-            if ctl is None:
-                return
             app.state.ctl = None
-            if ctl.spool is not None:
-                await ctl.spool.stop()
-            for t in [*running, *ctl.script_tasks]:
+            tasks, running[:] = list(running), []
+            if ctl is not None:
+                latest[0] = ctl.settings
+                if ctl.spool is not None:
+                    await ctl.spool.stop()
+                tasks += ctl.script_tasks
+            for t in tasks:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
-            running.clear()
-            ctl.store.engine.dispose()
+            if ctl is not None:
+                ctl.store.engine.dispose()
 
         # the primary takes control at its start (as 22.05's takes it back from a backup); a backup when
         # the lease has run out
         if await asyncio.to_thread(lease.take, index == 0):
-            await activate()
+            await fo.start(activate, deactivate)
+        else:
+            held = await asyncio.to_thread(lease.read)
+            fo.holder_index = held.index if held.live else None
         keeper = asyncio.create_task(fo.run(activate, deactivate), name="the controller lease's keeper")
         keeper.add_done_callback(_crash_on_failure)
         try:
@@ -83,9 +100,7 @@ def create_app(settings: Settings) -> FastAPI:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
-            await deactivate()
-            with contextlib.suppress(Exception):
-                lease.release()
+            await fo.stop(deactivate)
             lease.engine.dispose()
 
     # (FastAPI's own OpenTelemetry off: /metrics is the controller's, and its spans cost every request)
@@ -124,7 +139,10 @@ def create_app(settings: Settings) -> FastAPI:
 
 
 def domain_error(exc: DomainError) -> JSONResponse:
-    return JSONResponse(status_code=exc.status, content={"detail": exc.to_json()})
+    # (nothing of a request refused for a lease lost was recorded: marked as a standby's refusal, it goes
+    # on to the next controller)
+    headers = {STANDBY: f"{exc.ttl:g}"} if isinstance(exc, LeaseLost) else None
+    return JSONResponse(status_code=exc.status, content={"detail": exc.to_json()}, headers=headers)
 
 
 def db_refused(c: Controller, exc: OperationalError) -> JSONResponse:

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from slurmlet.common import cred, wire
 from slurmlet.common.wire import STANDBY
 
+from . import auth
+from .errors import Unavailable
 from .store.lease import RENEWALS, Lease
 
 if TYPE_CHECKING:
@@ -80,6 +82,9 @@ class Failover:
         self.key = key
         self.wanted = asyncio.Event()  #: `scontrol takeover`: take the lease now
         self.holder_index: int | None = None  #: who holds the lease, as last read (None: nobody)
+        self.activated = False  #: this process runs the controller now (app.py's activate)
+        #: the takeover credentials used (each is good once, whichever role this controller had then)
+        self.nonces = auth.Nonces(since=time.time())
 
     @property
     def index(self) -> int:
@@ -94,7 +99,8 @@ class Failover:
                 "active": self.active(), "holder_index": self.index if self.active() else self.holder_index}
 
     async def run(self, activate: Callable[[], Awaitable[None]], deactivate: Callable[[], Awaitable[None]]) -> None:
-        """Keep (or wait for) the lease for as long as the controller runs."""
+        """Keep (or wait for) the lease for as long as the controller runs: `activate()` makes this the
+        active controller, `deactivate()` drops it (both idempotent; see app.py)."""
         ttl = self.lease.ttl
         lost = asyncio.Event()  # (a fenced commit found the lease gone: stop being active now)
         loop = asyncio.get_running_loop()
@@ -104,8 +110,9 @@ class Failover:
         self.lease.on_lost = _lost
         while True:
             if self.active():
+                # (renewed at least each LOOK: one that was taken from it by force hears of it within that)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(ttl / RENEWALS):
+                    async with asyncio.timeout(min(ttl / RENEWALS, LOOK)):
                         await lost.wait()
                 lost.clear()
                 try:
@@ -119,8 +126,12 @@ class Failover:
                     log.critical("this controller (%s) lost the lease%s: it is in standby now", self.lease.name,
                                  f" to {state.holder}" if state and state.holder else "",
                                  extra={"action": "lease"})
-                    await deactivate()
+                    await self.stop(deactivate)
                 continue
+            if self.activated:  # (its lease ran out by its own clock: whatever it ran stops before anything else)
+                log.critical("this controller (%s) could not renew its lease in time: it is in standby now",
+                             self.lease.name, extra={"action": "lease"})
+                await self.stop(deactivate)
             force = self.wanted.is_set()
             self.wanted.clear()
             try:
@@ -132,17 +143,34 @@ class Failover:
                 log.warning("this controller (%s, %s) holds the lease (token %s): it is the active controller",
                             self.lease.name, role(self.index, len(self.names)), self.lease.token,
                             extra={"action": "lease"})
-                try:
-                    await activate()
-                except BaseException:
-                    await asyncio.to_thread(self.lease.release)
-                    raise
+                await self.start(activate, deactivate)
                 continue
             state = await self._read()
             self.holder_index = state.index if state is not None and state.live else None
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(LOOK, ttl / RENEWALS)):
                     await self.wanted.wait()
+
+    async def start(self, activate: Callable[[], Awaitable[None]], deactivate: Callable[[], Awaitable[None]]) -> None:
+        """Become the active controller with the lease just taken. Refused by the database (another took
+        the lease meanwhile, or it is away): back to standby, the lease given up. Anything else is the
+        daemon's end, and the lease is given up first, so that a backup takes over at its next look."""
+        try:
+            await activate()
+            self.activated = True
+        except Unavailable as e:
+            log.error("this controller could not become active (%s): it is in standby", e.error,
+                      extra={"action": "lease"})
+            await self.stop(deactivate)
+        except BaseException:
+            await self.stop(deactivate)
+            raise
+
+    async def stop(self, deactivate: Callable[[], Awaitable[None]]) -> None:
+        self.activated = False
+        await deactivate()
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.lease.release)
 
     async def _read(self):  # noqa: ANN202
         try:
@@ -161,6 +189,11 @@ class Failover:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             if not self._root(headers, local_uid, method, scope):
                 await _answer(send, 403, {"detail": {"error": "Access/permission denied", "pre": [], "code": 1}})
+                return
+            index = scope.get("query_string", b"").decode("latin-1").removeprefix("index=")
+            if index != str(self.index):  # (the CLI names the controller it sends to: its list may be amiss)
+                await _answer(send, 400, {"detail": {"error": f"this is controller {self.index}, not {index}",
+                                                     "pre": [], "code": 1}})
                 return
             self.wanted.set()
             deadline = time.monotonic() + 30
@@ -186,7 +219,10 @@ class Failover:
         if got is None:
             return False
         target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
-        return got[0] == 0 and got[4] == cred.bind(method, target, b"")
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        return got[0] == 0 and got[4] == cred.bind(method, target, b"") and \
+            self.nonces.first_use(got[2], time.time(), got[3])
 
 
 async def _answer(send: Any, status: int, doc: dict, extra: list | None = None) -> None:

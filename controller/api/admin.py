@@ -46,10 +46,16 @@ async def ping(request: Request):
 
 
 @router.post("/api/v1/takeover")
-async def takeover(request: Request):
-    """scontrol takeover, sent to the controller that is to take control: this one has it already."""
-    auth.require(caller(request), 2, auth.InvalidUser)
-    return {"ok": True, "index": request.app.state.failover.index}
+async def takeover(request: Request, index: int):
+    """scontrol takeover, sent to the controller `index` that is to take control (root only, as 22.05):
+    this one has it already."""
+    who = caller(request)
+    if who is not auth.OPEN and who.uid != 0:
+        raise auth.Forbidden()
+    mine = request.app.state.failover.index
+    if index != mine:
+        raise InvalidRequest(f"this is controller {mine}, not {index}")
+    return {"ok": True, "index": mine}
 
 
 @router.post("/api/v1/reconfigure")

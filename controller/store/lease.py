@@ -46,6 +46,8 @@ RENEWALS = 4
 class LeaseLost(Unavailable):
     """This controller no longer holds the lease: another one is active"""
 
+    ttl = 0.0  #: SlurmctldTimeout (what a client waits at most 1.5 times for another to be active)
+
 
 class SingleHost(Exception):
     """A second controller on a database that holds one (SQLite), while the first lives."""
@@ -152,11 +154,11 @@ class Lease:
         it is committed."""
         token = self.token
         pg = engine.dialect.name == "postgresql"
-        # (PostgreSQL: only a transaction that wrote (it has an id) locks the row, under a share lock the
-        # taking over waits for; a read changes nothing and passes. SQLite: a commit of a read is no
-        # commit (guard.wrote); a write holds the database's one write lock already)
-        sql = ("SELECT token FROM controller_lease WHERE id = 1 AND txid_current_if_assigned() IS NOT NULL "
-               "FOR SHARE" if pg else "SELECT token FROM controller_lease WHERE id = 1")
+        # (PostgreSQL: only a transaction that wrote (it has an id) is checked, under a share lock of the
+        # row that the taking over waits for; a read changes nothing and passes. SQLite: a commit of a
+        # read is no commit (guard.wrote); a write holds the database's one write lock already)
+        wrote = "SELECT txid_current_if_assigned() IS NOT NULL"
+        sql = "SELECT token FROM controller_lease WHERE id = 1" + (" FOR SHARE" if pg else "")
 
         @event.listens_for(engine, "commit")
         def _fenced(conn) -> None:  # noqa: ANN001 - a SQLAlchemy Connection
@@ -165,19 +167,23 @@ class Lease:
                 return
             cur = dbapi.cursor()
             try:
+                if pg:
+                    cur.execute(wrote)
+                    if not cur.fetchone()[0]:
+                        return
                 cur.execute(sql)
                 row = cur.fetchone()
             finally:
                 cur.close()
-            if pg and row is None:  # (nothing written)
-                return
             if row is None or row[0] != token or self.token != token:
                 if self.token == token:
                     self.token = None
                     if self.on_lost is not None:
                         self.on_lost()
-                raise LeaseLost(f"this controller ({self.name}) no longer holds the lease on the database: "
-                                "another controller is active; nothing was recorded")
+                lost = LeaseLost(f"this controller ({self.name}) no longer holds the lease on the database: "
+                                 "another controller is active; nothing was recorded")
+                lost.ttl = self.ttl
+                raise lost
 
 
 def single_host(state: State, me: str) -> str | None:
