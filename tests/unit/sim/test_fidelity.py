@@ -1,7 +1,7 @@
 """The replay of a real Slurm 22.05 run against the start times Slurm recorded.
 
-tests/data/fidelity/ holds the sacct dump of a slice of the KTH SP2 trace that the reference
-Slurm 22.05 ran (tests/data/fidelity/run_reference.sh; 4 nodes x 25 CPUs, Slurm's default
+tests/data/fidelity/ holds the sacct dumps of two runs of a slice of the KTH SP2 trace on the
+reference Slurm 22.05 (tests/data/fidelity/run_reference.sh; 4 nodes x 25 CPUs, Slurm's default
 scheduler parameters) and that cluster's slurm.conf. The replay is deterministic, so the bounds
 below are the figures measured (docs/simulate.md, *Fidelity against Slurm 22.05*) with a margin.
 """
@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from slurmlet.controller.commands import simulate as cli_simulate
 from slurmlet.controller.config import load_config
 from slurmlet.controller.sim import engine, fidelity, sacct, swf
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fidelity"
 DUMP = str(DATA / "kth-slice-sacct.txt")
+DUMP2 = str(DATA / "kth-slice-sacct-run2.txt")  # the same submission, run again
 CONF = str(DATA / "slurm.conf")
 HEADER = ("JobID|JobIDRaw|Partition|Account|User|State|Submit|Eligible|Start|End|Elapsed|Timelimit|"
           "NCPUS|ReqTRES")
@@ -64,11 +67,14 @@ def test_the_dump_is_the_reference_run_of_230_kth_jobs_on_100_cpus():
     assert sum(w > 3 for w in waits) == 173 and max(waits) <= 200
 
 
-def test_cli_schedule_reproduces_slurms_starts_within_the_measured_error(tmp_path, capsys):
-    # measured (docs/simulate.md): median 16 s, p95 145 s, 74% of the jobs within 60 s
+# measured (docs/simulate.md): run 1 median 16 s, p95 145 s, max 192 s, 74% of the jobs within 60 s;
+# run 2 (the same submission again) 20 s, 139 s, 196 s, 73%
+@pytest.mark.parametrize(("dump", "bounds"), [(DUMP, (20, 160, 210, 0.70)), (DUMP2, (24, 155, 215, 0.68))],
+                         ids=["run1", "run2"])
+def test_cli_schedule_reproduces_slurms_starts_within_the_measured_error(tmp_path, capsys, dump, bounds):
     sched = tmp_path / "sched.txt"
-    assert cli_simulate.main(["--sacct", DUMP, "--config", CONF, "--schedule", str(sched)]) == 0
-    rec = recorded(DUMP)
+    assert cli_simulate.main(["--sacct", dump, "--config", CONF, "--schedule", str(sched)]) == 0
+    rec = recorded(dump)
     t0 = min(elig for elig, _ in rec.values())
     err = []
     for line in sched.read_text().splitlines():
@@ -79,11 +85,11 @@ def test_cli_schedule_reproduces_slurms_starts_within_the_measured_error(tmp_pat
     err.sort()
     assert len(err) == 230
     median, p95 = err[math.ceil(0.5 * len(err)) - 1], err[math.ceil(0.95 * len(err)) - 1]  # nearest rank
-    assert median <= 20 and p95 <= 160 and max(err) <= 210
-    assert sum(e <= 60 for e in err) / len(err) >= 0.70
+    assert median <= bounds[0] and p95 <= bounds[1] and err[-1] <= bounds[2]
+    assert sum(e <= 60 for e in err) / len(err) >= bounds[3]
     # and fidelity.compare says the same
-    _, res = replay(DUMP, CONF)
-    fid = fidelity.compare(DUMP, res)
+    _, res = replay(dump, CONF)
+    fid = fidelity.compare(dump, res)
     assert (fid.median_error_s, fid.p95_error_s, fid.max_error_s) == (median, p95, err[-1])
 
 
