@@ -193,12 +193,24 @@ def single_host(state: State, me: str) -> str | None:
     if not state.live or got is None or state.holder == me:
         return None
     pid, host = got
-    if host != socket.gethostname():
-        return f"the controller {state.holder} holds it"
+    if host == socket.gethostname() and not _alive(pid):
+        return None
+    return f"the controller {state.holder} holds it"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` of this host runs (a zombie its adopter has not reaped yet does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
+        return False
     except PermissionError:
         pass
-    return f"the controller {state.holder} holds it"
+    return True

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, Cluster, serve
+from tests.conftest import BIN, Cluster, serve, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -50,6 +50,8 @@ def test_the_extern_step_runs_with_its_job_and_completes_when_it_is_cancelled(co
     assert sacct(c, jid) == want[:3]  # running: the job, its batch step, its extern step
     c.run([str(BIN / "scancel"), str(jid)])
     c.wait_state(jid, "CANCELLED", timeout=60)
+    # (the job is CANCELLED at once, as 22.05's; its steps end as its node reports them)
+    wait_until(lambda: all(r[2] != "RUNNING" for r in sacct(c, jid)), 60, 0.1, "the job's steps to end")
     rows = [[f if not f.startswith("CANCELLED by") else "CANCELLED+" for f in r] for r in sacct(c, jid)]
     # (-P prints `CANCELLED by UID` whole, which the capture's column cut to `CANCELLED+`; the batch step of a cancelled job is 22.05's FAILED 15:0: not what this test is about)
     assert [rows[0], rows[2]] == [want[3], want[5]]

@@ -136,13 +136,15 @@ def test_srun_outside_an_allocation_that_is_hung_up_or_killed_gives_its_allocati
     c = cluster
     before = {j["job_id"] for j in c.api("GET", "/api/v1/jobs?states=RUNNING,PENDING")["jobs"]}
     go = tmp_path / "go"  # the task runs until the test says
-    p = subprocess.Popen([str(BIN / "srun"), "-N1", "sh", "-c", f"while [ ! -e {go} ]; do sleep 0.1; done"],
+    p = subprocess.Popen([str(BIN / "srun"), "-N1", "sh", "-c", f"echo up; while [ ! -e {go} ]; do sleep 0.1; done"],
                          env=c.env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         mine = wait_until(lambda: [j for j in c.api("GET", "/api/v1/jobs?states=RUNNING")["jobs"]
                                    if j["job_id"] not in before and any(s.get("step") == 0 for s in j["steps"])],
                           60, what="srun's allocation and its step running")
+        import select  # (the task's first line through srun: srun knows its step runs, not only the controller)
+        assert select.select([p.stdout], [], [], 60)[0] and p.stdout.readline() == "up\n"
         p.send_signal(getattr(signal, sig))
         assert p.wait(60) != 0
         go.touch()  # (killed outright, srun cannot end its task: it ends by itself)
