@@ -27,7 +27,7 @@ the machine's CPU-seconds. The records, in sacct's order (by job id, array tasks
   NodeList `None assigned`, Timelimit `Partition_Limit` where no limit was asked for;
 * requeued jobs: with -D the first run as REQUEUED, then the last run with a new Submit (the
   requeue time) and an Eligible 121 s later, as Slurm 22.05 records them;
-* jobs that depend on another (`--dependency=afterok`) or start later (`--begin`): Eligible after
+* jobs that depend on another (`--dependency=afterany`) or start later (`--begin`): Eligible after
   Submit;
 * at the end of the window, jobs still RUNNING (End `Unknown`) and PENDING (Start and End
   `Unknown`; an array's tasks that have not started as one `J_[A-B]` record);
@@ -78,7 +78,8 @@ PARTITIONS = {
 #: the time limits users ask for, seconds
 LIMITS = (300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 12 * 3600, 86400, 2 * 86400, 3 * 86400, 4 * 86400,
           7 * 86400)
-#: scales every run time so that the offered load is about TARGET_LOAD (set from a 300,000-record draw)
+#: shortens the drawn run times (the limits users ask for follow them); `_scale` then brings the
+#: offered load to TARGET_LOAD
 RUN_SCALE = 0.4
 MEAN_RECORDS = 1.79  #: records per submission, about (arrays)
 WAIT_BLOCKS = 7200  #: a job that has waited this long (seconds) blocks the jobs behind it
@@ -317,9 +318,8 @@ def _schedule(subs: list[Submission], end: int, cpus: int) -> None:
         first = 0 if ended else len(queue)
         while arrivals and arrivals[0][0] <= t:
             queue.append(heapq.heappop(arrivals)[2])
-        kept = queue[:first]
-        if kept and t - (kept[0].eligible or 0) > WAIT_BLOCKS and kept[0].cpus > free:
-            first = len(queue)
+        if first and t - (queue[0].eligible or 0) > WAIT_BLOCKS and queue[0].cpus > free:
+            first = len(queue)  # the oldest job blocks the arrivals
         kept = queue[:first]
         for n in range(first, len(queue)):
             r = queue[n]
