@@ -693,7 +693,7 @@ def bench_agents(n: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--only", help="run one benchmark: core, sim, latency, queue, air, example, throughput, "
+    ap.add_argument("--only", help="run one benchmark: core, sim, sim-sacct, latency, queue, air, example, throughput, "
                                    "sacct, submit, agents, dashboard")
     ap.add_argument("--editable", action="store_true",
                     help="measure this interpreter's slurmlet (the development tree) instead of the wheel")
@@ -711,6 +711,7 @@ def main() -> None:
     runs = {
         "core": bench_core,
         "sim": lambda: __import__("bench_sim").main(["--jobs", "2000" if quick else "10000"]),
+        "sim-sacct": lambda: __import__("bench_sim").main(["--sacct", "--records", "20000" if quick else "100000"]),
         "latency": lambda: bench_latency(10 if quick else 30),
         "queue": lambda: bench_queue(10 if quick else 20),
         "air": lambda: bench_air(5 if quick else 15),

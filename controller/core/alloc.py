@@ -117,6 +117,14 @@ def _task_counts(req: Request) -> tuple[int, list[int] | None]:
     return 0, None
 
 
+def tasks_per_node(req: Request) -> int | None:
+    """The tasks on each node of a fixed layout (every count `_task_counts` gives), without
+    building the list; None when tasks are packed greedily."""
+    if req.ntasks_per_node is not None:
+        return req.ntasks_per_node
+    return 1 if req.ntasks is None else None
+
+
 def fit(req: Request, free: Iterable[Free], def_mem: int) -> tuple[NodeAlloc, ...] | None:
     """First fit of `req` over `free` (already in preference order); None if it does not fit now.
 
@@ -193,6 +201,6 @@ def partition_misfit(req: Request, max_nodes: int | None, members: list[Node], d
         return "nodes"
     if req.ntasks and req.ntasks * req.cpus_per_task > sum(n.cpus for n in members):
         return "cpus"
-    if fit(req, [Free.empty(n) for n in members], def_mem) is None:
+    if fit(req, map(Free.empty, members), def_mem) is None:  # (read only as far as the fit needs)
         return "fit"
     return None

@@ -59,7 +59,8 @@ class Cycle:
         #: Their free capacity (`Free`) is built when something reads it, into `free`, which gets
         #: the others too when something asks for them (`fr`)
         self.roomd = ctx.room_by_name()
-        self.open: dict[str, Any] = self.roomd.copy()  # Node or Free  # a Node: its Free is not built yet
+        #: a `Room` (Nodes), or a dict (of Free) once backfill or preemption rebuilds it
+        self.open: Any = self.roomd.copy()  # a Node: its Free is not built yet
         self.free: dict[str, Free] = {}
         self.extra = False  #: `free` holds nodes that were never open
         #: nodes that jobs took whole (no free CPUs left), their Free not built: (allocation, exclusive)

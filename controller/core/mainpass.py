@@ -53,11 +53,19 @@ def static_reason(job: PendingJob, part: Partition | None, nodes: Mapping[str, N
             known.clear()
         reason = known.get(req, known)  # then by value: queues hold many equal requests
         if reason is known:
-            reason = known[req] = _partition_limit(
-                req, part, _ordered([nodes[n] for n in part.nodes if n in nodes]), def_mem)
+            # the partition's nodes in order, kept beside the verdicts (only their capacities
+            # are read, which are those of every snapshot the verdicts are kept for)
+            members = known.get(_MEMBERS)
+            if members is None:
+                members = known[_MEMBERS] = _ordered([nodes[n] for n in part.nodes if n in nodes])
+            reason = known[req] = _partition_limit(req, part, members, def_mem)
         got = known[id(req)] = (req, reason)
     verdict: Reason | None = got[1]
     return verdict
+
+
+#: the key under which a partition's verdicts keep its nodes in order
+_MEMBERS = "members"
 
 
 def _partition_limit(req: Request, part: Partition, members: list[Node], def_mem: int) -> Reason | None:

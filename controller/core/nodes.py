@@ -7,12 +7,12 @@ the same, updated for the nodes whose use changed. Also the sizes of requests on
 
 from __future__ import annotations
 
-from collections.abc import Sequence, ValuesView
+from collections.abc import Iterator, Sequence, ValuesView
 from itertools import compress
 from operator import and_, attrgetter, itemgetter, lt, not_
 from typing import Any, TypeVar
 
-from .alloc import Free, _task_counts, _try_node
+from .alloc import Free, _task_counts, _try_node, tasks_per_node
 from .memo import Memo
 from .model import Node, NodeAlloc, Partition, PendingJob, Reason, Request, natural_key
 
@@ -89,13 +89,13 @@ class Nodes:
     down and its partition-limit verdicts.
 
     From what is in use, per snapshot, updated from the last snapshot's for the nodes that
-    changed (a cycle's starts and ends touch few): the positions of the available nodes with
-    free CPUs in preference order (`room`), how many nodes have CPUs in use (`busy`), how many
-    have some but not all of them in use (`partial`), how many of the `room` nodes have anything
-    in use (`used_room`)."""
+    changed (a cycle's starts and ends touch few): which available nodes have free CPUs (`keep`,
+    in preference order; `room_by_name` lists them), how many nodes have CPUs in use (`busy`),
+    how many have some but not all of them in use (`partial`), how many of the nodes with free
+    CPUs have anything in use (`used_room`)."""
 
     __slots__ = ("nodes", "caps", "order", "rank", "avail", "shape", "total_cpus", "parts", "names", "up",
-                 "room", "busy", "partial", "used_room", "allocs", "roomd", "keep", "at", "seen")
+                 "busy", "partial", "used_room", "allocs", "roomd", "keep", "at", "seen", "slot", "slot_names")
     order: tuple[str, ...]
     rank: dict[str, int]
     avail: tuple[int, ...]
@@ -107,6 +107,8 @@ class Nodes:
     allocs: dict[tuple[int, int, int], tuple[Request, dict[str, NodeAlloc]]]
     at: list[int]
     seen: dict[tuple[int, int], Node]
+    slot: dict[str, int]
+    slot_names: tuple[str, ...]
 
     def __init__(self, nodes: tuple[Node, ...], caps: tuple[Caps, ...], same: Nodes | None = None,
                  changed: list[int] | None = None):
@@ -114,11 +116,12 @@ class Nodes:
         are not the same objects as these (None: unknown)."""
         self.nodes = nodes
         self.caps = caps
-        self.roomd: dict[str, Node] | None = None
+        self.roomd: Room | None = None
         if same is not None:  # the same capacities: share what was derived from them
             self.order, self.rank, self.avail, self.shape = same.order, same.rank, same.avail, same.shape
             self.total_cpus, self.parts, self.names, self.up = same.total_cpus, same.parts, same.names, same.up
             self.allocs, self.at, self.seen = same.allocs, same.at, same.seen
+            self.slot, self.slot_names = same.slot, same.slot_names
             self._use(same, changed)
             return
         perm = sorted(range(len(caps)), key=lambda i: (caps[i][4], natural_key(caps[i][0])))
@@ -129,6 +132,8 @@ class Nodes:
         self.seen = {}  #: see `same_caps`
         for r, i in enumerate(self.avail):
             self.at[i] = r
+        self.slot_names = tuple(caps[i][0] for i in self.avail)  #: index in `avail` -> name
+        self.slot = {n: r for r, n in enumerate(self.slot_names)}  #: name -> index in `avail`
         self.shape = _uniform(caps)
         self.total_cpus = sum(c[1] for c in caps)
         self.parts = {}
@@ -168,7 +173,6 @@ class Nodes:
                                 or (new.gpus and new.gpus_used)):
                         used_room += 1
             self.used_room = used_room
-        self.room = list(compress(self.avail, keep))
 
     def same_caps(self, nodes: tuple[Node, ...], changed: list[int]) -> bool | None:
         """Whether the nodes at `changed` have the capacities of those positions (None: not
@@ -232,20 +236,102 @@ class Nodes:
     @staticmethod
     def idle_alloc(table: dict[str, NodeAlloc], node: Node, req: Request, nnodes: int, def_mem: int) -> NodeAlloc:
         """`fit`'s allocation on `node`, idle, into `table` (from `idle_allocs`)."""
-        _, counts = _task_counts(req)
-        assert counts is not None, "a whole-node request has fixed tasks per node"
-        a = _try_node(Free.of(node), req, counts[0], nnodes, def_mem)
+        tasks = tasks_per_node(req)
+        assert tasks is not None, "a whole-node request has fixed tasks per node"
+        a = _try_node(Free.of(node), req, tasks, nnodes, def_mem)
         assert a is not None, "a whole-node request fits on an idle node"
         table[node.name] = a
         return a
 
-    def room_by_name(self) -> dict[str, Node]:
-        """The available nodes with free CPUs by name, in preference order (not to be changed)."""
+    def room_by_name(self) -> Room:
+        """The available nodes with free CPUs by name, in preference order (not to be changed:
+        a cycle changes its `copy`)."""
         got = self.roomd
         if got is None:
-            nodes = self.nodes
-            got = self.roomd = {nodes[i].name: nodes[i] for i in self.room}
+            # (`keep` is not changed once built: the next snapshot's Nodes changes a copy)
+            got = self.roomd = Room(self.nodes, self.avail, self.slot, self.slot_names, self.keep,
+                                    self.keep.count(1))
         return got
+
+
+_NONE: Any = object()
+
+
+class Room:
+    """Nodes by name, in preference order, read as a dict reads (`len`, `in`, `[]`, `get`, `pop`,
+    `del`, `clear`, `copy`, iteration over names and `items`): the available nodes of a snapshot
+    whose byte in `keep` (one per available node, in preference order) is set. Built and
+    copied at the cost of that byte string, not of a dict of the nodes: a cycle copies the
+    nodes with free CPUs (`Nodes.room_by_name`) and takes them off one by one; most of them it
+    never reads."""
+
+    __slots__ = ("nodes", "avail", "slot", "names", "keep", "n")
+
+    def __init__(self, nodes: tuple[Node, ...], avail: tuple[int, ...], slot: dict[str, int],
+                 names: tuple[str, ...], keep: bytearray, n: int):
+        self.nodes = nodes  #: the snapshot's
+        self.avail = avail  #: index in `keep` -> position in `nodes`
+        self.slot = slot  #: name -> index in `keep`
+        self.names = names  #: index in `keep` -> name
+        self.keep = keep
+        self.n = n  #: bytes set in `keep`
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __contains__(self, name: object) -> bool:
+        r = self.slot.get(name)  # type: ignore[call-overload]
+        return r is not None and self.keep[r] != 0
+
+    def get(self, name: str, default: Node | None = None) -> Node | None:
+        r = self.slot.get(name)
+        if r is None or not self.keep[r]:
+            return default
+        return self.nodes[self.avail[r]]
+
+    def __getitem__(self, name: str) -> Node:
+        r = self.slot.get(name)
+        if r is None or not self.keep[r]:
+            raise KeyError(name)
+        return self.nodes[self.avail[r]]
+
+    def __delitem__(self, name: str) -> None:
+        r = self.slot.get(name)
+        if r is None or not self.keep[r]:
+            raise KeyError(name)
+        self.keep[r] = 0
+        self.n -= 1
+
+    def pop(self, name: str, default: Any = _NONE) -> Any:
+        r = self.slot.get(name)
+        if r is None or not self.keep[r]:
+            if default is _NONE:
+                raise KeyError(name)
+            return default
+        self.keep[r] = 0
+        self.n -= 1
+        return self.nodes[self.avail[r]]
+
+    def clear(self) -> None:
+        self.keep = bytearray(len(self.keep))
+        self.n = 0
+
+    def copy(self) -> Room:
+        return Room(self.nodes, self.avail, self.slot, self.names, self.keep[:], self.n)
+
+    def __iter__(self) -> Iterator[str]:
+        keep, names = self.keep, self.names
+        r = keep.find(1)
+        while r >= 0:
+            yield names[r]
+            r = keep.find(1, r + 1)
+
+    def items(self) -> Iterator[tuple[str, Node]]:
+        keep, names, nodes, avail = self.keep, self.names, self.nodes, self.avail
+        r = keep.find(1)
+        while r >= 0:
+            yield names[r], nodes[avail[r]]
+            r = keep.find(1, r + 1)
 
 
 def _few(changed: list[int], nodes: tuple[Node, ...]) -> bool:

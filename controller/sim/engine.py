@@ -46,6 +46,7 @@ import heapq
 import math
 import os
 import time
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
@@ -304,8 +305,7 @@ class Engine:
         redone = 0
         pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
         running: dict[int, py_model.RunningJob] = {}  # (the compiled core's where it runs)
-        count = [0] * (procs + 2)  # pending jobs per size
-        min_size = procs + 1  # smallest pending size (procs + 1: none)
+        sizes: list[int] = []  # the pending jobs' sizes, sorted
         heap: list[tuple[float, int]] = []  # (end, queue position)
         free = procs
         head = 0  # fcfs: queue position of the first job not started yet
@@ -332,15 +332,13 @@ class Engine:
             while i < n and submit[i] == t:
                 s = size[i]
                 pending[i + 1] = pend_objs[i]
-                count[s] += 1
+                insort(sizes, s)
                 if ranked is not None:
                     ranked.add(i)
                 if s < new_min:
                     new_min = s
                 i += 1
-            if new_min < min_size:
-                min_size = new_min
-            if not pending or min_size > free:
+            if not pending or sizes[0] > free:
                 continue
             if fcfs:
                 if size[head] > free:
@@ -371,7 +369,7 @@ class Engine:
                 head_q: tuple[PendingJob, ...] | None = None
                 if ranked is not None and len(pending) > HEAD_MIN:
                     ranked.advance(t, i)
-                    fitting = sum(count[:free + 1])  # pending jobs no wider than the free processors
+                    fitting = bisect_right(sizes, free)  # pending jobs no wider than the free processors
                     ks = ranked.head(t, size, free, window, fitting)
                     if ks is not None:
                         head_q = tuple([pend_objs[k] for k in ks])
@@ -422,10 +420,7 @@ class Engine:
                     raise SimulationError(f"job {jid} asked for {s} processors and got {used}")
                 free -= s
                 nodes_dirty = True
-                count[s] -= 1
-                if s == min_size and not count[s]:
-                    while min_size <= procs and not count[min_size]:
-                        min_size += 1
+                del sizes[bisect_left(sizes, s)]
                 start[k] = t
                 end[k] = t + occupied[k]
                 if jid in p.backfilled:
