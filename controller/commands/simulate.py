@@ -196,52 +196,72 @@ def _machine(conf) -> int:  # noqa: ANN001 - ClusterConfig
     return sum(n.cpus or 1 for n in conf.nodes)
 
 
-def main_sacct(args: argparse.Namespace) -> int:
-    """`--sacct DUMP --config A.conf [--vs B.conf]`: a site's history under one or two configurations."""
+def _replay(args: argparse.Namespace, label: str, path: str):  # noqa: ANN202
+    """One replay of `--sacct` on the slurm.conf `path`: (label, SimResult, summary), or (exit code,
+    error message)."""
     import time
 
     from slurmlet.controller.config import ConfigError, load_config
-    from slurmlet.controller.sim import engine, report, sacct, swf
+    from slurmlet.controller.sim import engine, sacct, swf
+    opt = "--config" if label == "A" else "--vs"
+    name = args.policy or "slurm"
+    on, err = _core(args.core)
+    if on is None:
+        return 2, err
+    try:
+        conf = load_config(path)
+    except ConfigError as e:
+        return 2, f"{opt}: {e}"
+    procs = _machine(conf)
+    if procs <= 0:
+        return 2, f"{opt}: {path} names no nodes"
+    t0 = time.perf_counter()
+    try:
+        trace = sacct.load(args.sacct, procs)
+    except swf.SwfError as e:  # (a SacctError too)
+        return 2, str(e)
+    load_s = time.perf_counter() - t0
+    if args.jobs is not None:
+        trace.jobs = trace.jobs[:args.jobs]
+    try:
+        pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
+    except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
+        return 2, f"{opt}: {e}"
+    try:
+        res = engine.simulate(trace, pol, on=on)
+    except engine.SimulationError as e:
+        return 1, str(e)
+    return label, res, {"trace": args.sacct, "config": path, "machine_source": path, **res.summary(),
+                        "records": trace.records, "core_note": on.why, "load_s": round(load_s, 4)}
+
+
+def main_sacct(args: argparse.Namespace) -> int:
+    """`--sacct DUMP --config A.conf [--vs B.conf]`: a site's history under one or two configurations."""
+    from slurmlet.controller.sim import engine, report
     if args.config is None:
         return _fail("--sacct needs --config (the slurm.conf whose nodes replay the history)")
     if args.schedule is not None and args.vs is not None:
         return _fail("--schedule takes one configuration: leave out --vs")
-    name = args.policy or "slurm"
     on, err = _core(args.core)
     if on is None:
         return _fail(err)
     confs = {"A": args.config} if args.vs is None else {"A": args.config, "B": args.vs}
     results: dict[str, engine.SimResult] = {}
     summaries: dict[str, dict] = {}
-    for label, path in confs.items():
-        opt = "--config" if label == "A" else "--vs"
-        try:
-            conf = load_config(path)
-        except ConfigError as e:
-            return _fail(f"{opt}: {e}")
-        procs = _machine(conf)
-        if procs <= 0:
-            return _fail(f"{opt}: {path} names no nodes")
-        t0 = time.perf_counter()
-        try:
-            trace = sacct.load(args.sacct, procs)
-        except swf.SwfError as e:  # (a SacctError too)
-            return _fail(str(e))
-        load_s = time.perf_counter() - t0
-        if args.jobs is not None:
-            trace.jobs = trace.jobs[:args.jobs]
-        try:
-            pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
-        except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
-            return _fail(f"{opt}: {e}")
-        try:
-            res = engine.simulate(trace, pol, on=on)
-        except engine.SimulationError as e:
-            print(f"{PROG}: error: {e}", file=sys.stderr)
-            return 1
-        results[label] = res
-        summaries[label] = {"trace": args.sacct, "config": path, "machine_source": path, **res.summary(),
-                            "records": trace.records, "core_note": on.why, "load_s": round(load_s, 4)}
+    if len(confs) == 1:
+        done = [_replay(args, "A", args.config)]
+    else:  # the replays side by side, one process each (each its own CPU where there are two)
+        import concurrent.futures
+        import multiprocessing
+        with concurrent.futures.ProcessPoolExecutor(len(confs), mp_context=multiprocessing.get_context("fork")) as pool:
+            done = list(pool.map(_replay, [args] * len(confs), list(confs), list(confs.values())))
+    for got in done:
+        if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], int):
+            code, message = got
+            print(f"{PROG}: error: {message}", file=sys.stderr)
+            return code
+        label, res, summary = got
+        results[label], summaries[label] = res, summary
     if args.schedule is not None and not _write_schedule(args.schedule, results["A"]):
         return 2
     if args.html is not None and not _write_html(args.html, results, confs, args.sacct):
