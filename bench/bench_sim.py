@@ -12,7 +12,7 @@ scheduling core's plan()), jobs/s, mean wait and utilization. Target (from the i
 records on 34,400 CPUs, generated into a temporary directory) replayed by the installed command,
 `slurmlet simulate --sacct DUMP --config a.conf`, then with `--vs b.conf`, policy slurm. Prints
 records, the command's wall time and records/s beside `python -c pass` measured in the same
-run (the floor any command pays). Target (issue 42): under a minute. Figures only; nothing is
+run (the floor any command pays). Target: under a minute. Figures only; nothing is
 asserted.
 """
 
