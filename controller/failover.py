@@ -28,12 +28,13 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
-from slurmlet.common import cred, wire
+from slurmlet.common import wire
 from slurmlet.common.wire import STANDBY
 
 from . import auth
-from .errors import Unavailable
+from .errors import InvalidRequest, Unavailable
 from .store.lease import RENEWALS, Lease
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ log = logging.getLogger("slurmlet.controller")
 
 #: what 22.05 answers a request sent to a backup in standby (ESLURM_IN_STANDBY_MODE)
 STANDBY_ERROR = "Slurm backup controller in standby mode"
+#: `scontrol takeover`'s route (api/admin.py's for the active controller; the gate's for one in standby)
+TAKEOVER = "/api/v1/takeover"
 #: the most seconds between two looks at the lease by a controller in standby
 LOOK = 1.0
 
@@ -179,53 +182,39 @@ class Failover:
             return None
 
     # ------------------------------------------------------------------ requests in standby
-    async def serve_standby(self, scope: Any, receive: Any, send: Any, local_uid: int | None) -> None:
-        """A request to this controller while it is in standby (ASGI)."""
-        method, path = scope["method"], scope["path"]
-        if method == "GET" and path == "/api/v1/ping":
-            await _answer(send, 200, dict(self.public(), ok=True))
+    @staticmethod
+    def takeover_request(method: str, path: str) -> bool:
+        return method == "POST" and path == TAKEOVER
+
+    def check_takeover(self, who: auth.Caller, index: object) -> None:
+        """`scontrol takeover` from `who`, sent to the controller `index` (the CLI names the one it sends
+        to: its list may be amiss): root only, as in 22.05 (anyone on a cluster without a key)."""
+        if who is not auth.OPEN and who.uid != 0:
+            raise auth.Forbidden()
+        if str(index) != str(self.index):
+            raise InvalidRequest(f"this is controller {self.index}, not {index}")
+
+    async def take_over(self, who: auth.Caller, query: bytes) -> dict:
+        """A takeover sent to this controller in standby, its caller known (gate.py): the lease is taken
+        at once, and the answer comes once this controller is active."""
+        self.check_takeover(who, parse_qs(query.decode("latin-1")).get("index", [""])[0])
+        self.wanted.set()
+        deadline = time.monotonic() + 30
+        while not self.active() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if not self.active():
+            raise Unavailable("the controller could not take the lease")
+        return {"ok": True, "index": self.index}
+
+    async def serve_standby(self, scope: Any, send: Any) -> None:
+        """A request to this controller in standby, but a takeover: a ping's answer, else the refusal."""
+        if scope["method"] == "GET" and scope["path"] == "/api/v1/ping":
+            await answer_json(send, 200, dict(self.public(), ok=True))
             return
-        if method == "POST" and path == "/api/v1/takeover":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            if not self._root(headers, local_uid, method, scope):
-                await _answer(send, 403, {"detail": {"error": "Access/permission denied", "pre": [], "code": 1}})
-                return
-            index = scope.get("query_string", b"").decode("latin-1").removeprefix("index=")
-            if index != str(self.index):  # (the CLI names the controller it sends to: its list may be amiss)
-                await _answer(send, 400, {"detail": {"error": f"this is controller {self.index}, not {index}",
-                                                     "pre": [], "code": 1}})
-                return
-            self.wanted.set()
-            deadline = time.monotonic() + 30
-            while not self.active() and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            if self.active():
-                await _answer(send, 200, {"ok": True, "index": self.index})
-            else:
-                await _answer(send, 503, {"detail": {"error": "the controller could not take the lease",
-                                                     "pre": [], "code": 1}})
-            return
-        await _answer(send, 503, {"detail": {"error": STANDBY_ERROR, "pre": [], "code": 1}},
-                      [(STANDBY.encode(), f"{self.lease.ttl:g}".encode())])
+        await answer_json(send, 503, {"detail": {"error": STANDBY_ERROR, "pre": [], "code": 1}},
+                     [(STANDBY.encode(), f"{self.lease.ttl:g}".encode())])
 
-    def _root(self, headers: dict[str, str], local_uid: int | None, method: str, scope: Any) -> bool:
-        """Whether the request comes from root (or anyone, on a cluster without a key)."""
-        if self.key is None:
-            return True
-        if local_uid is not None:
-            return local_uid == 0
-        value = headers.get(cred.HEADER.lower())
-        got = cred.unseal(self.key, value, time.time()) if value else None
-        if got is None:
-            return False
-        target = (scope.get("raw_path") or scope["path"].encode()).decode("utf-8", "surrogateescape")
-        if scope.get("query_string"):
-            target += "?" + scope["query_string"].decode("latin-1")
-        return got[0] == 0 and got[4] == cred.bind(method, target, b"") and \
-            self.nonces.first_use(got[2], time.time(), got[3])
-
-
-async def _answer(send: Any, status: int, doc: dict, extra: list | None = None) -> None:
+async def answer_json(send: Any, status: int, doc: dict, extra: list | None = None) -> None:
     body = json.dumps(doc).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", wire.JSON.encode()), (b"content-length", str(len(body)).encode()),

@@ -3,8 +3,9 @@ host's spool, spool.py), before any route sees it. In this order:
 
 1. framing: a request with both Content-Length and Transfer-Encoding is refused (400; RFC 9112
    section 6.3 allows it), its connection closed;
-2. a controller in standby (failover.py: another one holds the database's lease) answers a ping or a
-   takeover itself and refuses every other request (503, Slurm's standby error);
+2. a controller in standby (failover.py: another one holds the database's lease) answers a ping and
+   refuses every request but a takeover (503, Slurm's standby error); a takeover passes the steps
+   below, its caller and credential checked as every request's, and the failover carries it out;
 3. `identify()`: who asks, once: the kernel's uid for a spooled request (spool.LOCAL in its scope);
    over TCP a credential (common/cred.py: its signature and age, before the body is read) or a token
    (auth.token_caller); else nobody. A change by nobody is refused (401) before its body is read;
@@ -42,9 +43,9 @@ from slurmlet.common import cred, wire
 from . import auth, metrics
 from .api import limits
 from .errors import DomainError, InvalidRequest
+from .failover import Failover, answer_json
 
 if TYPE_CHECKING:
-    from .failover import Failover
     from .runtime import Controller
 
 log = logging.getLogger("slurmlet.controller")
@@ -93,22 +94,28 @@ class Pending:
     made: int
 
 
-def identify(c: Controller, scope: Scope, headers: Headers) -> tuple[auth.Caller | None, Pending | None]:
-    """Who sends a request (None: nobody proves anyone), and the credential still to bind and spend."""
-    key = c.settings.key
+def identify(key: bytes | None, now: float, level_of: Callable[[str], int], scope: Scope,
+             headers: Headers) -> tuple[auth.Caller | None, Pending | None]:
+    """Who sends a request (None: nobody proves anyone), and the credential still to bind and spend;
+    `level_of(user)` is a user's sacctmgr AdminLevel (0, 1 or 2)."""
     uid = scope.get(LOCAL)
     if key is None:  # (without a key every request is trusted as the user it names)
         return auth.OPEN, None
     if uid is not None:
-        return auth.local_caller(uid, c.store.admin_level), None
+        return auth.local_caller(uid, level_of), None
     value = headers.get(cred.HEADER)
     if value:
-        got = cred.unseal(key, value, c.clock())
+        got = cred.unseal(key, value, now)
         if got is None:
             return None, None
         uid, user, nonce, made, binding = got
-        return auth.Caller(uid, user, 2 if uid == 0 else c.store.admin_level(user)), Pending(binding, nonce, made)
-    return auth.token_caller(key, headers, c.clock(), c.store.admin_level), None
+        return auth.Caller(uid, user, 2 if uid == 0 else level_of(user)), Pending(binding, nonce, made)
+    return auth.token_caller(key, headers, now, level_of), None
+
+
+def _no_level(_user: str) -> int:
+    """A controller in standby reads no accounting: only root (its credential) is an administrator."""
+    return 0
 
 
 @dataclass(frozen=True)
@@ -237,10 +244,16 @@ class Gate:
             return
         fo = self.failover()
         c = self.ctl()
-        if c is None or not fo.active():  # (in standby: the failover answers, see failover.py)
-            await fo.serve_standby(scope, receive, send, scope.get(LOCAL))
-            return
-        who, pending = identify(c, scope, headers)
+        standby = c is None or not fo.active()  # (another controller holds the lease: failover.py)
+        level_of: Callable[[str], int]
+        if c is None or standby:
+            if not fo.takeover_request(method, path):  # (a ping, or the standby's refusal)
+                await fo.serve_standby(scope, send)
+                return
+            key, clock, level_of, nonces = fo.key, time.time, _no_level, fo.nonces
+        else:
+            key, clock, level_of, nonces = c.settings.key, c.clock, c.store.admin_level, c.nonces
+        who, pending = identify(key, clock(), level_of, scope, headers)
         if who is None:
             if method not in READS:
                 await _refuse(send, auth.Unauthenticated())
@@ -264,13 +277,21 @@ class Gate:
             if scope.get("query_string"):
                 target += b"?" + scope["query_string"]
             if pending.binding != cred.bind(method, target.decode("utf-8", "surrogateescape"), body) or \
-                    not c.nonces.first_use(pending.nonce, c.clock(), pending.made):
+                    not nonces.first_use(pending.nonce, clock(), pending.made):
                 await _refuse(send, auth.Unauthenticated())
                 return
         try:
             value = decode(body, headers.get("content-type"))
         except DomainError as e:
             await _refuse(send, e)
+            return
+        if standby:  # (`scontrol takeover`, its caller known)
+            try:
+                done = await fo.take_over(who, scope.get("query_string", b""))
+            except DomainError as e:
+                await _refuse(send, e)
+                return
+            await answer_json(send, 200, done)
             return
         local = scope.get(LOCAL) is not None
         passed = Passed(who, value, body, local and any(k == b"accept" and _MARSHAL in v for k, v in scope["headers"]),

@@ -49,13 +49,9 @@ async def ping(request: Request):
 async def takeover(request: Request, index: int):
     """scontrol takeover, sent to the controller `index` that is to take control (root only, as 22.05):
     this one has it already."""
-    who = caller(request)
-    if who is not auth.OPEN and who.uid != 0:
-        raise auth.Forbidden()
-    mine = request.app.state.failover.index
-    if index != mine:
-        raise InvalidRequest(f"this is controller {mine}, not {index}")
-    return {"ok": True, "index": mine}
+    fo = request.app.state.failover
+    fo.check_takeover(caller(request), index)
+    return {"ok": True, "index": fo.index}
 
 
 @router.post("/api/v1/reconfigure")

@@ -18,6 +18,7 @@ from collections.abc import Set
 from typing import TYPE_CHECKING
 
 from slurmlet.common import cred, wire
+from slurmlet.common.procs import daemon_alive
 
 if TYPE_CHECKING:
     from slurmlet.controller.config import ClusterConfig
@@ -50,25 +51,6 @@ def _port_free(port: int) -> bool:
             return True
         except OSError:
             return False
-
-
-def _alive(pid: int) -> bool:
-    """Whether the daemon with this pid still runs: a zombie (killed, not yet reaped by whoever
-    adopted it) does not, nor does another program that has since got the pid."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                return False
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"slurmlet" in f.read()
-    except (OSError, IndexError):
-        return True  # no /proc here: kill(0) is all we know
 
 
 def _read_pids(state: str) -> dict[str, int]:
@@ -278,7 +260,7 @@ def up(argv: list[str]) -> int:
         changed = exists and bool(asked) and shape != old
         if changed and old is not None:
             pids = _read_pids(state)
-            if pids.get("controller") and _alive(pids["controller"]):
+            if pids.get("controller") and daemon_alive(pids["controller"]):
                 print(f"slurmlet up: error: the cluster in {state} runs {_shape_words(old)}; stop it "
                       f"(slurmlet down --state-dir {state}) to start it with {_shape_words(shape)}", file=sys.stderr)
                 return 1
@@ -315,7 +297,7 @@ def up(argv: list[str]) -> int:
     if os.path.exists(meta_path):
         with open(meta_path) as f:
             meta = json.load(f)
-    url = meta.get("url") if pids.get("controller") and _alive(pids["controller"]) else None
+    url = meta.get("url") if pids.get("controller") and daemon_alive(pids["controller"]) else None
     bin_dir = _bin_dir()
     env = dict(os.environ)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
@@ -324,7 +306,7 @@ def up(argv: list[str]) -> int:
     env["SLURMLET_KEY_FILE"] = key_file
     if url is None:
         port = args.port or _free_port()
-        if meta.get("url") and any(_alive(p) for k, p in pids.items() if k != "controller"):
+        if meta.get("url") and any(daemon_alive(p) for k, p in pids.items() if k != "controller"):
             # agents still running speak to the controller's address: it comes back there
             port = int(meta["url"].rsplit(":", 1)[1])
         if not _port_free(port):
@@ -355,7 +337,7 @@ def up(argv: list[str]) -> int:
     # the credential service, for users who may not read the key (and the jobs that run as them)
     sock = os.path.abspath(args.cred_socket) if args.cred_socket else os.path.join(state, "cred.sock")
     env["SLURMLET_CRED_SOCKET"] = sock
-    if not (pids.get("credd") and _alive(pids["credd"])):
+    if not (pids.get("credd") and daemon_alive(pids["credd"])):
         pids["credd"] = _spawn([slurmlet, "credd", "--socket", sock, "--key-file", key_file],
                                os.path.join(state, "credd.log"), env)
         _write_json(os.path.join(state, "pids.json"), pids)
@@ -363,7 +345,7 @@ def up(argv: list[str]) -> int:
     spawned_at, spawned = time.time(), set()
     for name in node_names:
         key = f"agent:{name}"
-        if pids.get(key) and _alive(pids[key]):
+        if pids.get(key) and daemon_alive(pids[key]):
             continue
         spawned.add(name)
         cmd = [slurmlet, "agent", "--controller", url, "--name", name, "--spool", os.path.join(state, "spool", name),
@@ -435,7 +417,7 @@ def _write_cgroup_conf(state: str, confine: bool | None) -> str | None:
     if text is not None and was is None:
         return f"{path} was not written by slurmlet up: edit it to change what jobs are confined to"
     pids = _read_pids(state)
-    if text is not None and pids.get("controller") and _alive(pids["controller"]):
+    if text is not None and pids.get("controller") and daemon_alive(pids["controller"]):
         return (f"the cluster in {state} runs {'with' if was else 'without'} its jobs confined; stop it "
                 f"(slurmlet down --state-dir {state}) to start it {'without' if was else 'with'}")
     with open(path, "w") as f:
@@ -568,7 +550,7 @@ def _write_text(path: str, text: str) -> None:
 
 
 def _stop(pid: int, timeout: float) -> None:
-    if not _alive(pid):
+    if not daemon_alive(pid):
         return
     try:
         os.kill(pid, signal.SIGTERM)
@@ -581,7 +563,7 @@ def _stop(pid: int, timeout: float) -> None:
                 return
         except ChildProcessError:
             pass
-        if not _alive(pid):
+        if not daemon_alive(pid):
             return
         time.sleep(0.05)
     try:
@@ -599,7 +581,7 @@ def status(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     state = os.path.abspath(args.state_opt or args.state_dir or os.environ.get("SLURMLET_STATE_DIR", DEFAULT_STATE))
     pids = _read_pids(state)
-    if not (pids.get("controller") and _alive(pids["controller"])):
+    if not (pids.get("controller") and daemon_alive(pids["controller"])):
         print(f"slurmlet: not running (state directory {state})")
         return 1
     meta: dict = {}
@@ -608,5 +590,5 @@ def status(argv: list[str]) -> int:
             meta = json.load(f)
     print(f"slurmlet: cluster {meta.get('cluster') or '?'} running at {meta.get('url') or '?'}; state in {state}")
     for k, p in pids.items():
-        print(f"{k:20s} {p:8d} {'running' if _alive(p) else 'stopped'}")
+        print(f"{k:20s} {p:8d} {'running' if daemon_alive(p) else 'stopped'}")
     return 0

@@ -17,12 +17,11 @@ database (PostgreSQL: a backup on another host reaches it) and hold one row of i
   (`held`): past that it answers nothing as the active controller until a renewal succeeds.
 
 On SQLite (one host, one file) there is one controller: a second one started on the same file
-while the first lives is refused (`SingleHost`).
+while the first lives is refused (`single_host`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import time
@@ -33,11 +32,10 @@ from typing import Any
 from sqlalchemy import Engine, Float, event, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 
+from slurmlet.common.procs import daemon_alive
 from slurmlet.controller.errors import Unavailable
 
 from .tables import controller_lease as L
-
-log = logging.getLogger("slurmlet.controller")
 
 #: the holder renews the lease this many times in each SlurmctldTimeout
 RENEWALS = 4
@@ -47,10 +45,6 @@ class LeaseLost(Unavailable):
     """This controller no longer holds the lease: another one is active"""
 
     ttl = 0.0  #: SlurmctldTimeout (what a client waits at most 1.5 times for another to be active)
-
-
-class SingleHost(Exception):
-    """A second controller on a database that holds one (SQLite), while the first lives."""
 
 
 @dataclass(frozen=True)
@@ -193,24 +187,7 @@ def single_host(state: State, me: str) -> str | None:
     if not state.live or got is None or state.holder == me:
         return None
     pid, host = got
-    if host == socket.gethostname() and not _alive(pid):
+    if host == socket.gethostname() and not daemon_alive(pid):
         return None
     return f"the controller {state.holder} holds it"
 
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` of this host runs (a zombie its adopter has not reaped yet does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
-    except (OSError, IndexError):
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True

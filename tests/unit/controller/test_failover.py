@@ -64,7 +64,11 @@ def test_a_backup_in_standby_answers_ping_and_a_roots_takeover_once_and_refuses_
         r = c.get("/api/v1/jobs")
         assert (r.status_code, r.json()["detail"]["error"], r.headers[STANDBY]) == (
             503, "Slurm backup controller in standby mode", "60")
-        assert c.post("/api/v1/takeover?index=1").status_code == 403  # (no credential)
+        # the gate's checks, as for every change: no credential, and not root
+        assert c.post("/api/v1/takeover?index=1").status_code == 401
+        user = {cred.HEADER: cred.sign(KEY, 1000, "alice", cred.bind("POST", "/api/v1/takeover?index=1"))}
+        r = c.post("/api/v1/takeover?index=1", headers=user)
+        assert (r.status_code, r.json()["detail"]["error"]) == (403, "Access/permission denied")
         wrong = "/api/v1/takeover?index=0"
         assert c.post(wrong, headers=root("POST", wrong)).json()["detail"]["error"] == "this is controller 1, not 0"
         target = "/api/v1/takeover?index=1"
@@ -79,7 +83,7 @@ def test_a_backup_in_standby_answers_ping_and_a_roots_takeover_once_and_refuses_
         assert (r.status_code, r.headers[STANDBY]) == (503, "60") and "no longer holds the lease" in r.text
         wait_until(lambda: c.get("/api/v1/ping").json()["active"] is False, 10, what="standby")
         r = c.post(target, headers=headers)  # (the same credential again)
-        assert r.status_code == 403 and not c.app.state.failover.active()
+        assert r.status_code == 401 and not c.app.state.failover.active()
 
 
 def test_a_controller_that_cannot_become_active_at_its_start_gives_the_lease_up(tmp_path: Path):
