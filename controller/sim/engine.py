@@ -7,6 +7,13 @@ completions and then all arrivals are applied, and then (at most) one scheduling
 a `Snapshot` of the nodes, the pending queue and the running jobs goes to `plan()`, and the
 plan's starts are applied. The clock then jumps to the next arrival or completion.
 
+With policy slurm the passes follow the controller's own cycle (controller/loops/scheduler.py):
+an event (an arrival, a completion) gets a main pass, and a backfill pass (main pass and backfill)
+runs once bf_interval seconds have passed since the last one, if anything changed since: at the
+first event after that, or at the instant it comes due when no event comes first (right after the
+last pass when it was due by then). fcfs and easy backfill in every pass, as the literature's
+simulators do.
+
 Nothing is rebuilt that did not change: every node exists as two prebuilt `Node` values (free and
 busy) and a start or completion swaps only its own nodes; pending jobs are prebuilt `PendingJob`
 values; the partition tuple is built once. A pass is skipped when it cannot start anything:
@@ -68,6 +75,7 @@ DEFAULT_SLURM_WEIGHTS = Weights(age=1000, jobsize=1000, max_age=7 * 86400.0)
 HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
 HEAD_MIN = 24  #: slurm: shorter queues go to the core whole (the head would not save much)
 PARTITION = "batch"
+DEFAULT_BF_INTERVAL = 30.0  #: slurm without --config: SchedulerParameters' bf_interval default
 
 
 @dataclass(frozen=True)
@@ -136,6 +144,9 @@ class Policy:
     name: str
     config: SchedConfig
     weights: Weights = Weights()
+    #: seconds between backfill passes, as the controller's loop spaces them (bf_interval); None:
+    #: every pass backfills (EASY as the literature simulates it)
+    bf_interval: float | None = None
 
 
 def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
@@ -156,7 +167,8 @@ def policy(name: str, jobs: Sequence[SwfJob] = (), conf=None) -> Policy:  # noqa
     (bf_easy, a window covering the trace, 1 s resolution, no job-test limit), equal priorities.
     slurm: multifactor priority (`conf.priority_weights()` when a slurm.conf is given, else
     age + job size) and Slurm's backfill defaults (or the conf's SchedulerType and
-    SchedulerParameters).
+    SchedulerParameters), on the controller's cycle: a main pass at each event, a backfill pass
+    at most every bf_interval seconds (30 by default) while anything changed since the last one.
     """
     if name == "fcfs":
         return Policy(name, SchedConfig(backfill=False))
@@ -165,8 +177,8 @@ def policy(name: str, jobs: Sequence[SwfJob] = (), conf=None) -> Policy:  # noqa
                                         bf_resolution=1, bf_max_job_test=HUGE))
     if name == "slurm":
         if conf is None:
-            return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS)
-        return Policy(name, conf.sched_config(), conf.priority_weights())
+            return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS, DEFAULT_BF_INTERVAL)
+        return Policy(name, conf.sched_config(), conf.priority_weights(), conf.bf_interval())
     raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
 
 
@@ -241,14 +253,15 @@ def _num(x: float) -> int | float:
 
 def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None = None) -> SimResult:
     """Replays `trace` under `pol` on the core `on` (default: `core()`)."""
-    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on).run()
+    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on,
+                 bf_interval=pol.bf_interval).run()
     res.skipped = dict(trace.skipped)
     return res
 
 
 class Engine:
     def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),  # noqa: B008 - frozen: one shared default is safe
-                 *, exact: bool = False, name: str = "", on: Core | None = None):
+                 *, exact: bool = False, name: str = "", on: Core | None = None, bf_interval: float | None = None):
         if procs <= 0:
             raise ValueError("the machine needs at least one processor")
         too_wide = [j.job_id for j in jobs if j.procs > procs or j.procs <= 0 or j.occupied <= 0]
@@ -261,6 +274,7 @@ class Engine:
         self.weights = on.convert(weights)
         self.exact = exact
         self.name = name
+        self.bf_interval = bf_interval if config.backfill else None
         # queue order: submit time, then job id (the file position breaks exact ties)
         self.jobs = [j for _, j in sorted(enumerate(jobs), key=lambda p: (p[1].submit, p[1].job_id, p[0]))]
         width = max(4, len(str(procs)))
@@ -300,8 +314,13 @@ class Engine:
         easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
         fast = not self.exact  # backfill may stop once nothing it has left to test can start
         # multifactor: hand a pass the head of the queue that holds every job it can start
-        window = (cfg.bf_max_job_test if cfg.backfill else 0)
-        ranked = self._ranking(nodes_t) if weights.active and not self.exact and window >= 0 else None
+        bf_window = (cfg.bf_max_job_test if cfg.backfill else 0)
+        # the controller's cycle (controller/loops/scheduler.py): a main pass at each event, a
+        # backfill pass once bf_interval has passed since the last one, if anything changed since
+        every = self.bf_interval
+        bf_dirty, next_bf = cfg.backfill, -math.inf
+        last = -math.inf  # the instant of the last pass
+        ranked = self._ranking(nodes_t) if weights.active and not self.exact and bf_window >= 0 else None
         redone = 0
         pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
         running: dict[int, py_model.RunningJob] = {}  # (the compiled core's where it runs)
@@ -313,10 +332,15 @@ class Engine:
         passes = instants = idle = queued = bf_tested = 0
         core_s = 0.0
         inf = math.inf
-        while i < n or heap:
+        while i < n or heap or (every is not None and bf_dirty and pending):
             t = submit[i] if i < n else inf
             if heap and heap[0][0] <= t:
                 t = heap[0][0]
+            if every is not None and bf_dirty and next_bf < t:
+                # a backfill pass comes due before the next event (right after the last pass
+                # when it was due by then, as the controller's loop runs it)
+                t = next_bf if next_bf > last else last
+            last = t
             instants += 1
             completed = False
             while heap and heap[0][0] == t:
@@ -338,6 +362,12 @@ class Engine:
                 if s < new_min:
                     new_min = s
                 i += 1
+            if every is None:
+                bf_now = cfg.backfill
+            else:
+                bf_now = bf_dirty and t >= next_bf
+                bf_dirty, next_bf = (False, t + every) if bf_now else (True, next_bf)
+            window = bf_window if bf_now else 0
             if not pending or sizes[0] > free:
                 continue
             if fcfs:
@@ -382,7 +412,7 @@ class Engine:
                             running=tuple(running.values()), config=cfg)
             queued += len(queue)
             c0 = time.perf_counter()
-            p = plan(snap, only_starts=fast, memo=memo)
+            p = plan(snap, bf_now, only_starts=fast, memo=memo)
             if len(queue) < len(pending) and not (fcfs or easy):
                 # A head of the core's own order (`Ranking.head`) was handed over. The main pass
                 # started its first `s` jobs and stopped at job s; backfill tests `window` jobs from
@@ -395,7 +425,7 @@ class Engine:
                             and self._nothing_fits(ranked.beyond(submit), size, free, len(queue),
                                                    s + max(window, 1)))):
                     redone += 1
-                    p = plan(replace(snap, pending=tuple(pending.values())), only_starts=fast, memo=memo)
+                    p = plan(replace(snap, pending=tuple(pending.values())), bf_now, only_starts=fast, memo=memo)
             core_s += time.perf_counter() - c0
             passes += 1
             bf_tested += p.bf_tested
