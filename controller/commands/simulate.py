@@ -20,6 +20,7 @@ import sys
 from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet simulate"
+SKIP_OVER_MAX_TIME = "time limit over its partition's MaxTime"
 
 
 def _jobs(value: str) -> int:
@@ -90,6 +91,7 @@ def render(summary: dict) -> str:
         ("mean wait", f"{s['mean_wait_s']:.1f} s"),
         ("mean bounded slowdown (tau 10 s)", f"{s['mean_bounded_slowdown']:.2f}"),
         ("max wait", f"{s['max_wait_s']} s ({_duration(s['max_wait_s'])})"),
+        ("preemptions", s["preemptions"]),
         ("scheduling passes", f"{s['passes']} ({s['idle_passes']} started nothing)"),
         ("scheduling core", core_label(s["core"], s.get("core_note", ""))),
         ("trace load time", f"{s['load_s']:.3f} s"),
@@ -227,6 +229,10 @@ def _replay(args: argparse.Namespace, label: str, path: str):  # noqa: ANN202
         pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
     except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
         return 2, f"{opt}: {e}"
+    over = engine.over_max_time(trace.jobs, pol.partitions)
+    if any(over):  # they would wait for ever (PartitionTimeLimit)
+        trace.jobs = [j for j, bad in zip(trace.jobs, over) if not bad]
+        trace.skipped[SKIP_OVER_MAX_TIME] = sum(over)
     try:
         res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:

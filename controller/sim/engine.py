@@ -147,6 +147,10 @@ class Policy:
     #: seconds between backfill passes, as the controller's loop spaces them (bf_interval); None:
     #: every pass backfills (EASY as the literature simulates it)
     bf_interval: float | None = None
+    #: a slurm.conf's partitions (their nodes left out: each one spans the whole machine), the
+    #: first Default=YES one first; none: one partition
+    partitions: tuple[py_model.Partition, ...] = ()
+    requeue_delay: float = 121.0  #: seconds before a job requeued by preemption may start again
 
 
 def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
@@ -178,8 +182,37 @@ def policy(name: str, jobs: Sequence[SwfJob] = (), conf=None) -> Policy:  # noqa
     if name == "slurm":
         if conf is None:
             return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS, DEFAULT_BF_INTERVAL)
-        return Policy(name, conf.sched_config(), conf.priority_weights(), conf.bf_interval())
+        return Policy(name, conf.sched_config(), conf.priority_weights(), conf.bf_interval(), partitions(conf),
+                      float(conf.requeue_delay))
     raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
+
+
+def partitions(conf) -> tuple[py_model.Partition, ...]:  # noqa: ANN001 - ClusterConfig
+    """A slurm.conf's partitions as the simulator runs them: name, MaxTime, PriorityTier,
+    PriorityJobFactor, PreemptMode and GraceTime, and no nodes (each spans the machine); the
+    default partition first (Default=YES, else the first)."""
+    default = conf.default_partition()
+    parts = [py_model.Partition(p.name, (), max_time=p.max_time, priority_tier=p.priority_tier,
+                                priority_job_factor=p.priority_job_factor, preempt_mode=conf.preempt_mode_of(p),
+                                grace_time=p.grace_time)
+             for p in conf.partitions]
+    return tuple(sorted(parts, key=lambda p: p.name != default.name)) if default is not None else tuple(parts)
+
+
+def homes(jobs: Sequence[SwfJob], parts: Sequence[Any]) -> list[str]:
+    """The partition each job runs in: its own where `parts` has it, else the first (the default)."""
+    names = {p.name for p in parts}
+    return [j.partition if j.partition in names else parts[0].name for j in jobs]
+
+
+def over_max_time(jobs: Sequence[SwfJob], parts: Sequence[Any]) -> list[bool]:
+    """Per job: whether its time limit is above its partition's MaxTime (such a job waits for ever
+    with PartitionTimeLimit, under EnforcePartLimits=NO as under Slurm's default)."""
+    if not parts:
+        return [False] * len(jobs)
+    max_time = {p.name: p.max_time for p in parts}
+    return [max_time[h] is not None and j.requested != math.inf and j.requested > max_time[h] * 60
+            for j, h in zip(jobs, homes(jobs, parts))]
 
 
 @dataclass(slots=True)
@@ -201,6 +234,7 @@ class SimResult:
     skipped: dict[str, int] = field(default_factory=dict)  #: from the trace's cleaning
     core: str = "python"  #: the core it ran on: "compiled" (mypyc) or "python"
     backfilled: list[bool] = field(default_factory=list)  #: per job: started by the backfill pass
+    preempted: list[int] = field(default_factory=list)  #: per job: times it was preempted (cancelled or requeued)
 
     def summary(self) -> dict:
         n = len(self.jobs)
@@ -219,6 +253,7 @@ class SimResult:
                        max_wait_s=_num(max(waits)))
         else:
             out.update(makespan_s=0, utilization=0.0, mean_wait_s=0.0, mean_bounded_slowdown=0.0, max_wait_s=0)
+        out.update(preemptions=sum(self.preempted))
         out.update(passes=self.passes, idle_passes=self.idle_passes, core=self.core, wall_s=round(self.wall_s, 4),
                    core_s=round(self.core_s, 4), jobs_per_s=round(n / self.wall_s, 1) if self.wall_s > 0 else 0.0)
         return out
@@ -254,14 +289,15 @@ def _num(x: float) -> int | float:
 def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None = None) -> SimResult:
     """Replays `trace` under `pol` on the core `on` (default: `core()`)."""
     res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on,
-                 bf_interval=pol.bf_interval).run()
+                 bf_interval=pol.bf_interval, partitions=pol.partitions, requeue_delay=pol.requeue_delay).run()
     res.skipped = dict(trace.skipped)
     return res
 
 
 class Engine:
     def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),  # noqa: B008 - frozen: one shared default is safe
-                 *, exact: bool = False, name: str = "", on: Core | None = None, bf_interval: float | None = None):
+                 *, exact: bool = False, name: str = "", on: Core | None = None, bf_interval: float | None = None,
+                 partitions: Sequence[py_model.Partition] = (), requeue_delay: float = 121.0):
         if procs <= 0:
             raise ValueError("the machine needs at least one processor")
         too_wide = [j.job_id for j in jobs if j.procs > procs or j.procs <= 0 or j.occupied <= 0]
@@ -282,12 +318,23 @@ class Engine:
         self.free_nodes = [Node(nm, 1, 0, 0) for nm in self.names]
         self.busy_nodes = [Node(nm, 1, 0, 0, cpus_used=1) for nm in self.names]
         self.index = {nm: i for i, nm in enumerate(self.names)}
-        self.partitions = (Partition(PARTITION, self.names),)
+        # a conf's partitions, each over the whole machine (so that nodes stay interchangeable);
+        # a job whose partition is not one of them runs in the first (the default)
+        self.partitions = (tuple(Partition(p.name, self.names, max_time=p.max_time, priority_tier=p.priority_tier,
+                                           priority_job_factor=p.priority_job_factor, preempt_mode=p.preempt_mode,
+                                           grace_time=p.grace_time) for p in partitions)
+                           or (Partition(PARTITION, self.names),))
+        self.requeue_delay = requeue_delay
+        home = homes(self.jobs, self.partitions)
+        max_time = {p.name: p.max_time for p in self.partitions}
+        #: per job, the seconds its CPUs are planned for: its time limit, else its partition's MaxTime
+        self.limit_s = [j.requested if j.requested != math.inf or max_time[h] is None else max_time[h] * 60.0
+                        for j, h in zip(self.jobs, home)]
         reqs: dict[int, py_model.Request] = {}  # (the compiled core's Request where it runs)
         # core job ids are 1 + the position in queue order, so the core's (priority, submit time,
         # job id) order is the trace's (submit time, job id) order even when trace ids repeat
         self.pending_jobs = [
-            PendingJob(job_id=k + 1, partition=PARTITION, request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
+            PendingJob(job_id=k + 1, partition=home[k], request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
                        submit_time=float(j.submit), eligible_time=float(j.submit),
                        time_limit=minutes(j.requested) if j.requested != math.inf else None)  # inf: unlimited
             for k, j in enumerate(self.jobs)]
@@ -301,10 +348,11 @@ class Engine:
         size = [j.procs for j in jobs]
         submit = [j.submit for j in jobs]
         occupied = [j.occupied for j in jobs]
-        requested = [j.requested for j in jobs]
+        limit_s = self.limit_s
         start: list[float] = [math.nan] * n
         end: list[float] = [math.nan] * n
         backfilled = [False] * n
+        preempted = [0] * n
         cfg, weights = self.config, self.weights
         free_nodes, busy_nodes, index, parts = self.free_nodes, self.busy_nodes, self.index, self.partitions
         node_list = list(free_nodes)
@@ -320,7 +368,15 @@ class Engine:
         every = self.bf_interval
         bf_dirty, next_bf = cfg.backfill, -math.inf
         last = -math.inf  # the instant of the last pass
-        ranked = self._ranking(nodes_t) if weights.active and not self.exact and bf_window >= 0 else None
+        # (the core orders jobs by PriorityTier first: the head is cut from priorities alone when
+        # every job's partition has the same tier, and then none can preempt another)
+        one_tier = len({p.priority_tier for p in parts if any(pj.partition == p.name for pj in pend_objs)}) <= 1
+        ranked = (self._ranking(nodes_t) if weights.active and not self.exact and bf_window >= 0 and one_tier
+                  else None)
+        # partition_prio across tiers: a job may start on the CPUs of the jobs it preempts
+        preempting = cfg.preempt and not cfg.preempt_qos and not one_tier
+        again: list[tuple[float, int]] = []  # (when, queue position): jobs requeued by preemption
+        requeue_delay = self.requeue_delay
         redone = 0
         pending: dict[int, PendingJob] = {}  # core id -> job, in queue order
         running: dict[int, py_model.RunningJob] = {}  # (the compiled core's where it runs)
@@ -332,10 +388,14 @@ class Engine:
         passes = instants = idle = queued = bf_tested = 0
         core_s = 0.0
         inf = math.inf
-        while i < n or heap or (every is not None and bf_dirty and pending):
+        while i < n or heap or again or (every is not None and bf_dirty and pending):
+            while heap and end[heap[0][1]] != heap[0][0]:  # an end a preemption moved
+                heapq.heappop(heap)
             t = submit[i] if i < n else inf
             if heap and heap[0][0] <= t:
                 t = heap[0][0]
+            if again and again[0][0] < t:
+                t = again[0][0]
             if every is not None and bf_dirty and next_bf < t:
                 # a backfill pass comes due before the next event (right after the last pass
                 # when it was due by then, as the controller's loop runs it)
@@ -345,6 +405,8 @@ class Engine:
             completed = False
             while heap and heap[0][0] == t:
                 k = heapq.heappop(heap)[1]
+                if end[k] != t:
+                    continue
                 rj = running.pop(k + 1)
                 for a in rj.allocs:
                     x = index[a.node]
@@ -362,13 +424,19 @@ class Engine:
                 if s < new_min:
                     new_min = s
                 i += 1
+            while again and again[0][0] == t:  # eligible again after a requeue: a new eligible time
+                k = heapq.heappop(again)[1]
+                pending[k + 1] = replace(pend_objs[k], eligible_time=float(t))
+                insort(sizes, size[k])
+                if size[k] < new_min:
+                    new_min = size[k]
             if every is None:
                 bf_now = cfg.backfill
             else:
                 bf_now = bf_dirty and t >= next_bf
                 bf_dirty, next_bf = (False, t + every) if bf_now else (True, next_bf)
             window = bf_window if bf_now else 0
-            if not pending or sizes[0] > free:
+            if not pending or (sizes[0] > free and not preempting):
                 continue
             if fcfs:
                 if size[head] > free:
@@ -431,12 +499,29 @@ class Engine:
             bf_tested += p.bf_tested
             if not p.starts:
                 idle += 1
-            if p.preemptions:
-                raise SimulationError("the plan preempts jobs; the simulator runs without preemption")
+            for pre in p.preemptions:
+                # the victim gives its CPUs back at the end of its GraceTime (cancelled), and a
+                # requeued one is eligible again requeue_delay after that, to run all over again
+                k = pre.victim - 1
+                if pre.mode == "SUSPEND":
+                    raise SimulationError(f"the plan suspends job {jobs[k].job_id} (PreemptMode=SUSPEND), "
+                                          "which the simulator does not replay")
+                victim = running.get(pre.victim)
+                if victim is None or victim.preempting:
+                    raise SimulationError(f"the plan preempts job {jobs[k].job_id}, which is not running")
+                running[pre.victim] = replace(victim, preempting=True)
+                preempted[k] += 1
+                gone = float(t + pre.grace_time)
+                if gone < end[k]:  # (else it ends first, its work done)
+                    end[k] = gone
+                    heapq.heappush(heap, (gone, k))
+                    if pre.mode == "REQUEUE":
+                        heapq.heappush(again, (gone + requeue_delay, k))
             for st in p.starts:
                 jid = st.job_id
                 k = jid - 1
-                if pending.pop(jid, None) is None:
+                started = pending.pop(jid, None)
+                if started is None:
                     raise SimulationError(f"the plan starts job {jid}, which is not pending")
                 used = 0
                 for a in st.allocs:
@@ -458,8 +543,8 @@ class Engine:
                 if ranked is not None:
                     ranked.remove(k)
                 heapq.heappush(heap, (end[k], k))
-                running[jid] = RunningJob(jid, PARTITION, st.allocs, float(t),
-                                          float(t + requested[k]) if requested[k] != inf else None)
+                running[jid] = RunningJob(jid, started.partition, st.allocs, float(t),
+                                          float(t + limit_s[k]) if limit_s[k] != inf else None)
             if fcfs:
                 while head < i and start[head] == start[head]:  # not NaN: started
                     head += 1
@@ -469,7 +554,7 @@ class Engine:
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
                          instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested, core=self.core.name,
-                         backfilled=backfilled)
+                         backfilled=backfilled, preempted=preempted)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:

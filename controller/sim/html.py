@@ -12,8 +12,8 @@ labels) goes through `html.escape`: a dump is input, and a user name such as `<s
 The time series come from the jobs' arrival, start and end times (`SimResult.jobs`, `start`,
 `end`): the queue holds a job from its arrival to its start, the machine's busy CPUs count it
 from its start to its end. Series with more changes than the plot has room for are drawn as
-time-weighted means over `BINS` equal intervals. The simulator runs without preemption (a plan
-that preempts is a `SimulationError`), so the page has no preemption figures.
+time-weighted means over `BINS` equal intervals. A job preempted and requeued is drawn with its
+last run (its preemptions are counted in the table).
 """
 
 from __future__ import annotations

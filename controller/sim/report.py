@@ -31,7 +31,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def figures(res: SimResult, key: str | None = None) -> dict[str, dict[str, float]]:
     """{group: {jobs, mean_wait_s, p50_wait_s, p95_wait_s, mean_bounded_slowdown, utilization,
-    backfilled}}; `key` None: one group, "all"."""
+    backfilled, preemptions}}; `key` None: one group, "all"."""
     rows: dict[str, list[int]] = {}
     for k, j in enumerate(res.jobs):
         rows.setdefault(getattr(j, key) or "(none)" if key else "all", []).append(k)
@@ -52,6 +52,7 @@ def figures(res: SimResult, key: str | None = None) -> dict[str, dict[str, float
                                                for w, k in zip(waits, ks)) / n, 4),
             "utilization": round(work / cap, 6) if cap > 0 else 0.0,
             "backfilled": round(sum(res.backfilled[k] for k in ks) / n, 6) if res.backfilled else 0.0,
+            "preemptions": sum(res.preempted[k] for k in ks) if res.preempted else 0,
         }
     return out
 
@@ -71,7 +72,8 @@ def table(results: dict[str, SimResult]) -> dict[str, dict[str, dict[str, dict[s
 #: (row name, figure, format) of the report, in its order (the text and the HTML page's)
 ROWS = (("jobs", "jobs", "{:.0f}"), ("mean wait", "mean_wait_s", "{:.1f} s"), ("p50 wait", "p50_wait_s", "{:.0f} s"),
         ("p95 wait", "p95_wait_s", "{:.0f} s"), ("mean bounded slowdown", "mean_bounded_slowdown", "{:.2f}"),
-        ("utilization", "utilization", "{:.2%}"), ("backfilled", "backfilled", "{:.1%}"))
+        ("utilization", "utilization", "{:.2%}"), ("backfilled", "backfilled", "{:.1%}"),
+        ("preemptions", "preemptions", "{:.0f}"))
 
 
 def render(results: dict[str, SimResult]) -> str:
