@@ -20,7 +20,6 @@ import sys
 from slurmlet.common.oneline import Parser
 
 PROG = "slurmlet simulate"
-SKIP_OVER_MAX_TIME = "time limit over its partition's MaxTime"
 
 
 def _jobs(value: str) -> int:
@@ -229,10 +228,6 @@ def _replay(args: argparse.Namespace, label: str, path: str):  # noqa: ANN202
         pol = engine.policy(name, trace.jobs, conf if name == "slurm" else None)
     except Exception as e:  # noqa: BLE001 - a config helper that rejects its values
         return 2, f"{opt}: {e}"
-    over = engine.over_max_time(trace.jobs, pol.partitions)
-    if any(over):  # they would wait for ever (PartitionTimeLimit)
-        trace.jobs = [j for j, bad in zip(trace.jobs, over) if not bad]
-        trace.skipped[SKIP_OVER_MAX_TIME] = sum(over)
     try:
         res = engine.simulate(trace, pol, on=on)
     except engine.SimulationError as e:

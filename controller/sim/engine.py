@@ -75,6 +75,7 @@ DEFAULT_SLURM_WEIGHTS = Weights(age=1000, jobsize=1000, max_age=7 * 86400.0)
 HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
 HEAD_MIN = 24  #: slurm: shorter queues go to the core whole (the head would not save much)
 PARTITION = "batch"
+SKIP_OVER_MAX_TIME = "time limit over its partition's MaxTime"
 DEFAULT_BF_INTERVAL = 30.0  #: slurm without --config: SchedulerParameters' bf_interval default
 
 
@@ -235,6 +236,8 @@ class SimResult:
     core: str = "python"  #: the core it ran on: "compiled" (mypyc) or "python"
     backfilled: list[bool] = field(default_factory=list)  #: per job: started by the backfill pass
     preempted: list[int] = field(default_factory=list)  #: per job: times it was preempted (cancelled or requeued)
+    #: per job: the CPU-seconds it held, every run (a preempted run until it gave its CPUs back)
+    work: list[float] = field(default_factory=list)
 
     def summary(self) -> dict:
         n = len(self.jobs)
@@ -245,7 +248,7 @@ class SimResult:
             last = max(self.end)
             makespan = last - first
             waits = [s - j.submit for j, s in zip(self.jobs, self.start)]
-            work = sum(j.procs * j.occupied for j in self.jobs)
+            work = sum(self.work) if self.work else sum(j.procs * j.occupied for j in self.jobs)
             bsld = sum(bounded_slowdown(w, j.occupied) for j, w in zip(self.jobs, waits))
             out.update(makespan_s=_num(makespan),
                        utilization=round(work / (self.max_procs * makespan), 6) if makespan > 0 else 0.0,
@@ -287,10 +290,15 @@ def _num(x: float) -> int | float:
 
 
 def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None = None) -> SimResult:
-    """Replays `trace` under `pol` on the core `on` (default: `core()`)."""
-    res = Engine(trace.jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on,
+    """Replays `trace` under `pol` on the core `on` (default: `core()`). Jobs whose time limit is
+    above their partition's MaxTime would wait for ever: they are skipped and counted."""
+    over = over_max_time(trace.jobs, pol.partitions)
+    jobs = [j for j, bad in zip(trace.jobs, over) if not bad] if any(over) else trace.jobs
+    res = Engine(jobs, trace.max_procs, pol.config, pol.weights, exact=exact, name=pol.name, on=on,
                  bf_interval=pol.bf_interval, partitions=pol.partitions, requeue_delay=pol.requeue_delay).run()
     res.skipped = dict(trace.skipped)
+    if len(jobs) < len(trace.jobs):
+        res.skipped[SKIP_OVER_MAX_TIME] = len(trace.jobs) - len(jobs)
     return res
 
 
@@ -319,25 +327,34 @@ class Engine:
         self.busy_nodes = [Node(nm, 1, 0, 0, cpus_used=1) for nm in self.names]
         self.index = {nm: i for i, nm in enumerate(self.names)}
         # a conf's partitions, each over the whole machine (so that nodes stay interchangeable);
-        # a job whose partition is not one of them runs in the first (the default)
-        self.partitions = (tuple(Partition(p.name, self.names, max_time=p.max_time, priority_tier=p.priority_tier,
-                                           priority_job_factor=p.priority_job_factor, preempt_mode=p.preempt_mode,
-                                           grace_time=p.grace_time) for p in partitions)
-                           or (Partition(PARTITION, self.names),))
+        # a job whose partition is not one of them runs in the first (the default). Partitions
+        # that schedule alike (PriorityTier, PriorityJobFactor, PreemptMode, GraceTime) are one
+        # partition of the core, named after the first of them: the core's cost grows with its
+        # partitions, and the engine gives each job its own partition's MaxTime as its limit
         self.requeue_delay = requeue_delay
-        home = homes(self.jobs, self.partitions)
-        max_time = {p.name: p.max_time for p in self.partitions}
+        alike: dict[tuple, str] = {}
+        core_of: dict[str, str] = {}
+        for p in partitions:
+            core_of[p.name] = alike.setdefault((p.priority_tier, p.priority_job_factor, p.preempt_mode, p.grace_time),
+                                               p.name)
+        self.partitions = (tuple(Partition(name, self.names, priority_tier=tier, priority_job_factor=factor,
+                                           preempt_mode=mode, grace_time=grace)
+                                 for (tier, factor, mode, grace), name in alike.items())
+                           or (Partition(PARTITION, self.names),))
+        home = homes(self.jobs, partitions) if partitions else [PARTITION] * len(self.jobs)
+        max_s = {p.name: p.max_time * 60.0 for p in partitions if p.max_time is not None}
         #: per job, the seconds its CPUs are planned for: its time limit, else its partition's MaxTime
-        self.limit_s = [j.requested if j.requested != math.inf or max_time[h] is None else max_time[h] * 60.0
+        self.limit_s = [j.requested if j.requested != math.inf else max_s.get(h, math.inf)
                         for j, h in zip(self.jobs, home)]
+        home = [core_of.get(h, h) for h in home]
         reqs: dict[int, py_model.Request] = {}  # (the compiled core's Request where it runs)
         # core job ids are 1 + the position in queue order, so the core's (priority, submit time,
         # job id) order is the trace's (submit time, job id) order even when trace ids repeat
         self.pending_jobs = [
             PendingJob(job_id=k + 1, partition=home[k], request=reqs.setdefault(j.procs, Request(nodes_min=j.procs)),
                        submit_time=float(j.submit), eligible_time=float(j.submit),
-                       time_limit=minutes(j.requested) if j.requested != math.inf else None)  # inf: unlimited
-            for k, j in enumerate(self.jobs)]
+                       time_limit=minutes(lim) if lim != math.inf else None)  # inf: unlimited
+            for k, (j, lim) in enumerate(zip(self.jobs, self.limit_s))]
 
     def run(self) -> SimResult:
         t0 = time.perf_counter()
@@ -353,24 +370,28 @@ class Engine:
         end: list[float] = [math.nan] * n
         backfilled = [False] * n
         preempted = [0] * n
+        work = [0.0] * n  # CPU-seconds each job held, all its runs
         cfg, weights = self.config, self.weights
         free_nodes, busy_nodes, index, parts = self.free_nodes, self.busy_nodes, self.index, self.partitions
         node_list = list(free_nodes)
         nodes_t = tuple(node_list)
         nodes_dirty = False
-        fcfs = not cfg.backfill and not weights.active and not self.exact
-        easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact
-        fast = not self.exact  # backfill may stop once nothing it has left to test can start
-        # multifactor: hand a pass the head of the queue that holds every job it can start
-        bf_window = (cfg.bf_max_job_test if cfg.backfill else 0)
         # the controller's cycle (controller/loops/scheduler.py): a main pass at each event, a
         # backfill pass once bf_interval has passed since the last one, if anything changed since
         every = self.bf_interval
         bf_dirty, next_bf = cfg.backfill, -math.inf
         last = -math.inf  # the instant of the last pass
-        # (the core orders jobs by PriorityTier first: the head is cut from priorities alone when
-        # every job's partition has the same tier, and then none can preempt another)
-        one_tier = len({p.priority_tier for p in parts if any(pj.partition == p.name for pj in pend_objs)}) <= 1
+        # (the core orders jobs by PriorityTier first: the shortcuts below, and the head cut from
+        # priorities alone, need every job's partition to have the same tier; then none can
+        # preempt another)
+        homes_used = {pj.partition for pj in pend_objs}
+        one_tier = len({p.priority_tier for p in parts if p.name in homes_used}) <= 1
+        # fcfs and easy: the shortcuts need every pass to backfill (or none)
+        fcfs = not cfg.backfill and not weights.active and not self.exact and one_tier
+        easy = cfg.backfill and cfg.bf_easy and not weights.active and not self.exact and one_tier and every is None
+        fast = not self.exact  # backfill may stop once nothing it has left to test can start
+        # multifactor: hand a pass the head of the queue that holds every job it can start
+        bf_window = (cfg.bf_max_job_test if cfg.backfill else 0)
         ranked = (self._ranking(nodes_t) if weights.active and not self.exact and bf_window >= 0 and one_tier
                   else None)
         # partition_prio across tiers: a job may start on the CPUs of the jobs it preempts
@@ -408,6 +429,7 @@ class Engine:
                 if end[k] != t:
                     continue
                 rj = running.pop(k + 1)
+                work[k] += size[k] * (t - start[k])
                 for a in rj.allocs:
                     x = index[a.node]
                     node_list[x] = free_nodes[x]
@@ -537,7 +559,7 @@ class Engine:
                 nodes_dirty = True
                 del sizes[bisect_left(sizes, s)]
                 start[k] = t
-                end[k] = t + occupied[k]
+                end[k] = t + min(occupied[k], limit_s[k])  # (killed at its partition's MaxTime)
                 if jid in p.backfilled:
                     backfilled[k] = True
                 if ranked is not None:
@@ -554,7 +576,7 @@ class Engine:
         return SimResult(policy=self.name, max_procs=procs, jobs=jobs, start=start, end=end,
                          wall_s=time.perf_counter() - t0, passes=passes, idle_passes=idle, queued=queued,
                          instants=instants, core_s=core_s, redone=redone, bf_tested=bf_tested, core=self.core.name,
-                         backfilled=backfilled, preempted=preempted)
+                         backfilled=backfilled, preempted=preempted, work=work)
 
     @staticmethod
     def _nothing_fits(more: list[int] | None, size: list[int], free: int, head: int, reach: int) -> bool:

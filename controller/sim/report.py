@@ -42,7 +42,8 @@ def figures(res: SimResult, key: str | None = None) -> dict[str, dict[str, float
     for group, ks in sorted(rows.items()):
         waits = [res.start[k] - res.jobs[k].submit for k in ks]
         n = len(ks)
-        work = sum(res.jobs[k].procs * res.jobs[k].occupied for k in ks)
+        work = (sum(res.work[k] for k in ks) if res.work
+                else sum(res.jobs[k].procs * res.jobs[k].occupied for k in ks))
         out[group] = {
             "jobs": n,
             "mean_wait_s": round(sum(waits) / n, 3),

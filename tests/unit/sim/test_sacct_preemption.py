@@ -114,7 +114,7 @@ def test_a_job_over_its_partitions_max_time_is_skipped_and_counted(tmp_path, cap
     d = dump(tmp_path, row(1, "low", 4, 0, 30, limit="00:10:00"), row(2, "low", 1, 5, 30, limit="00:01:00"))
     assert cli_simulate.main(["--sacct", d, "--config", conf(tmp_path, extra="MaxTime=5"), "--json"]) == 0
     a = json.loads(capsys.readouterr().out)["replays"]["A"]
-    assert a["jobs"] == 1 and a["skipped_by_reason"] == {cli_simulate.SKIP_OVER_MAX_TIME: 1}
+    assert a["jobs"] == 1 and a["skipped_by_reason"] == {engine.SKIP_OVER_MAX_TIME: 1}
 
 
 @pytest.mark.parametrize("field", [f for _, f, _ in report.ROWS])
@@ -122,3 +122,66 @@ def test_every_report_row_is_a_figure_of_every_group(tmp_path, field):
     res = replay(dump(tmp_path, row(1, "low", 4, 0, 100), row(2, "high", 4, 10, 20)), conf(tmp_path))
     for group in report.figures(res, "partition").values():
         assert field in group
+
+
+def both(dump_path: str, conf_path: str) -> tuple[engine.SimResult, engine.SimResult]:
+    """The replay, fast and exact (shortcuts off), on the Python core."""
+    c = load_config(conf_path)
+    trace = sacct.load(dump_path, sum(n.cpus or 1 for n in c.nodes))
+    pol = engine.policy("slurm", trace.jobs, c)
+    py = engine.core("python")
+    return engine.simulate(trace, pol, on=py), engine.simulate(trace, pol, exact=True, on=py)
+
+
+def test_easy_backfill_on_the_controllers_cycle_runs_the_pass_that_comes_due_between_events(tmp_path):
+    # bf_policy=easy and equal priorities: job 3 can backfill only in the pass due at 60 s
+    p = tmp_path / "e.conf"
+    p.write_text("ClusterName=p\nSchedulerType=sched/backfill\nSchedulerParameters=bf_policy=easy,bf_interval=60\n"
+                 "NodeName=node1 CPUs=4 RealMemory=4000\nPartitionName=low Nodes=ALL Default=YES\n")
+    d = dump(tmp_path, row(1, "low", 1, 0, 100, "00:05:00"), row(2, "low", 4, 1, 50, "00:05:00"),
+             row(3, "low", 1, 2, 10, "00:00:10"))
+    fast, exact = both(d, str(p))
+    assert fast.start == exact.start == [0, 100, 60]
+
+
+def test_first_come_first_served_across_tiers_starts_each_job_once(tmp_path):
+    p = tmp_path / "f.conf"
+    p.write_text("ClusterName=p\nSchedulerType=sched/builtin\nNodeName=node1 CPUs=4 RealMemory=4000\n"
+                 "PartitionName=low Nodes=ALL Default=YES PriorityTier=1\nPartitionName=high Nodes=ALL PriorityTier=10\n")
+    d = dump(tmp_path, row(1, "low", 4, 0, 100), row(2, "low", 2, 5, 50), row(3, "low", 4, 6, 50),
+             row(4, "high", 2, 7, 50))
+    fast, exact = both(d, str(p))
+    assert fast.start == exact.start == [0, 100, 150, 100]  # the high tier's job first, beside job 2
+
+
+@pytest.mark.parametrize("limit", ["UNLIMITED", "Partition_Limit"])
+def test_a_job_without_a_limit_of_its_own_is_killed_at_its_partitions_max_time(tmp_path, limit):
+    p = tmp_path / "m.conf"
+    p.write_text("ClusterName=p\nSchedulerType=sched/backfill\nPriorityType=priority/multifactor\n"
+                 "NodeName=node1 CPUs=4 RealMemory=4000\nPartitionName=low Nodes=ALL Default=YES MaxTime=5\n")
+    fast, exact = both(dump(tmp_path, row(1, "low", 4, 0, 1000, limit), row(2, "low", 4, 10, 60, "00:01:00")), str(p))
+    assert fast.start == exact.start == [0, 300] and fast.end == [300, 360]
+
+
+def test_utilization_counts_the_cpu_seconds_jobs_held_a_preempted_run_until_it_ended(tmp_path):
+    # job 1 (4 CPUs) is requeued at 10 s and runs its 100 s again from 131 s; job 2 holds the
+    # 4 CPUs 20 s: 4 x (10 + 100 + 20) CPU-seconds over a makespan of 231 s on 4 CPUs
+    res = replay(dump(tmp_path, row(1, "low", 4, 0, 100), row(2, "high", 4, 10, 20)), conf(tmp_path))
+    assert res.work == [4 * 110, 4 * 20]
+    assert res.summary()["utilization"] == round(130 / 231, 6)
+    assert report.figures(res)["all"]["utilization"] == round(130 / 231, 6)
+    cancel = replay(dump(tmp_path, row(1, "low", 4, 0, 1000), row(2, "high", 4, 10, 20)), conf(tmp_path, "CANCEL"))
+    assert cancel.work == [40, 80] and cancel.summary()["utilization"] == 1.0
+
+
+def test_an_swf_trace_with_a_conf_skips_jobs_over_its_default_partitions_max_time(tmp_path, capsys):
+    def rec(jid: int, sub: int, run: int, procs: int, req: int) -> str:
+        return " ".join(map(str, [jid, sub, 0, run, procs, -1, -1, procs, req, -1, 1, 1, 1, -1, -1, -1, -1, -1]))
+    t = tmp_path / "t.swf"
+    t.write_text("; MaxProcs: 4\n" + rec(1, 0, 100, 2, 600) + "\n" + rec(2, 5, 10, 2, 60) + "\n")
+    c = tmp_path / "s.conf"
+    c.write_text("ClusterName=p\nSchedulerType=sched/backfill\nPriorityType=priority/multifactor\n"
+                 "NodeName=node1 CPUs=4 RealMemory=4000\nPartitionName=batch Nodes=ALL Default=YES MaxTime=5\n")
+    assert cli_simulate.main([str(t), "--policy", "slurm", "--config", str(c), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["jobs"] == 1 and out["skipped_by_reason"] == {engine.SKIP_OVER_MAX_TIME: 1}
