@@ -1,9 +1,11 @@
 """The trace replayer: a discrete-event loop around the scheduling core's `plan()`.
 
-The machine is `procs` single-CPU nodes (n0001, n0002, ...) in one partition. A job of size k
-asks for k nodes (`Request(nodes_min=k)`), its time limit is its requested time, and it holds its
-nodes for `SwfJob.occupied` seconds. At every instant where jobs complete or arrive, all
-completions and then all arrivals are applied, and then (at most) one scheduling pass runs:
+The machine is `procs` single-CPU nodes (n0001, n0002, ...), in one partition or in a slurm.conf's
+partitions, each spanning all of them (`Policy.partitions`). A job of size k asks for k nodes
+(`Request(nodes_min=k)`), its time limit is its requested time (else its partition's MaxTime), and
+it holds its nodes for `SwfJob.occupied` seconds, killed at that limit. At every instant where
+jobs complete or arrive, all completions and then all arrivals are applied, and then (at most)
+one scheduling pass runs:
 a `Snapshot` of the nodes, the pending queue and the running jobs goes to `plan()`, and the
 plan's starts are applied. The clock then jumps to the next arrival or completion.
 
@@ -59,6 +61,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
 from typing import Any
 
+from slurmlet.controller.config import ClusterConfig
 from slurmlet.controller.core import memo as py_memo
 from slurmlet.controller.core import model as py_model
 from slurmlet.controller.core import order as py_order
@@ -76,7 +79,9 @@ HUGE = 1_000_000_000  #: bf_max_job_test for easy: no limit in practice
 HEAD_MIN = 24  #: slurm: shorter queues go to the core whole (the head would not save much)
 PARTITION = "batch"
 SKIP_OVER_MAX_TIME = "time limit over its partition's MaxTime"
-DEFAULT_BF_INTERVAL = 30.0  #: slurm without --config: SchedulerParameters' bf_interval default
+#: slurm without --config: the defaults of a slurm.conf that sets nothing (bf_interval, the
+#: requeue delay), read where the controller reads them
+CONF_DEFAULTS = ClusterConfig()
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,8 @@ class Policy:
     #: a slurm.conf's partitions (their nodes left out: each one spans the whole machine), the
     #: first Default=YES one first; none: one partition
     partitions: tuple[py_model.Partition, ...] = ()
-    requeue_delay: float = 121.0  #: seconds before a job requeued by preemption may start again
+    #: seconds before a job requeued by preemption may start again
+    requeue_delay: float = float(CONF_DEFAULTS.requeue_delay)
 
 
 def easy_window_minutes(jobs: Sequence[SwfJob]) -> int:
@@ -182,13 +188,13 @@ def policy(name: str, jobs: Sequence[SwfJob] = (), conf=None) -> Policy:  # noqa
                                         bf_resolution=1, bf_max_job_test=HUGE))
     if name == "slurm":
         if conf is None:
-            return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS, DEFAULT_BF_INTERVAL)
-        return Policy(name, conf.sched_config(), conf.priority_weights(), conf.bf_interval(), partitions(conf),
+            return Policy(name, SchedConfig(), DEFAULT_SLURM_WEIGHTS, CONF_DEFAULTS.bf_interval())
+        return Policy(name, conf.sched_config(), conf.priority_weights(), conf.bf_interval(), conf_partitions(conf),
                       float(conf.requeue_delay))
     raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
 
 
-def partitions(conf) -> tuple[py_model.Partition, ...]:  # noqa: ANN001 - ClusterConfig
+def conf_partitions(conf) -> tuple[py_model.Partition, ...]:  # noqa: ANN001 - ClusterConfig
     """A slurm.conf's partitions as the simulator runs them: name, MaxTime, PriorityTier,
     PriorityJobFactor, PreemptMode and GraceTime, and no nodes (each spans the machine); the
     default partition first (Default=YES, else the first)."""
@@ -248,7 +254,7 @@ class SimResult:
             last = max(self.end)
             makespan = last - first
             waits = [s - j.submit for j, s in zip(self.jobs, self.start)]
-            work = sum(self.work) if self.work else sum(j.procs * j.occupied for j in self.jobs)
+            work = sum(self.work)
             bsld = sum(bounded_slowdown(w, j.occupied) for j, w in zip(self.jobs, waits))
             out.update(makespan_s=_num(makespan),
                        utilization=round(work / (self.max_procs * makespan), 6) if makespan > 0 else 0.0,
@@ -305,7 +311,8 @@ def simulate(trace: Trace, pol: Policy, *, exact: bool = False, on: Core | None 
 class Engine:
     def __init__(self, jobs: Sequence[SwfJob], procs: int, config: SchedConfig, weights: Weights = Weights(),  # noqa: B008 - frozen: one shared default is safe
                  *, exact: bool = False, name: str = "", on: Core | None = None, bf_interval: float | None = None,
-                 partitions: Sequence[py_model.Partition] = (), requeue_delay: float = 121.0):
+                 partitions: Sequence[py_model.Partition] = (),
+                 requeue_delay: float = float(CONF_DEFAULTS.requeue_delay)):
         if procs <= 0:
             raise ValueError("the machine needs at least one processor")
         too_wide = [j.job_id for j in jobs if j.procs > procs or j.procs <= 0 or j.occupied <= 0]

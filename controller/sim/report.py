@@ -42,8 +42,7 @@ def figures(res: SimResult, key: str | None = None) -> dict[str, dict[str, float
     for group, ks in sorted(rows.items()):
         waits = [res.start[k] - res.jobs[k].submit for k in ks]
         n = len(ks)
-        work = (sum(res.work[k] for k in ks) if res.work
-                else sum(res.jobs[k].procs * res.jobs[k].occupied for k in ks))
+        work = sum(res.work[k] for k in ks)
         out[group] = {
             "jobs": n,
             "mean_wait_s": round(sum(waits) / n, 3),
@@ -53,7 +52,7 @@ def figures(res: SimResult, key: str | None = None) -> dict[str, dict[str, float
                                                for w, k in zip(waits, ks)) / n, 4),
             "utilization": round(work / cap, 6) if cap > 0 else 0.0,
             "backfilled": round(sum(res.backfilled[k] for k in ks) / n, 6) if res.backfilled else 0.0,
-            "preemptions": sum(res.preempted[k] for k in ks) if res.preempted else 0,
+            "preemptions": sum(res.preempted[k] for k in ks),
         }
     return out
 
